@@ -1,0 +1,1 @@
+"""One module per job: options, reading, wiring transforms, writing. No domain logic here."""

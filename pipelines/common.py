@@ -1,0 +1,238 @@
+"""What every job shares: config profiles, output-folder hygiene, running, the manifest and `_SUCCESS`.
+
+A run is complete only when `_SUCCESS` exists in its output folder: it is removed first and
+written last, after the pipeline finished and the manifest was written, so a failed or
+interrupted run never looks complete.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import yaml
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineState
+
+import vlnkit
+from vlnkit import fileio
+
+SUCCESS = "_SUCCESS"
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+log = logging.getLogger("vlnkit")
+
+
+class JobError(RuntimeError):
+    """Something structural is wrong (no input, no graphs, bad flags): the job cannot run at all."""
+
+
+# ---------------------------------------------------------------------------- options
+def config_to_argv(path: str) -> list[str]:
+    """A YAML profile of `flag: value` pairs as command-line arguments (lists become repeated flags)."""
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise JobError(f"--config {path}: cannot read ({exc})") from exc
+    except yaml.YAMLError as exc:
+        raise JobError(f"--config {path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise JobError(f"--config {path}: expected a mapping of flag names to values")
+    argv = []
+    for key, value in data.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                if v:
+                    argv.append(f"--{key}")
+                continue
+            argv.append(f"--{key}={v}")
+    return argv
+
+
+def expand_config(argv: list[str]) -> list[str]:
+    """Replace `--config=FILE` (or `--config FILE`) by the profile's flags; explicit flags still win."""
+    out, configs, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--config="):
+            configs.append(arg.split("=", 1)[1])
+        elif arg == "--config" and i + 1 < len(argv):
+            configs.append(argv[i + 1])
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    prefix = [a for c in configs for a in config_to_argv(c)]
+    return prefix + out  # later flags override earlier ones in argparse
+
+
+def parse_options(options_cls: type[PipelineOptions], argv: list[str] | None):
+    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    options = PipelineOptions(argv)
+    return options, options.view_as(options_cls)
+
+
+# ---------------------------------------------------------------------------- files
+def require_inputs(flag: str, patterns: str) -> list[tuple[str, int]]:
+    files = fileio.match(patterns)
+    if not files:
+        raise JobError(f"{flag}={patterns}: no file matches")
+    return files
+
+
+def file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with fileio.open_read(path) as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def describe_inputs(files: list[tuple[str, int]]) -> list[dict]:
+    return [{"path": p, "bytes": size, "sha256": file_digest(p)} for p, size in files]
+
+
+def clear_outputs(output_dir: str, prefixes: list[str]) -> None:
+    """Remove `_SUCCESS` first, then what a previous run of this job left (stale shards would mix in)."""
+    names = [SUCCESS, MANIFEST, SUMMARY]
+    patterns = [fileio.join(output_dir, n) for n in names]
+    patterns += [fileio.join(output_dir, f"{p}-*-of-*") for p in prefixes]
+    for pattern in patterns:
+        existing = [p for p, _ in fileio.match(pattern)]
+        if existing:
+            FileSystems.delete(existing)
+
+
+def code_version() -> str:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        rev = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        return f"vlnkit {vlnkit.__version__} ({rev}{'-dirty' if dirty else ''})"
+    except (OSError, subprocess.SubprocessError):
+        return f"vlnkit {vlnkit.__version__}"
+
+
+def count_rows(path: str) -> int | None:
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        with fileio.open_read(path) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+    if path.endswith(".jsonl"):
+        with fileio.open_read(path) as f:
+            return sum(1 for line in f if line.strip())
+    return None
+
+
+def _redacted_options(options: PipelineOptions) -> dict:
+    secret_words = ("credential", "token", "secret", "password", "key_file", "api_key")
+    out = {}
+    for k, v in sorted(options.get_all_options(drop_default=False).items()):
+        out[k] = "<redacted>" if v is not None and any(w in k.lower() for w in secret_words) else v
+    return out
+
+
+def metrics_table(result) -> list[dict]:
+    """Beam counters of a finished pipeline as rows (namespace, name, value)."""
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners do not support metric queries
+        return []
+    totals: dict[tuple[str, str], int] = {}
+    for c in counters:
+        key = (c.key.metric.namespace, c.key.metric.name)
+        value = c.committed if c.committed is not None else c.attempted
+        totals[key] = totals.get(key, 0) + (value or 0)
+    return [{"namespace": ns, "name": name, "value": v} for (ns, name), v in sorted(totals.items())]
+
+
+def format_table(rows: list[tuple[str, object]], title: str) -> str:
+    width = max((len(k) for k, _ in rows), default=0)
+    lines = [title, "-" * len(title)]
+    for k, v in rows:
+        if isinstance(v, float):
+            v = f"{v:.4f}"
+        lines.append(f"  {k.ljust(width)}  {v}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- running
+def run_job(
+    job: str,
+    options: PipelineOptions,
+    output_dir: str,
+    output_prefixes: list[str],
+    inputs: list[tuple[str, int]],
+    build,
+) -> dict:
+    """Build and run a pipeline, then write the manifest and, last, `_SUCCESS`. Returns the summary.
+
+    `build(pipeline)` wires the job; it must write `summary.json` into `output_dir`.
+    """
+    started = time.time()
+    clear_outputs(output_dir, output_prefixes)
+    pipeline = beam.Pipeline(options=options)
+    build(pipeline)
+    result = pipeline.run()
+    state = result.wait_until_finish()
+    if state not in (PipelineState.DONE, None):
+        raise JobError(f"{job}: pipeline ended in state {state}; output in {output_dir} is incomplete")
+    summary_path = fileio.join(output_dir, SUMMARY)
+    with fileio.open_read(summary_path) as f:
+        summary = json.load(f)
+    outputs = []
+    for prefix in output_prefixes:
+        for path, size in fileio.match(fileio.join(output_dir, f"{prefix}-*-of-*")):
+            outputs.append({"path": path, "bytes": size, "rows": count_rows(path)})
+    counters = metrics_table(result)
+    manifest = {
+        "job": job,
+        "code_version": code_version(),
+        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "wall_seconds": round(time.time() - started, 3),
+        "options": _redacted_options(options),
+        "inputs": describe_inputs(inputs),
+        "outputs": outputs,
+        "counters": counters,
+        "summary": summary,
+    }
+    with fileio.open_write(fileio.join(output_dir, MANIFEST)) as f:
+        f.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
+    with fileio.open_write(fileio.join(output_dir, SUCCESS)) as f:
+        f.write(b"")
+    return summary
+
+
+def main_wrapper(main):
+    """Run a job's main; structural errors end the process with one clear line, not a traceback."""
+
+    def wrapped(argv=None):
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("apache_beam").setLevel(logging.WARNING)
+        try:
+            return main(argv)
+        except JobError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return wrapped

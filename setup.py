@@ -1,0 +1,31 @@
+"""vlnkit: VLN dataset and evaluation pipelines on Apache Beam.
+
+This file is also what Dataflow workers install (`--setup_file=./setup.py`).
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="vlnkit",
+    version="0.1.0",
+    description="Vision-and-Language Navigation datasets (R4R, paraphrases, hard negatives) and metrics on Apache Beam",
+    python_requires=">=3.11,<3.13",
+    packages=find_packages(include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*"]),
+    package_data={"": ["*.yaml"]},
+    install_requires=[
+        "apache-beam[gcp]>=2.60,<3",
+        "numpy>=1.26,<3",
+        "scipy>=1.11,<2",
+        "networkx>=3.2,<4",
+        "pyarrow>=14,<26",
+        "pyyaml>=6,<7",
+        "orjson>=3.9,<4",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8,<10",
+            "hypothesis>=6.100,<7",
+            "ruff>=0.5",
+        ],
+    },
+)

@@ -1,0 +1,39 @@
+"""Shared fixtures: where the real data lives, and the rule for when it is missing.
+
+Tests that read ../shared/data must run in CI: when `CI` is set and the data is missing they
+fail; on a user's machine without the data they are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("VLNKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def _require(path: Path) -> Path:
+    if path.exists():
+        return path
+    reason = f"real data not found at {path} (set VLNKIT_SHARED_DATA or place ../shared/data beside the repo)"
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return _require(SHARED_DATA)
+
+
+@pytest.fixture(scope="session")
+def connectivity_dir(shared_data) -> str:
+    return str(_require(shared_data / "connectivity"))
+
+
+@pytest.fixture(scope="session")
+def r2r_dir(shared_data) -> Path:
+    return _require(shared_data / "r2r")

@@ -1,0 +1,1 @@
+"""Composable Beam PTransforms: thin wrappers that run the `vlnkit` core at scale."""

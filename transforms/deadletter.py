@@ -1,0 +1,54 @@
+"""Dead letters: records that could not be processed, with the reason, never dropped silently."""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from vlnkit import fileio
+from vlnkit.r2r import RecordError
+
+DEAD_LETTER = "dead_letter"
+DEAD_LETTER_FILE = "dead_letter-00000-of-00001.jsonl"
+
+
+def dead_letter(stage: str, source: str, record: str, reason: str) -> dict:
+    return RecordError(source=source, record=record, reason=reason, stage=stage).to_dict()
+
+
+def record_label(record: dict) -> str:
+    return f"#{record.get('_index', '?')} (path_id={record.get('path_id')!r})"
+
+
+class WriteDeadLetters(beam.PTransform):
+    """Flatten dead-letter PCollections into one JSON Lines file (empty when there are none).
+
+    Dead letters are few by nature, so they are gathered to one writer: one file, sorted, no
+    sharding machinery. Returns the flattened PCollection (for counting).
+    """
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def expand(self, pcolls):
+        flat = tuple(pcolls) | "FlattenDeadLetters" >> beam.Flatten()
+        counter = Metrics.counter("dead_letter", "records")
+        path = self.path
+
+        def write(kv):
+            lines = sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in kv[1] if d is not None)
+            counter.inc(len(lines))
+            with fileio.open_write(path) as f:
+                f.write("".join(line + "\n" for line in lines).encode("utf-8"))
+
+        always = flat.pipeline | "AlwaysOneGroup" >> beam.Create([(0, None)])
+        _ = (
+            (flat | "KeyAll" >> beam.Map(lambda d: (0, d)), always)
+            | "FlattenForFile" >> beam.Flatten()
+            | "Gather" >> beam.GroupByKey()
+            | "WriteDeadLetterJsonl" >> beam.Map(write)
+        )
+        return flat
