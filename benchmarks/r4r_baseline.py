@@ -49,7 +49,9 @@ def generate(records: list[dict], connectivity_dir: str, distance_threshold: flo
                     continue
                 out.append(
                     {
-                        "path": first["path"][:-1] + cache[first["path"][-1]][1][second["path"][0]] + second["path"][1:],
+                        "path": first["path"][:-1]
+                        + cache[first["path"][-1]][1][second["path"][0]]
+                        + second["path"][1:],
                         "distance": first["distance"] + gap + second["distance"],
                         "instructions": [x + y for x in first["instructions"] for y in second["instructions"]],
                         "heading": first["heading"],

@@ -208,7 +208,7 @@ def run_job(
     manifest = {
         "job": job,
         "code_version": code_version(),
-        "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(time.time() - started, 3),
         "options": _redacted_options(options),
         "inputs": describe_inputs(inputs),

@@ -92,7 +92,9 @@ class _BuildJoins(GraphDoFn):
                 add_totals(totals, record_totals(joined))
                 yield joined
         self.heading_filtered.inc(filtered)
-        yield beam.pvalue.TaggedOutput(COUNTS, add_totals(totals, {"passed_distance": passed, "filtered_heading": filtered}))
+        yield beam.pvalue.TaggedOutput(
+            COUNTS, add_totals(totals, {"passed_distance": passed, "filtered_heading": filtered})
+        )
 
 
 class JoinR4R(beam.PTransform):
@@ -118,7 +120,8 @@ class JoinR4R(beam.PTransform):
         built = (
             {FIRST: keyed[FIRST], SECOND: keyed[SECOND]}
             | "MeetAtViewpoint" >> beam.CoGroupByKey()
-            | "BuildJoins" >> beam.ParDo(_BuildJoins(self.connectivity_dir, self.config)).with_outputs(
+            | "BuildJoins"
+            >> beam.ParDo(_BuildJoins(self.connectivity_dir, self.config)).with_outputs(
                 COUNTS, DEAD_LETTER, main="joined"
             )
         )

@@ -63,9 +63,7 @@ class NavGraph:
                 included.append(bool(entry["included"]))
                 row = entry["unobstructed"]
                 if len(row) != n_all:
-                    raise GraphError(
-                        f"{where}: viewpoint #{k} 'unobstructed' has {len(row)} entries, expected {n_all}"
-                    )
+                    raise GraphError(f"{where}: viewpoint #{k} 'unobstructed' has {len(row)} entries, expected {n_all}")
                 unobstructed.append(row)
             except GraphError:
                 raise
@@ -161,9 +159,7 @@ class NavGraph:
             return [i]
         pred = self.predecessors[i]
         if pred[j] < 0:
-            raise GraphError(
-                f"scan {self.scan!r}: {self.viewpoints[j]!r} is unreachable from {self.viewpoints[i]!r}"
-            )
+            raise GraphError(f"scan {self.scan!r}: {self.viewpoints[j]!r} is unreachable from {self.viewpoints[i]!r}")
         out = [j]
         while out[-1] != i:
             out.append(int(pred[out[-1]]))

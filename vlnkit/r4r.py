@@ -48,7 +48,9 @@ class JoinConfig:
         if self.heading_threshold is not None and not self.heading_threshold >= 0:
             raise ValueError(f"heading_threshold must be >= 0 radians, got {self.heading_threshold}")
         if self.heading_convention not in HEADING_CONVENTIONS:
-            raise ValueError(f"heading_convention must be one of {HEADING_CONVENTIONS}, got {self.heading_convention!r}")
+            raise ValueError(
+                f"heading_convention must be one of {HEADING_CONVENTIONS}, got {self.heading_convention!r}"
+            )
 
 
 def pair_path_id(first_path_id: int, second_path_id: int) -> int:

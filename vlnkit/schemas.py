@@ -9,11 +9,13 @@ from __future__ import annotations
 import pyarrow as pa
 
 
-def _with_version(name: str, version: int, fields: list[pa.Field]) -> pa.Schema:
-    return pa.schema(fields, metadata={b"vlnkit.schema": name.encode(), b"vlnkit.schema_version": str(version).encode()})
+def versioned_schema(name: str, version: int, fields: list[pa.Field]) -> pa.Schema:
+    return pa.schema(
+        fields, metadata={b"vlnkit.schema": name.encode(), b"vlnkit.schema_version": str(version).encode()}
+    )
 
 
-R4R_PATHS = _with_version(
+R4R_PATHS = versioned_schema(
     "r4r_paths",
     1,
     [

@@ -40,9 +40,18 @@ def test_default_run_uses_the_built_in_synthetic_environment(tmp_path):
 
 def test_command_line_entry_point_runs(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.build_r4r", "--runner=DirectRunner", f"--output_dir={tmp_path}/o",
-         "--synthetic_paths_per_scan=8"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pipelines.build_r4r",
+            "--runner=DirectRunner",
+            f"--output_dir={tmp_path}/o",
+            "--synthetic_paths_per_scan=8",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     assert "paths generated" in proc.stdout and (tmp_path / "o" / "_SUCCESS").exists()
@@ -57,8 +66,9 @@ def key(r):
 def test_real_splits_give_exactly_the_published_generators_joins(tmp_path, split, r2r_dir, connectivity_dir):
     r2r = r2r_dir / f"R2R_{split}.json"
     json_out = tmp_path / f"R4R_{split}.json"
-    out, summary = run(tmp_path, f"--r2r_path={r2r}", f"--connectivity_dir={connectivity_dir}",
-                       f"--json_output={json_out}")
+    out, summary = run(
+        tmp_path, f"--r2r_path={r2r}", f"--connectivity_dir={connectivity_dir}", f"--json_output={json_out}"
+    )
     paths, instructions = PUBLISHED_COUNTS[split]
     assert summary["dataset"]["paths"] == paths and summary["dataset"]["instructions"] == instructions
     assert summary["dead_letters"] == 0 and (out / "_SUCCESS").exists()
@@ -77,15 +87,29 @@ def test_real_splits_give_exactly_the_published_generators_joins(tmp_path, split
         assert mine["path_id"] == mine["first_path_id"] * 1_000_000 + mine["second_path_id"]
     rows = parquet_rows(out)
     assert sorted(key(r) for r in rows) == sorted(key(r) for r in ours)
-    assert set(ours[0]) == {"distance", "first_path_id", "heading", "instructions", "path", "path_id", "scan",
-                            "second_path_id", "shortest_path", "shortest_path_distance"}
+    assert set(ours[0]) == {
+        "distance",
+        "first_path_id",
+        "heading",
+        "instructions",
+        "path",
+        "path_id",
+        "scan",
+        "second_path_id",
+        "shortest_path",
+        "shortest_path_distance",
+    }
 
 
 @pytest.mark.real_data
 def test_val_seen_matches_the_independently_published_r4r_file(tmp_path, shared_data, connectivity_dir):
     json_out = tmp_path / "R4R_val_seen.json"
-    run(tmp_path, f"--r2r_path={shared_data}/r2r/R2R_val_seen.json", f"--connectivity_dir={connectivity_dir}",
-        f"--json_output={json_out}")
+    run(
+        tmp_path,
+        f"--r2r_path={shared_data}/r2r/R2R_val_seen.json",
+        f"--connectivity_dir={connectivity_dir}",
+        f"--json_output={json_out}",
+    )
     published = {key(r): r for r in json.loads((shared_data / "r4r_published" / "R4R_val_seen.json").read_text())}
     ours = {key(r): r for r in json.loads(json_out.read_text())}
     assert set(ours) == set(published) and len(ours) == 115
@@ -162,8 +186,12 @@ def test_empty_input_file_gives_an_empty_complete_run(tmp_path):
 
     _, conn_dir = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=1)
     (tmp_path / "in.json").write_text("[]")
-    out, summary = run(tmp_path, f"--r2r_path={tmp_path}/in.json", f"--connectivity_dir={conn_dir}",
-                       f"--json_output={tmp_path}/r4r.json")
+    out, summary = run(
+        tmp_path,
+        f"--r2r_path={tmp_path}/in.json",
+        f"--connectivity_dir={conn_dir}",
+        f"--json_output={tmp_path}/r4r.json",
+    )
     assert summary["dataset"]["paths"] == 0 and summary["dataset"]["mean_distance"] is None
     assert json.loads((tmp_path / "r4r.json").read_text()) == []
     assert (out / "_SUCCESS").exists()

@@ -100,9 +100,7 @@ def test_all_pairs_shortest_paths_match_networkx_on_real_scans(connectivity_dir)
         g = GraphStore(connectivity_dir).get(scan)
         ref = nx_load_graph(connectivity_dir, scan)
         assert set(g.viewpoints) == set(ref.nodes)
-        assert {frozenset(e) for e in ref.edges} == {
-            frozenset((g.viewpoints[i], g.viewpoints[j])) for i, j in g.edges
-        }
+        assert {frozenset(e) for e in ref.edges} == {frozenset((g.viewpoints[i], g.viewpoints[j])) for i, j in g.edges}
         lengths = dict(nx.all_pairs_dijkstra_path_length(ref))
         for u in g.viewpoints:
             for v in g.viewpoints:

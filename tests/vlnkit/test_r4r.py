@@ -80,7 +80,9 @@ def test_heading_rule_uses_simulator_convention_and_wraps():
     assert heading_difference(g, P1, P2, "published_generator") == pytest.approx(2 * math.pi - 0.2 - math.pi / 2)
     joined, counts = join_paths(g, [P1, P2], JoinConfig(heading_threshold=0.5))
     assert (1, 2) in {(j["first_path_id"], j["second_path_id"]) for j in joined}
-    joined, counts = join_paths(g, [P1, P2], JoinConfig(heading_threshold=0.5, heading_convention="published_generator"))
+    joined, counts = join_paths(
+        g, [P1, P2], JoinConfig(heading_threshold=0.5, heading_convention="published_generator")
+    )
     assert (1, 2) not in {(j["first_path_id"], j["second_path_id"]) for j in joined}
     assert counts["filtered_heading"] >= 1
 
