@@ -66,7 +66,8 @@ def grid_paths(entries: list[dict], scan: str, count: int, seed: int, first_path
             path.extend(reversed(leg[:-1]))
             node = target
         length = float(sum(dist[a, b] for a, b in zip(path[:-1], path[1:])))
-        dx, dy = xy[path[1]] - xy[path[0]]
+        # Face along the first step (a lone viewpoint, possible on tiny grids, faces +y).
+        dx, dy = xy[path[1]] - xy[path[0]] if len(path) > 1 else (0.0, 1.0)
         words = [ids[path[0]], ids[path[-1]]]
         records.append(
             {
