@@ -90,7 +90,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptio
     unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
     join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config)
     joined = join["joined"]
-    joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards)
+    joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards, batched=True)
     if opts.json_output:
         joined | "WriteR4RJson" >> WriteJsonFile(
             opts.json_output,
@@ -98,6 +98,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptio
             sort_key=json_order,
             final_key=published_order,
             side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+            batched=True,
         )
     dead = (read[DEAD_LETTER], unique[DEAD_LETTER], join[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
         fileio.join(out, DEAD_LETTER_FILE)

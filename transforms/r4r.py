@@ -14,7 +14,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from vlnkit.graph import GraphError
-from vlnkit.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, passes_heading, record_totals
+from vlnkit.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, group_totals, passes_heading
 
 FIRST, SECOND = "first", "second"
 SCANS = "scans"
@@ -66,7 +66,7 @@ class _BuildJoins(GraphDoFn):
             return
         graph = self.graphs.get(scan)
         passed = filtered = 0
-        totals: dict = {}
+        joined_here: list[dict] = []
         for first in firsts:
             for second in seconds:
                 passed += 1
@@ -88,24 +88,27 @@ class _BuildJoins(GraphDoFn):
                     )
                     continue
                 joined["_order"] = (first["_order"], second["_order"])
-                self.joined.inc()
-                add_totals(totals, record_totals(joined))
-                yield joined
+                joined_here.append(joined)
+        self.joined.inc(len(joined_here))
         self.heading_filtered.inc(filtered)
-        yield beam.pvalue.TaggedOutput(
-            COUNTS, add_totals(totals, {"passed_distance": passed, "filtered_heading": filtered})
-        )
+        counts = {"passed_distance": passed, "filtered_heading": filtered}
+        if joined_here:
+            yield joined_here  # one element per meeting viewpoint: downstream writers take batches
+            add_totals(counts, group_totals(joined_here))
+        yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
 
 class JoinR4R(beam.PTransform):
     """Validated R2R records -> joined R4R records, plus dead letters and join statistics.
 
     Returns a dict of PCollections:
-      `joined`: record dicts (see `vlnkit.r4r.build_joined`), each with `_order`;
+      `joined`: lists of record dicts (see `vlnkit.r4r.build_joined`), each with `_order`; one list per
+        meeting viewpoint, so writers handle batches and per-element overhead stays off the hot path
+        (`beam.FlatMap(lambda batch: batch)` gives single records);
       `dead_letter`: records that could not be used, with reasons;
       `scan_rank`: (scan, first `_order` of the scan), for the published output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
-        filtered by heading, and the joined records' totals (see `vlnkit.r4r.record_totals`).
+        filtered by heading, and the joined records' totals (see `vlnkit.r4r.group_totals`).
     """
 
     def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig()):

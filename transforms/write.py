@@ -8,6 +8,9 @@ import apache_beam as beam
 import orjson
 import pyarrow as pa
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.tally import SumDicts
 from vlnkit import fileio
@@ -16,32 +19,53 @@ from vlnkit.schemas import row
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 
 
-class _ToArrowTable(beam.DoFn):
-    """A batch of record dicts -> one pyarrow Table (columnar conversion in C++, not per row)."""
+class _ToArrowTables(beam.DoFn):
+    """Lists of record dicts -> pyarrow Tables of about `rows` rows (columnar conversion in C++).
 
-    def __init__(self, schema: pa.Schema, name: str):
+    Input lists may be tiny (one join group), so rows are buffered across the bundle: each
+    table becomes one Parquet row group, and row groups should not be tiny.
+    """
+
+    def __init__(self, schema: pa.Schema, name: str, rows: int = 16384):
+        super().__init__()
         self.schema = schema
+        self.rows = rows
         self.written = Metrics.counter("write", name)
 
+    def start_bundle(self):
+        self._buffer = []
+
+    def _table(self):
+        table = pa.Table.from_pylist(self._buffer, schema=self.schema)
+        self.written.inc(len(self._buffer))
+        self._buffer = []
+        return table
+
     def process(self, batch):
-        self.written.inc(len(batch))
-        yield pa.Table.from_pylist([row(self.schema, r) for r in batch], schema=self.schema)
+        self._buffer.extend(row(self.schema, r) for r in batch)
+        if len(self._buffer) >= self.rows:
+            yield self._table()
+
+    def finish_bundle(self):
+        if self._buffer:
+            yield WindowedValue(self._table(), MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class WriteParquetShards(beam.PTransform):
-    """Records -> `<prefix>-SSSSS-of-NNNNN.parquet` with the given pyarrow schema."""
+    """Records (or, with `batched=True`, lists of records) -> `<prefix>-SSSSS-of-NNNNN.parquet`."""
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema, num_shards: int = 0):
+    def __init__(self, file_path_prefix: str, schema: pa.Schema, num_shards: int = 0, batched: bool = False):
         super().__init__()
         self.file_path_prefix = file_path_prefix
         self.schema = schema
         self.num_shards = num_shards
+        self.batched = batched
 
     def expand(self, records):
+        batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
         return (
-            records
-            | "Batch" >> beam.BatchElements(min_batch_size=256, max_batch_size=8192)
-            | "ToTable" >> beam.ParDo(_ToArrowTable(self.schema, self.file_path_prefix.rsplit("/", 1)[-1]))
+            batches
+            | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema, self.file_path_prefix.rsplit("/", 1)[-1]))
             | "WriteParquet"
             >> beam.io.WriteToParquetBatched(
                 self.file_path_prefix,
@@ -66,7 +90,7 @@ def write_json(path: str, obj, indent: bool = False) -> None:
 
 
 class _WriteFragments(beam.DoFn):
-    """Serialize records into a per-bundle fragment file; emit only (sort key, fragment, offset, length)."""
+    """Serialize a bundle's records into one fragment file; emit one index of (sort key, offset, length)."""
 
     def __init__(self, temp_dir: str, project, sort_key):
         super().__init__()
@@ -79,33 +103,41 @@ class _WriteFragments(beam.DoFn):
         self._path = fileio.join(self.temp_dir, f"fragment-{uuid.uuid4().hex}.jsonl")
         self._file = None
         self._offset = 0
+        self._index = []
 
-    def process(self, record):
+    def process(self, batch):
         if self._file is None:
             self._file = fileio.open_write(self._path)
-        blob = orjson.dumps(self.project(record), option=orjson.OPT_SORT_KEYS)
-        self._file.write(blob)
-        yield 0, (self.sort_key(record), self._path, self._offset, len(blob))
-        self._offset += len(blob)
+        for record in batch:
+            blob = orjson.dumps(self.project(record), option=orjson.OPT_SORT_KEYS)
+            self._file.write(blob)
+            self._index.append((self.sort_key(record), self._offset, len(blob)))
+            self._offset += len(blob)
 
     def finish_bundle(self):
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._file is None:
+            return
+        self._file.close()
+        self._file = None
+        yield WindowedValue((0, (self._path, self._index)), MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class WriteJsonFile(beam.PTransform):
-    """Gather a PCollection into one JSON list file, one record per line, ordered by `sort_key`.
+    """Gather records (or, with `batched=True`, lists of records) into one JSON list file, one
+    record per line, ordered by `sort_key`.
 
     Records are serialized where they are made, into per-bundle fragment files next to the
-    output; only small (key, fragment, offset, length) tuples travel to the single writer,
+    output; only one small index per bundle (sort keys, offsets, lengths) travels to the single writer,
     which assembles the file in order and removes the fragments. Fragments of a retried
     bundle are never referenced and are removed with the rest.
     `sort_key(record)` is a picklable tuple; `final_key(key, **side)` may refine it with side inputs.
     """
 
-    def __init__(self, path: str, project, sort_key, final_key=None, side_inputs: dict | None = None):
+    def __init__(
+        self, path: str, project, sort_key, final_key=None, side_inputs: dict | None = None, batched: bool = False
+    ):
         super().__init__()
+        self.batched = batched
         self.path = path
         self.project = project
         self.sort_key = sort_key
@@ -118,7 +150,9 @@ class WriteJsonFile(beam.PTransform):
 
         def write(kv, **side):
             entries = sorted(
-                (final_key(key, **side), frag, offset, length) for key, frag, offset, length in (x for x in kv[1] if x)
+                (final_key(key, **side), frag, offset, length)
+                for frag, index in (x for x in kv[1] if x)
+                for key, offset, length in index
             )
             blobs = {frag: fileio.read_bytes(frag) for frag in {e[1] for e in entries}}
             with fileio.open_write(path) as f:
@@ -129,7 +163,8 @@ class WriteJsonFile(beam.PTransform):
             fileio.remove_tree(temp_dir)
             return len(entries)
 
-        keyed = records | "Serialize" >> beam.ParDo(_WriteFragments(temp_dir, self.project, self.sort_key))
+        batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
+        keyed = batches | "Serialize" >> beam.ParDo(_WriteFragments(temp_dir, self.project, self.sort_key))
         # Always one group, so an empty input still writes `[]`.
         always = records.pipeline | "AlwaysOneGroup" >> beam.Create([(0, None)])
         return (

@@ -43,6 +43,7 @@ class NavGraph:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", {v: i for i, v in enumerate(self.viewpoints)})
+        object.__setattr__(self, "_path_cache", {})
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -167,7 +168,12 @@ class NavGraph:
         return out
 
     def shortest_path(self, u: str, v: str) -> list[str]:
-        return [self.viewpoints[k] for k in self.shortest_path_indices(self.idx(u), self.idx(v))]
+        """Viewpoint ids from u to v (a new list; reconstructions are cached per pair)."""
+        key = (self.idx(u), self.idx(v))
+        path = self._path_cache.get(key)
+        if path is None:
+            path = self._path_cache[key] = tuple(self.viewpoints[k] for k in self.shortest_path_indices(*key))
+        return list(path)
 
     def within(self, viewpoint: str, radius: float) -> list[str]:
         """Viewpoints whose shortest-path distance from `viewpoint` is at most `radius` (itself included)."""

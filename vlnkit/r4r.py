@@ -139,15 +139,15 @@ def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinCo
     return joined, counts
 
 
-def record_totals(record: dict) -> dict:
-    """One joined record's contribution to the dataset statistics (sums; see `summarize`)."""
+def group_totals(records: list[dict]) -> dict:
+    """Joined records' contribution to the dataset statistics (sums; see `summarize`)."""
     return {
-        "paths": 1,
-        "instructions": len(record["instructions"]),
-        "distance": record["distance"],
-        "shortest_path_distance": record["shortest_path_distance"],
-        "steps": len(record["path"]),
-        "shortest_path_steps": len(record["shortest_path"]),
+        "paths": len(records),
+        "instructions": sum(len(r["instructions"]) for r in records),
+        "distance": math.fsum(r["distance"] for r in records),
+        "shortest_path_distance": math.fsum(r["shortest_path_distance"] for r in records),
+        "steps": sum(len(r["path"]) for r in records),
+        "shortest_path_steps": sum(len(r["shortest_path"]) for r in records),
     }
 
 
@@ -158,7 +158,7 @@ def add_totals(into: dict, other: dict) -> dict:
 
 
 def summarize(totals: dict) -> dict:
-    """Counts and means of a join from summed `record_totals` (means are None when nothing joined)."""
+    """Counts and means of a join from summed `group_totals` (means are None when nothing joined)."""
     n = totals.get("paths", 0)
 
     def mean(key: str) -> float | None:
@@ -183,10 +183,10 @@ __all__ = [
     "build_joined",
     "end_keys",
     "final_heading",
+    "group_totals",
     "heading_difference",
     "join_paths",
     "pair_path_id",
-    "record_totals",
     "summarize",
     "passes_heading",
     "simulator_heading",

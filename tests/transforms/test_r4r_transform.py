@@ -36,7 +36,9 @@ def test_join_transform_matches_the_core_join(tmp_path):
     with TestPipeline() as p:
         read = p | ReadR2R([r2r_path], require_distance=True)
         join = read["records"] | JoinR4R(conn_dir, config)
-        assert_that(join["joined"] | beam.Map(strip), equal_to(expected), label="joined")
+        assert_that(
+            join["joined"] | beam.FlatMap(lambda batch: batch) | beam.Map(strip), equal_to(expected), label="joined"
+        )
         assert_that(join[DEAD_LETTER], equal_to([]), label="no dead letters")
 
 

@@ -11,10 +11,10 @@ from vlnkit.r4r import (
     JoinConfig,
     JoinError,
     build_joined,
+    group_totals,
     heading_difference,
     join_paths,
     pair_path_id,
-    record_totals,
     summarize,
 )
 from vlnkit.synthetic import grid_connectivity, grid_paths
@@ -108,7 +108,7 @@ def test_empty_input_and_summary():
     joined, counts = join_paths(line_graph(), [])
     assert joined == [] and counts["pairs_considered"] == 0
     assert summarize({})["mean_distance"] is None
-    totals = record_totals(build_joined(line_graph(), P1, P2))
+    totals = group_totals([build_joined(line_graph(), P1, P2)])
     assert summarize(totals) == {
         "paths": 1,
         "instructions": 2,
