@@ -10,8 +10,11 @@ setup(
     version="0.1.0",
     description="Vision-and-Language Navigation datasets (R4R, paraphrases, hard negatives) and metrics on Apache Beam",
     python_requires=">=3.11,<3.13",
-    packages=find_packages(include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*"]),
-    package_data={"": ["*.yaml"]},
+    packages=find_packages(
+        include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*", "configs"]
+    ),
+    package_data={"configs": ["*.yaml"]},
+    include_package_data=True,
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",
         "numpy>=1.26,<3",

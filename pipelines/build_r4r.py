@@ -16,32 +16,39 @@ import os
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, format_table, main_wrapper, parse_options, require_inputs, run_job
+from pipelines.common import (
+    JobError,
+    default_output_dir,
+    format_table,
+    main_wrapper,
+    parse_options,
+    require_inputs,
+    run_job,
+)
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
 from vlnkit import fileio
-from vlnkit.graph import list_scans
+from vlnkit.graph import CONNECTIVITY_SUFFIX
 from vlnkit.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
 from vlnkit.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
 
 JOB = "build_r4r"
-DEFAULT_OUTPUT_DIR = os.path.join("output", JOB)
+DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
 
 
 class BuildR4ROptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        parser.add_argument("--config", help="YAML profile of flags (see configs/); explicit flags override it")
         parser.add_argument(
             "--r2r_path",
             help="R2R JSON / JSON Lines file(s): a path, glob or comma-separated list (local or gs://...). "
             "With neither this nor --connectivity_dir, a built-in synthetic environment is used.",
         )
         parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
-        parser.add_argument("--output_dir", default=DEFAULT_OUTPUT_DIR, help="Folder for shards, summary, manifest")
+        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
         parser.add_argument("--json_output", help="Also write the R4R JSON file (published generator's keys) here")
         parser.add_argument("--distance_threshold", type=float, default=3.0, help="Max d(a_last, b_first), metres")
         parser.add_argument(
@@ -165,9 +172,11 @@ def main(argv=None) -> dict:
         config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)
     except ValueError as exc:
         raise JobError(str(exc)) from None
+    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     r2r_path, connectivity_dir = resolve_inputs(opts)
     inputs = require_inputs("--r2r_path", r2r_path)
-    if not list_scans(connectivity_dir):
+    graphs = fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
+    if not graphs:
         raise JobError(f"--connectivity_dir={connectivity_dir}: no *_connectivity.json files found")
     files = [p for p, _ in inputs]
     summary = run_job(
@@ -175,9 +184,13 @@ def main(argv=None) -> dict:
         options,
         opts.output_dir,
         ["paths", "dead_letter"],
-        inputs,
+        inputs + graphs,
         lambda p: build(p, files, connectivity_dir, opts, config),
+        job_options=opts,
+        extra_outputs=(opts.json_output,) if opts.json_output else (),
     )
+    if summary.get("skipped"):
+        return summary
     print_summary(summary, opts.output_dir, opts.json_output)
     return summary
 

@@ -35,6 +35,27 @@ class JobError(RuntimeError):
     """Something structural is wrong (no input, no graphs, bad flags): the job cannot run at all."""
 
 
+class JobOptions(PipelineOptions):
+    """Flags every job shares (defined once here; a job's own options class adds the rest)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument(
+            "--config", action="append", help="YAML profile of flags (see configs/); repeatable; explicit flags win"
+        )
+        parser.add_argument(
+            "--skip_if_unchanged",
+            action="store_true",
+            help="Exit early when --output_dir already holds a complete run with the same inputs, options and code",
+        )
+
+
+def default_output_dir(job: str) -> str:
+    """Jobs leave `--output_dir` without an argparse default (Beam merges every job's flags into one
+    parser, so one job's default would leak into another's) and resolve it here instead."""
+    return os.path.join("output", job)
+
+
 # ---------------------------------------------------------------------------- options
 def config_to_argv(path: str) -> list[str]:
     """A YAML profile of `flag: value` pairs as command-line arguments (lists become repeated flags)."""
@@ -61,6 +82,22 @@ def config_to_argv(path: str) -> list[str]:
     return argv
 
 
+def resolve_config_path(path: str) -> str:
+    """A profile path as given, or else the same name inside the installed `configs` package."""
+    if os.path.exists(path):
+        return path
+    packaged = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", os.path.basename(path)
+    )
+    try:
+        import configs as _configs
+
+        packaged = os.path.join(os.path.dirname(_configs.__file__), os.path.basename(path))
+    except ImportError:
+        pass
+    return packaged if os.path.exists(packaged) else path
+
+
 def expand_config(argv: list[str]) -> list[str]:
     """Replace `--config=FILE` (or `--config FILE`) by the profile's flags; explicit flags still win."""
     out, configs, i = [], [], 0
@@ -74,7 +111,7 @@ def expand_config(argv: list[str]) -> list[str]:
         else:
             out.append(arg)
         i += 1
-    prefix = [a for c in configs for a in config_to_argv(c)]
+    prefix = [a for c in configs for a in config_to_argv(resolve_config_path(c))]
     return prefix + out  # later flags override earlier ones in argparse
 
 
@@ -177,6 +214,46 @@ def format_table(rows: list[tuple[str, object]], title: str) -> str:
 
 
 # ---------------------------------------------------------------------------- running
+_NOT_FINGERPRINTED = {"config", "skip_if_unchanged"}
+
+
+def job_settings(job_options: PipelineOptions | None) -> dict:
+    """The values of a job's own flags (its options class), which together with the inputs decide its output."""
+    if job_options is None:
+        return {}
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    type(job_options)._add_argparse_args(parser)
+    dests = sorted({a.dest for a in parser._actions} - _NOT_FINGERPRINTED)
+    return {d: getattr(job_options, d, None) for d in dests}
+
+
+def fingerprint(job: str, settings: dict, described_inputs: list[dict]) -> str:
+    blob = json.dumps(
+        {
+            "job": job,
+            "code": code_version(),
+            "settings": settings,
+            "inputs": [(i["path"], i["sha256"]) for i in described_inputs],
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _previous_run(output_dir: str) -> dict | None:
+    """The manifest of a complete previous run in output_dir, or None."""
+    if not fileio.exists(fileio.join(output_dir, SUCCESS)):
+        return None
+    try:
+        with fileio.open_read(fileio.join(output_dir, MANIFEST)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def run_job(
     job: str,
     options: PipelineOptions,
@@ -184,12 +261,31 @@ def run_job(
     output_prefixes: list[str],
     inputs: list[tuple[str, int]],
     build,
+    job_options: PipelineOptions | None = None,
+    extra_outputs: tuple[str, ...] = (),
 ) -> dict:
     """Build and run a pipeline, then write the manifest and, last, `_SUCCESS`. Returns the summary.
 
-    `build(pipeline)` wires the job; it must write `summary.json` into `output_dir`.
+    `build(pipeline)` wires the job; it must write `summary.json` into `output_dir`. `inputs` are
+    every file the output depends on; with `job_options` (the job's own options view) a rerun with
+    `--skip_if_unchanged`, identical inputs, settings and code exits early (if its outputs, and
+    `extra_outputs` written outside output_dir, are all still there).
     """
     started = time.time()
+    described = describe_inputs(inputs)
+    settings = job_settings(job_options)
+    shared = options.view_as(JobOptions)
+    this_run = fingerprint(job, settings, described)
+    if shared.skip_if_unchanged:
+        previous = _previous_run(output_dir)
+        if (
+            previous
+            and previous.get("fingerprint") == this_run
+            and all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
+        ):
+            print(f"{job}: inputs, options and code unchanged since the complete run in {output_dir}; skipping")
+            return {**previous["summary"], "skipped": True}
+    log.info("%s: running on %d input file(s), writing to %s", job, len(inputs), output_dir)
     clear_outputs(output_dir, output_prefixes)
     pipeline = beam.Pipeline(options=options)
     build(pipeline)
@@ -204,14 +300,20 @@ def run_job(
     for prefix in output_prefixes:
         for path, size in fileio.match(fileio.join(output_dir, f"{prefix}-*-of-*")):
             outputs.append({"path": path, "bytes": size, "rows": count_rows(path)})
+    for path, size in fileio.match(list(extra_outputs)):
+        outputs.append({"path": path, "bytes": size, "rows": None})
     counters = metrics_table(result)
+    if counters:
+        print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
     manifest = {
         "job": job,
+        "fingerprint": this_run,
+        "settings": settings,
         "code_version": code_version(),
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(time.time() - started, 3),
         "options": _redacted_options(options),
-        "inputs": describe_inputs(inputs),
+        "inputs": described,
         "outputs": outputs,
         "counters": counters,
         "summary": summary,

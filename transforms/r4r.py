@@ -13,6 +13,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
+from transforms.progress import Progress
 from vlnkit.graph import GraphError
 from vlnkit.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, group_totals, passes_heading
 
@@ -30,6 +31,10 @@ class _KeyForJoin(GraphDoFn):
         self.keyed = Metrics.counter("r4r", "paths_keyed")
         self.bad = Metrics.counter("r4r", "dead_letter")
 
+    def setup(self):
+        super().setup()
+        self.progress = Progress("r4r: paths keyed")
+
     def process(self, record):
         scan = record["scan"]
         try:
@@ -43,6 +48,7 @@ class _KeyForJoin(GraphDoFn):
             )
             return
         self.keyed.inc()
+        self.progress.tick()
         yield beam.pvalue.TaggedOutput(SCANS, (scan, record["_order"]))
         yield beam.pvalue.TaggedOutput(SECOND, ((scan, record["path"][0]), record))
         for key in keys:
@@ -58,6 +64,10 @@ class _BuildJoins(GraphDoFn):
         self.joined = Metrics.counter("r4r", "joined")
         self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
         self.bad = Metrics.counter("r4r", "dead_letter")
+
+    def setup(self):
+        super().setup()
+        self.progress = Progress("r4r: joined paths built")
 
     def process(self, element):
         (scan, _), groups = element
@@ -90,6 +100,7 @@ class _BuildJoins(GraphDoFn):
                 joined["_order"] = (first["_order"], second["_order"])
                 joined_here.append(joined)
         self.joined.inc(len(joined_here))
+        self.progress.tick(len(joined_here))
         self.heading_filtered.inc(filtered)
         counts = {"passed_distance": passed, "filtered_heading": filtered}
         if joined_here:

@@ -1,0 +1,1 @@
+"""Run and dataset profiles (YAML), shipped with the package so `--config=NAME.yaml` works anywhere."""
