@@ -23,6 +23,7 @@ setup(
         "pyarrow>=14,<26",
         "pyyaml>=6,<7",
         "orjson>=3.9,<4",
+        "spacy>=3.7,<4",
     ],
     extras_require={
         "test": [

@@ -1,0 +1,230 @@
+"""Build a compatibility training set: matching (instruction, path) pairs and hard negatives, 2:1:1
+(DESIGN.md, "Trajectory perturbations", last paragraph).
+
+    python -m pipelines.build_compat --runner=DirectRunner --dataset=R2R_train.json \
+        --connectivity_dir=connectivity/ --output_dir=out/compat_train [--paraphrases='out/para/paraphrases-*.parquet'] \
+        [--seed=0] [--methods=...] [--spacy_model=en_core_web_sm]
+
+Positives are every instruction with its path and, with --paraphrases, every kept paraphrase with its
+source's path. Negatives come from the perturbations (`pipelines.perturb`, one per instruction and
+method): positives/2 instruction perturbations and positives/2 trajectory perturbations, split
+equally over the requested methods of each family and chosen by a seeded hash of (method,
+instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
+`vlnkit.compat.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.common import JobError, format_table, main_wrapper, parse_options, require_inputs, run_job
+from pipelines.perturb import add_common_arguments, check_options, read_records
+from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters, dead_letter
+from transforms.perturb import STATS, Perturb, applicability, instruction_items
+from transforms.tally import tally
+from transforms.write import WriteParquetShards, WriteSummary
+from vlnkit import fileio
+from vlnkit.compat import (
+    COMPAT,
+    GROUND_TRUTH,
+    INSTRUCTION,
+    INSTRUCTION_METHODS,
+    TRAJECTORY,
+    TRAJECTORY_METHODS,
+    compat_row,
+    family_of,
+    method_quota,
+    select_negatives,
+)
+from vlnkit.schemas import schema_version
+
+JOB = "build_compat"
+DEFAULT_OUTPUT_DIR = os.path.join("output", JOB)
+PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
+
+
+class BuildCompatOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add_common_arguments(parser)
+        parser.add_argument("--output_dir", default=DEFAULT_OUTPUT_DIR, help="Folder for shards, summary, manifest")
+        parser.add_argument(
+            "--paraphrases",
+            help="paraphrases-*.parquet of pipelines.paraphrase (glob or comma list): kept rows are extra positives",
+        )
+
+
+def ground_truth(item: dict) -> dict:
+    row = {"instr_id": item["source_instr_id"], **item}
+    return compat_row(row, 1, GROUND_TRUTH, GROUND_TRUTH)
+
+
+def join_paraphrases(element):
+    """(instr_id, {items, paraphrases}) -> positive rows, or dead letters for paraphrases of unknown ids."""
+    instr_id, groups = element
+    items, paraphrases = list(groups["items"]), sorted(groups["paraphrases"])
+    if not items:
+        for _ in paraphrases:
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER,
+                dead_letter("paraphrase", "", f"instr_id={instr_id}", f"no instruction {instr_id!r} in --dataset"),
+            )
+        return
+    for text in paraphrases:
+        row = {"instr_id": instr_id, "scan": items[0]["scan"], "path": items[0]["path"], "instruction": text}
+        yield compat_row(row, 1, GROUND_TRUTH, "paraphrase")
+
+
+def read_paraphrases(pipeline, files: list[str], items):
+    kept = (
+        pipeline
+        | "ParaphraseFiles" >> beam.Create(files)
+        | "ReadParaphrases" >> beam.io.ReadAllFromParquet(columns=PARAPHRASE_COLUMNS)
+        | "Kept" >> beam.Filter(lambda r: bool(r["kept"]) and isinstance(r["paraphrase"], str) and r["paraphrase"])
+        | "KeyParaphrase" >> beam.Map(lambda r: (str(r["instr_id"]), r["paraphrase"]))
+    )
+    keyed_items = items | "KeyItems" >> beam.Map(lambda i: (i["source_instr_id"], i))
+    return (
+        {"items": keyed_items, "paraphrases": kept}
+        | "JoinParaphrases" >> beam.CoGroupByKey()
+        | "ParaphraseRows" >> beam.FlatMap(join_paraphrases).with_outputs(DEAD_LETTER, main="rows")
+    )
+
+
+def family_methods(methods) -> dict[str, tuple[str, ...]]:
+    return {
+        INSTRUCTION: tuple(m for m in methods if m in INSTRUCTION_METHODS),
+        TRAJECTORY: tuple(m for m in methods if m in TRAJECTORY_METHODS),
+    }
+
+
+def choose(kv, positives: int, available: dict, methods, seed: int):
+    """One method's candidates -> its share of negatives as compat rows (label 0)."""
+    method, candidates = kv
+    family = family_of(method)
+    quota, _ = method_quota(positives, available, family_methods(methods)[family])
+    for row in select_negatives(seed, list(candidates), quota):
+        yield compat_row({**row, "instr_id": row["source_instr_id"]}, 0, family, method)
+
+
+def build(pipeline, files, paraphrase_files, opts, methods) -> None:
+    out = opts.output_dir
+    records, dead = read_records(pipeline, files)
+    items = records | "Instructions" >> beam.FlatMap(instruction_items)
+    positives = [items | "GroundTruth" >> beam.Map(ground_truth)]
+    if paraphrase_files:
+        para = read_paraphrases(pipeline, paraphrase_files, items)
+        positives.append(para.rows)
+        dead.append(para[DEAD_LETTER])
+    positives = tuple(positives) | "Positives" >> beam.Flatten()
+
+    perturbed = records | "Perturb" >> Perturb(methods, opts.spacy_model, opts.connectivity_dir, 1, opts.seed)
+    dead.append(perturbed[DEAD_LETTER])
+    by_method = perturbed["rows"] | "KeyByMethod" >> beam.Map(lambda r: (r["method"], r))
+    available = by_method | "Available" >> beam.combiners.Count.PerKey()
+    n_positive = positives | "CountPositives" >> beam.combiners.Count.Globally()
+    negatives = (
+        by_method
+        | "GroupByMethod" >> beam.GroupByKey()
+        | "Choose"
+        >> beam.FlatMap(
+            choose,
+            positives=beam.pvalue.AsSingleton(n_positive),
+            available=beam.pvalue.AsDict(available),
+            methods=methods,
+            seed=opts.seed,
+        )
+    )
+    rows = (positives, negatives) | "AllRows" >> beam.Flatten()
+    rows | "WriteCompat" >> WriteParquetShards(fileio.join(out, "compat"), COMPAT, opts.num_shards)
+    dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
+    tallies = (
+        perturbed[STATS],
+        records | "TallyRecords" >> tally("records_read"),
+        items | "TallyInstructions" >> tally("instructions"),
+        available | "TallyAvailable" >> beam.Map(lambda kv: {f"available.{kv[0]}": kv[1]}),
+        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}.{r['method']}": 1}),
+        dead_all | "TallyDead" >> tally("dead_letters"),
+    )
+    static = {"job": JOB, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
+    static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
+    _ = (
+        tallies
+        | "FlattenTallies" >> beam.Flatten()
+        | "Summary"
+        >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods))
+    )
+
+
+def finish_summary(static: dict, totals: dict, methods) -> dict:
+    rows = {k[len("rows.") :]: v for k, v in totals.items() if k.startswith("rows.")}
+    positives = sum(v for k, v in rows.items() if k.startswith(GROUND_TRUTH + "."))
+    available = {m: totals.get(f"available.{m}", 0) for m in methods}
+    families = {}
+    for family, fam_methods in family_methods(methods).items():
+        quota, target = method_quota(positives, available, fam_methods)
+        families[family] = {
+            "target": target,
+            "rows": sum(rows.get(f"{family}.{m}", 0) for m in fam_methods),
+            "per_method": {
+                m: {"available": available[m], "selected": rows.get(f"{family}.{m}", 0)} for m in fam_methods
+            },
+            "shortfall": target - quota * len(fam_methods) if fam_methods else target,
+        }
+    return {
+        **static,
+        "records_read": totals.get("records_read", 0),
+        "instructions": totals.get("instructions", 0),
+        "dead_letters": totals.get("dead_letters", 0),
+        "positives": {
+            "ground_truth": rows.get(f"{GROUND_TRUTH}.{GROUND_TRUTH}", 0),
+            "paraphrase": rows.get(f"{GROUND_TRUTH}.paraphrase", 0),
+        },
+        "families": families,
+        "methods_applicability": applicability(totals, methods, totals.get("instructions", 0)),
+    }
+
+
+def print_summary(summary: dict, output_dir: str) -> None:
+    pos, fam = summary["positives"], summary["families"]
+    rows = [
+        ("instructions read", summary["instructions"]),
+        ("positives: ground truth", pos["ground_truth"]),
+        ("positives: kept paraphrases", pos["paraphrase"]),
+    ]
+    for family, f in fam.items():
+        detail = ", ".join(f"{m} {v['selected']}/{v['available']}" for m, v in f["per_method"].items()) or "none"
+        rows.append((f"{family} negatives", f"{f['rows']} of target {f['target']} ({detail})"))
+    rows.append(("dead-lettered records", summary["dead_letters"]))
+    print(format_table(rows, "Compatibility set summary"))
+    for family, f in fam.items():
+        if f["shortfall"]:
+            print(f"note: {family} negatives are {f['shortfall']} short of the 2:1:1 target (methods kept equal)")
+    print(f"Output: {output_dir}")
+
+
+@main_wrapper
+def main(argv=None) -> dict:
+    options, opts = parse_options(BuildCompatOptions, argv)
+    inputs, methods = check_options(opts)
+    paraphrase_inputs = require_inputs("--paraphrases", opts.paraphrases) if opts.paraphrases else []
+    if paraphrase_inputs and not all(p.endswith(".parquet") for p, _ in paraphrase_inputs):
+        raise JobError(f"--paraphrases={opts.paraphrases}: expected .parquet files")
+    files = [p for p, _ in inputs]
+    summary = run_job(
+        JOB,
+        options,
+        opts.output_dir,
+        ["compat", "dead_letter"],
+        inputs + paraphrase_inputs,
+        lambda p: build(p, files, [p for p, _ in paraphrase_inputs], opts, methods),
+    )
+    print_summary(summary, opts.output_dir)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The Perturb transform against the core functions called directly, plus dead letters."""
+
+import json
+
+import apache_beam as beam
+import spacy
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms.deadletter import DEAD_LETTER
+from transforms.perturb import Perturb, instruction_items
+from transforms.read import ReadR2R
+from vlnkit import instruction_perturbations, trajectory_perturbations
+from vlnkit.compat import NotApplicable, perturbation_row, record_rng
+from vlnkit.graph import GraphStore
+from vlnkit.synthetic import write_environment
+
+METHODS = ("direction_swap", "random_walk", "path_reversal", "viewpoint_swap")
+
+
+def environment(tmp_path):
+    r2r_path, conn_dir = write_environment(str(tmp_path), scans=2, paths_per_scan=6, seed=2, instructions=2)
+    records = json.loads(open(r2r_path).read())
+    for r in records:  # give half the instructions direction words
+        r["instructions"][0] = "Turn left, go up the stairs and walk into the Kitchen. " + r["instructions"][0]
+    records.append({**records[0], "path_id": 999, "scan": "no_such_scan"})
+    with open(r2r_path, "w") as f:
+        json.dump(records, f)
+    return r2r_path, conn_dir, records
+
+
+def expected_rows(records, conn_dir, seed, per_instruction):
+    nlp, store, out = spacy.blank("en"), GraphStore(conn_dir), []
+    for r in records:
+        for item in instruction_items(r):
+            # A record whose scan has no graph still gets instruction perturbations (they need no graph).
+            for method in METHODS if r["scan"] != "no_such_scan" else ("direction_swap",):
+                seen = set()
+                for v in range(per_instruction):
+                    rng = record_rng(seed, method, item["source_instr_id"], v)
+                    if method == "direction_swap":
+                        res = instruction_perturbations.direction_swap(nlp(item["instruction"]), rng)
+                    else:
+                        res = trajectory_perturbations.PERTURB[method](store.get(r["scan"]), item["path"], rng)
+                    key = getattr(res, "text", None) or getattr(res, "path", None)
+                    if isinstance(res, NotApplicable) or key in seen:
+                        continue
+                    seen.add(key)
+                    out.append(perturbation_row(item, res, v))
+    return out
+
+
+def canon(row):
+    return json.dumps(row, sort_keys=True)
+
+
+def test_perturb_transform_matches_the_core(tmp_path):
+    r2r_path, conn_dir, records = environment(tmp_path)
+    expected = [canon(r) for r in expected_rows(records, conn_dir, seed=4, per_instruction=2)]
+    directions = [json.loads(e) for e in expected if '"direction_swap"' in e]
+    # Only the instructions given direction words; "left" has two swaps, the rest one: 1 or 2 distinct variants.
+    assert all(d["source_instr_id"].endswith("_0") for d in directions)
+    assert len({d["source_instr_id"] for d in directions}) == 13 and 13 < len(directions) < 26
+    with TestPipeline() as p:
+        recs = (p | ReadR2R([r2r_path]))["records"]
+        out = recs | Perturb(METHODS, "blank:en", conn_dir, per_instruction=2, seed=4)
+        assert_that(out["rows"] | beam.Map(canon), equal_to(expected), label="rows")
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], "no_such_scan_connectivity.json" in d["reason"])),
+            equal_to([("graph", True)]),
+            label="dead",
+        )

@@ -1,0 +1,230 @@
+"""Hard-negative perturbations as PTransforms (logic in `vlnkit.instruction_perturbations`,
+`vlnkit.trajectory_perturbations`, `vlnkit.compat`).
+
+Instruction perturbations run on batches: each worker loads the spaCy pipeline once
+(`vlnkit.nlp.worker_pipeline`) and parses a whole batch with `nlp.pipe`; every requested method
+reuses the parse. Trajectory perturbations read graphs through the worker's graph store. Every
+choice is seeded from (seed, method, instr_id, variant), so the output is the same on any runner.
+Besides rows, both emit {counter: n} dicts for the job summary: per method, the instructions it
+applied to, the rows emitted, and the reasons it did not apply.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.graphs import GraphDoFn
+from vlnkit import instruction_perturbations, trajectory_perturbations
+from vlnkit.compat import INSTRUCTION_METHODS, TRAJECTORY_METHODS, NotApplicable, perturbation_row, record_rng
+from vlnkit.graph import GraphError
+from vlnkit.nlp import worker_pipeline
+
+STATS = "stats"
+
+
+def instruction_items(record: dict) -> list[dict]:
+    """One item per instruction of an R2R record: {source_instr_id, scan, path, instruction} (+ bookkeeping)."""
+    return [
+        {
+            "source_instr_id": f"{record['path_id']}_{k}",
+            "scan": record["scan"],
+            "path": list(record["path"]),
+            "instruction": text,
+            "_source": record.get("_source", ""),
+            "_index": record.get("_index"),
+        }
+        for k, text in enumerate(record["instructions"])
+    ]
+
+
+class _Perturber:
+    """Runs the requested methods on one item and keeps the per-method tallies (shared by both DoFns)."""
+
+    def __init__(self, methods, per_instruction: int, seed: int, namespace: str):
+        self.methods = tuple(methods)
+        self.per_instruction = per_instruction
+        self.seed = seed
+        self.namespace = namespace
+
+    def start(self):
+        self.applied = {m: Metrics.counter(self.namespace, f"{m}_applied") for m in self.methods}
+        self.skipped = {m: Metrics.counter(self.namespace, f"{m}_not_applicable") for m in self.methods}
+
+    def run(self, item: dict, perturb, stats: dict) -> list[dict]:
+        """perturb(method, rng) -> result; rows for every distinct result, tallies into `stats`."""
+        rows = []
+        for method in self.methods:
+            seen, reasons = set(), []
+            for variant in range(self.per_instruction):
+                rng = record_rng(self.seed, method, item["source_instr_id"], variant)
+                result = perturb(method, rng)
+                if isinstance(result, NotApplicable):
+                    reasons.append(result.reason)
+                    continue
+                key = getattr(result, "text", None) or tuple(getattr(result, "path", ()))
+                if key in seen:
+                    _inc(stats, f"{method}.duplicate")
+                    continue
+                seen.add(key)
+                rows.append(perturbation_row(item, result, variant))
+            _inc(stats, f"{method}.emitted", len(seen))
+            if seen:
+                _inc(stats, f"{method}.applied")
+                self.applied[method].inc()
+            else:  # the first reason is the one every variant met (they differ only by chance, e.g. dead ends)
+                _inc(stats, f"{method}.not_applicable.{reasons[0]}")
+                self.skipped[method].inc()
+        return rows
+
+
+def _inc(stats: dict, key: str, n: int = 1) -> None:
+    stats[key] = stats.get(key, 0) + n
+
+
+class _PerturbInstructionBatch(beam.DoFn):
+    """A batch of instruction items -> perturbed-instruction rows (one `nlp.pipe` pass per batch)."""
+
+    def __init__(self, model: str, methods, per_instruction: int, seed: int, pipe_batch_size: int):
+        self.model = model
+        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_instruction")
+        self.pipe_batch_size = pipe_batch_size
+
+    def setup(self):
+        self.nlp = worker_pipeline(self.model, self.perturber.methods)
+        self.perturber.start()
+        self.parsed = Metrics.counter("perturb_instruction", "instructions_parsed")
+
+    def process(self, batch):
+        stats: dict = {"instructions_parsed": len(batch)}
+        docs = self.nlp.pipe((item["instruction"] for item in batch), batch_size=self.pipe_batch_size)
+        funcs = instruction_perturbations.PERTURB
+        for item, doc in zip(batch, docs):
+            yield from self.perturber.run(item, lambda m, rng, d=doc: funcs[m](d, rng), stats)
+        self.parsed.inc(len(batch))
+        yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class _PerturbTrajectories(GraphDoFn):
+    """An R2R record -> perturbed-trajectory rows for each of its instructions (graph looked up once)."""
+
+    def __init__(self, connectivity_dir: str, methods, per_instruction: int, seed: int):
+        super().__init__(connectivity_dir)
+        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_trajectory")
+
+    def setup(self):
+        super().setup()
+        self.perturber.start()
+        self.bad = Metrics.counter("perturb_trajectory", "dead_letter")
+
+    def process(self, record):
+        try:
+            graph = self.graphs.get(record["scan"])
+            graph.indices(record["path"])
+        except GraphError as exc:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), str(exc))
+            )
+            return
+        funcs = trajectory_perturbations.PERTURB
+        stats: dict = {"paths": 1}
+        for item in instruction_items(record):
+            path = item["path"]
+            yield from self.perturber.run(item, lambda m, rng, p=path: funcs[m](graph, p, rng), stats)
+        yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class PerturbInstructions(beam.PTransform):
+    """Instruction items -> PERTURBATIONS rows of the instruction family, and summary tallies."""
+
+    def __init__(self, methods, model: str, per_instruction: int = 1, seed: int = 0, batch_size: int = 512):
+        super().__init__()
+        self.methods = [m for m in methods if m in INSTRUCTION_METHODS]
+        self.model = model
+        self.per_instruction = per_instruction
+        self.seed = seed
+        self.batch_size = batch_size
+
+    def expand(self, items):
+        out = (
+            items
+            | "Batch" >> beam.BatchElements(min_batch_size=min(64, self.batch_size), max_batch_size=self.batch_size)
+            | "Perturb"
+            >> beam.ParDo(
+                _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 256)
+            ).with_outputs(STATS, main="rows")
+        )
+        return {"rows": out.rows, STATS: out[STATS]}
+
+
+class PerturbTrajectories(beam.PTransform):
+    """R2R records -> PERTURBATIONS rows of the trajectory family, dead letters, and summary tallies."""
+
+    def __init__(self, connectivity_dir: str, methods, per_instruction: int = 1, seed: int = 0):
+        super().__init__()
+        self.connectivity_dir = connectivity_dir
+        self.methods = [m for m in methods if m in TRAJECTORY_METHODS]
+        self.per_instruction = per_instruction
+        self.seed = seed
+
+    def expand(self, records):
+        out = records | "Perturb" >> beam.ParDo(
+            _PerturbTrajectories(self.connectivity_dir, self.methods, self.per_instruction, self.seed)
+        ).with_outputs(STATS, DEAD_LETTER, main="rows")
+        return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
+
+
+class Perturb(beam.PTransform):
+    """R2R records -> every requested perturbation (both families) as PERTURBATIONS rows.
+
+    Returns {"rows", "stats", "dead_letter"}; a family with no requested method adds nothing.
+    """
+
+    def __init__(self, methods, model: str, connectivity_dir: str | None, per_instruction: int = 1, seed: int = 0):
+        super().__init__()
+        self.methods = tuple(methods)
+        self.model = model
+        self.connectivity_dir = connectivity_dir
+        self.per_instruction = per_instruction
+        self.seed = seed
+
+    def expand(self, records):
+        rows, stats, dead = [], [], []
+        if any(m in INSTRUCTION_METHODS for m in self.methods):
+            items = records | "Instructions" >> beam.FlatMap(instruction_items)
+            ins = items | "PerturbInstructions" >> PerturbInstructions(
+                self.methods, self.model, self.per_instruction, self.seed
+            )
+            rows.append(ins["rows"])
+            stats.append(ins[STATS])
+        if any(m in TRAJECTORY_METHODS for m in self.methods):
+            traj = records | "PerturbTrajectories" >> PerturbTrajectories(
+                self.connectivity_dir, self.methods, self.per_instruction, self.seed
+            )
+            rows.append(traj["rows"])
+            stats.append(traj[STATS])
+            dead.append(traj[DEAD_LETTER])
+        p = records.pipeline
+        return {
+            "rows": tuple(rows) | "AllRows" >> beam.Flatten(pipeline=p),
+            STATS: tuple(stats) | "AllStats" >> beam.Flatten(pipeline=p),
+            DEAD_LETTER: tuple(dead) | "AllDeadLetters" >> beam.Flatten(pipeline=p),
+        }
+
+
+def applicability(totals: dict, methods, instructions: int) -> dict:
+    """Per method: instructions it applied to, the share of all instructions, rows emitted, reasons it did not."""
+    out = {}
+    for m in methods:
+        prefix = f"{m}.not_applicable."
+        applied = totals.get(f"{m}.applied", 0)
+        out[m] = {
+            "applied": applied,
+            "applicability": round(applied / instructions, 4) if instructions else None,
+            "emitted": totals.get(f"{m}.emitted", 0),
+            "duplicates_skipped": totals.get(f"{m}.duplicate", 0),
+            "not_applicable": {k[len(prefix) :]: v for k, v in sorted(totals.items()) if k.startswith(prefix)},
+        }
+    return out
