@@ -1,0 +1,173 @@
+"""Score an agent on behavioral probe episodes (issue 7; docs/probes.md).
+
+    python -m pipelines.score_probes --runner=DirectRunner \
+        --probes='output/probes_val_unseen/probes-*.parquet' \
+        --agent_outputs=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
+
+Agent outputs are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
+Writes `summary.json` ({"skills": {skill: {score, ci, shift, shift_ci, episodes, ...}}, ...}),
+`scores-SSSSS-of-NNNNN.parquet` (one row per scored episode), `missing_episodes.txt` (episodes
+without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `manifest.json`, `_SUCCESS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.common import JobError, expand_config, format_table, main_wrapper, require_inputs, run_job
+from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
+from transforms.tally import SumDicts
+from transforms.write import WriteParquetShards, write_json
+from vlnkit import fileio
+from vlnkit.probe_scoring import LEVEL, N_BOOT, format_float, skill_sort_key
+from vlnkit.schemas import versioned_schema
+
+JOB = "score_probes"
+MISSING_FILE = "missing_episodes.txt"
+SCORES = versioned_schema(
+    "probe_scores",
+    1,
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("pair_id", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("skill", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("trajectory", pa.string(), nullable=False),
+        pa.field("mass", pa.float64(), nullable=False),
+        pa.field("renormalized", pa.bool_(), nullable=False),
+    ],
+)
+EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
+
+
+def job_parser() -> argparse.ArgumentParser:
+    """This job's own flags (a plain parser; see `pipelines.build_probes.job_parser` for why)."""
+    parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
+    parser.add_argument("--config", help="YAML profile of flags (see configs/); explicit flags override it")
+    parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
+    parser.add_argument("--agent_outputs", help="Agent output JSON Lines file(s): path, glob or list")
+    parser.add_argument("--output_dir", default=os.path.join("output", JOB), help="Folder for all outputs")
+    parser.add_argument("--seed", type=int, default=0, help="Seeds the bootstrap")
+    parser.add_argument("--n_boot", type=int, default=N_BOOT, help="Bootstrap replicates")
+    parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
+    return parser
+
+
+def parse_args(argv):
+    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    opts, rest = job_parser().parse_known_args(argv)
+    return PipelineOptions(rest), opts
+
+
+def build(pipeline, probe_files, output_files, opts) -> None:
+    out = opts.output_dir
+    episodes = (
+        pipeline
+        | "ProbeFiles" >> beam.Create(probe_files)
+        | "ReadProbes" >> beam.io.ReadAllFromParquet(columns=EPISODE_COLUMNS)
+    )
+    agent = pipeline | "ReadAgentOutputs" >> ReadAgentOutputs(output_files)
+    scored = (episodes, agent["outputs"]) | "Score" >> ScoreProbeEpisodes()
+    scored["scored"] | "WriteScores" >> WriteParquetShards(fileio.join(out, "scores"), SCORES, opts.num_shards)
+    dead = (agent[DEAD_LETTER], scored[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
+        fileio.join(out, DEAD_LETTER_FILE)
+    )
+    skills = scored["scored"] | "Skills" >> SummarizeSkills(opts.seed, opts.n_boot)
+    missing = scored[MISSING] | "MissingList" >> beam.combiners.ToList()
+    counts = (
+        (
+            episodes | "TallyEpisodes" >> beam.Map(lambda _: {"episodes": 1}),
+            scored["scored"]
+            | "TallyScored" >> beam.Map(lambda r: {"scored": 1, "renormalized": int(r["renormalized"])}),
+            dead | "TallyDead" >> beam.Map(lambda _: {"dead_letters": 1}),
+        )
+        | "FlattenTallies" >> beam.Flatten()
+        | "Totals" >> beam.CombineGlobally(SumDicts())
+    )
+    static = {
+        "job": JOB,
+        "seed": opts.seed,
+        "n_boot": opts.n_boot,
+        "level": LEVEL,
+        "options": dict(sorted(vars(opts).items())),
+    }
+    missing_path, summary_path = fileio.join(out, MISSING_FILE), fileio.join(out, "summary.json")
+
+    def write(totals, skills, missing):
+        missing = sorted(missing)
+        with fileio.open_write(missing_path) as f:
+            f.write("".join(m + "\n" for m in missing).encode())
+        summary = {
+            **static,
+            "skills": dict(sorted(skills.items(), key=lambda kv: skill_sort_key(kv[0]))),
+            "episodes": totals.get("episodes", 0),
+            "scored": totals.get("scored", 0),
+            "renormalized": totals.get("renormalized", 0),
+            "missing": len(missing),
+            "missing_examples": missing[:20],
+            "missing_file": missing_path,
+            "dead_letters": totals.get("dead_letters", 0),
+        }
+        write_json(summary_path, summary, indent=True)
+
+    _ = counts | "WriteSummary" >> beam.Map(write, beam.pvalue.AsSingleton(skills), beam.pvalue.AsSingleton(missing))
+
+
+def print_summary(summary: dict, output_dir: str) -> None:
+    title = f"{'skill':<22}{'score':>8}{'95% CI':>18}{'shift':>9}{'shift 95% CI':>20}{'episodes':>10}"
+    lines = ["Probe scores", title, "-" * len(title)]
+    for skill in sorted(summary["skills"], key=skill_sort_key):
+        s = summary["skills"][skill]
+        ci = "n/a" if s["ci"] is None else f"[{format_float(s['ci'][0])}, {format_float(s['ci'][1])}]"
+        sci = (
+            "n/a" if s["shift_ci"] is None else f"[{format_float(s['shift_ci'][0])}, {format_float(s['shift_ci'][1])}]"
+        )
+        lines.append(
+            f"{skill:<22}{format_float(s['score']):>8}{ci:>18}{format_float(s['shift']):>9}{sci:>20}{s['episodes']:>10}"
+        )
+    print("\n".join(lines))
+    rows = [
+        ("episodes in probe files", summary["episodes"]),
+        ("episodes scored", summary["scored"]),
+        ("episodes without agent output", summary["missing"]),
+        ("outputs renormalized (sum != 1)", summary["renormalized"]),
+        ("dead-lettered outputs", summary["dead_letters"]),
+    ]
+    print(format_table(rows, "Coverage"))
+    if summary["missing"]:
+        print(f"Episodes without agent output are listed in {summary['missing_file']} (not scored, not guessed)")
+    if summary["dead_letters"]:
+        print(f"Some agent outputs could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
+
+
+@main_wrapper
+def main(argv=None) -> dict:
+    options, opts = parse_args(argv)
+    if not opts.probes or not opts.agent_outputs:
+        raise JobError("--probes and --agent_outputs are required")
+    if opts.n_boot < 1:
+        raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
+    probe_inputs = require_inputs("--probes", opts.probes)
+    output_inputs = require_inputs("--agent_outputs", opts.agent_outputs)
+    summary = run_job(
+        JOB,
+        options,
+        opts.output_dir,
+        ["scores", "dead_letter"],
+        probe_inputs + output_inputs,
+        lambda p: build(p, [f for f, _ in probe_inputs], [f for f, _ in output_inputs], opts),
+    )
+    print_summary(summary, opts.output_dir)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

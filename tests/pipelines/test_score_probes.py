@@ -1,0 +1,153 @@
+"""End-to-end runs of `python -m pipelines.score_probes` with synthetic agents whose answers are known."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import build_probes, score_probes
+from tests.conftest import ROOT
+from tests.vlnkit.test_alignments import write_fgr2r
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("probes")
+    path, conn = write_fgr2r(tmp, scans=3, paths_per_scan=8, seed=6)
+    out = tmp / "probes"
+    build_probes.main(
+        [
+            "--runner=DirectRunner",
+            f"--alignments={path}",
+            f"--connectivity_dir={conn}",
+            f"--output_dir={out}",
+            "--probes=stop,direction",
+        ]
+    )
+    return pq.read_table(sorted(out.glob("probes-*.parquet"))).to_pylist(), f"{out}/probes-*.parquet"
+
+
+def write_agent(tmp_path, episodes, agent, skip=()):
+    path = tmp_path / "agent.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"episode_id": e["episode_id"], "probs": agent(e)}) + "\n"
+            for e in episodes
+            if e["episode_id"] not in skip
+        )
+    )
+    return path
+
+
+def score(tmp_path, pattern, agent_file, *flags):
+    return score_probes.main(
+        [
+            "--runner=DirectRunner",
+            f"--probes={pattern}",
+            f"--agent_outputs={agent_file}",
+            f"--output_dir={tmp_path}/s",
+            "--n_boot=200",
+            *flags,
+        ]
+    )
+
+
+def oracle(e):
+    return {c: 1 / len(e["correct"]) for c in e["correct"]}
+
+
+def uniform(e):
+    return {c: 1 / len(e["candidates"]) for c in e["candidates"]}
+
+
+def forward_biased(e):
+    """All mass on the neighbour straightest ahead, whatever the instruction says."""
+    rel = e["neighbour_rel_heading"]
+    return {e["candidates"][min(range(len(rel)), key=lambda k: abs(rel[k]))]: 1.0}
+
+
+def test_oracle_scores_one_everywhere(tmp_path, probes):
+    episodes, pattern = probes
+    summary = score(tmp_path, pattern, write_agent(tmp_path, episodes, oracle))
+    skills = summary["skills"]
+    assert "stop" in skills and any(k.startswith("direction:") for k in skills)
+    for s in skills.values():
+        assert s["score"] == 1.0 and s["ci"] == [1.0, 1.0] and s["shift"] == 0.0
+    assert summary["missing"] == 0 and summary["scored"] == summary["episodes"] == len(episodes)
+    assert (tmp_path / "s" / "_SUCCESS").exists()
+    assert (tmp_path / "s" / "missing_episodes.txt").read_text() == ""
+
+
+def test_uniform_agent_scores_the_expected_fraction_and_missing_are_listed(tmp_path, probes):
+    episodes, pattern = probes
+    skip = {episodes[0]["episode_id"], episodes[5]["episode_id"]}
+    summary = score(tmp_path, pattern, write_agent(tmp_path, episodes, uniform, skip), "--seed=3")
+    for skill, s in summary["skills"].items():
+        inter = [
+            e
+            for e in episodes
+            if e["skill"] == skill and e["variant"] == "intervention" and e["episode_id"] not in skip
+        ]
+        expected = sum(len(e["correct"]) / len(e["candidates"]) for e in inter) / len(inter)
+        assert s["score"] == pytest.approx(expected) and s["episodes"] == len(inter)
+        assert s["ci"][0] <= expected <= s["ci"][1]
+    assert summary["missing"] == 2 and sorted(summary["missing_examples"]) == sorted(skip)
+    assert set((tmp_path / "s" / "missing_episodes.txt").read_text().split()) == skip
+    # Seeded: the same run gives the same intervals.
+    assert score(tmp_path, pattern, tmp_path / "agent.jsonl", "--seed=3")["skills"] == summary["skills"]
+
+
+def test_forward_biased_agent_shows_its_bias(tmp_path, probes, capsys):
+    episodes, pattern = probes
+    summary = score(tmp_path, pattern, write_agent(tmp_path, episodes, forward_biased))
+    skills = summary["skills"]
+    assert skills["direction:forward"]["score"] == 1.0  # the straightest neighbour is always in the forward region
+    assert skills["stop"]["score"] == 0.0
+    for skill, s in skills.items():  # each score is the share of episodes whose straightest neighbour obeys
+        inter = [e for e in episodes if e["skill"] == skill and e["variant"] == "intervention"]
+        expected = sum(next(iter(forward_biased(e))) in e["correct"] for e in inter) / len(inter)
+        assert s["score"] == pytest.approx(expected)
+        if skill != "direction:forward":
+            assert s["score"] < 0.5 and s["ci"][1] < 1.0
+    printed = capsys.readouterr().out
+    assert "direction:forward" in printed and "95% CI" in printed
+
+
+def test_bad_outputs_are_dead_lettered_not_guessed(tmp_path, probes):
+    episodes, pattern = probes
+    f = write_agent(tmp_path, episodes, uniform)
+    with open(f, "a") as out:
+        out.write(json.dumps({"episode_id": episodes[0]["episode_id"], "probs": {"nowhere": 1.0}}) + "\n")
+        out.write("{broken\n")
+    summary = score(tmp_path, pattern, f)
+    dead = [json.loads(x) for x in (tmp_path / "s" / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    assert summary["dead_letters"] == 2 and {d["stage"] for d in dead} == {"score", "agent_output"}
+    assert summary["scored"] == len(episodes)  # the first output of the duplicated episode is used
+
+
+def test_command_line_entry_point_and_structural_errors(tmp_path, probes, capsys):
+    episodes, pattern = probes
+    f = write_agent(tmp_path, episodes[:10], uniform)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.score_probes",
+            "--runner=DirectRunner",
+            f"--probes={pattern}",
+            f"--agent_outputs={f}",
+            f"--output_dir={tmp_path}/cli",
+            "--n_boot=50",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Probe scores" in proc.stdout and "missing_episodes.txt" in proc.stdout
+    with pytest.raises(SystemExit):
+        score(tmp_path, pattern, tmp_path / "none.jsonl")
+    assert "no file matches" in capsys.readouterr().err

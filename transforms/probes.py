@@ -1,0 +1,269 @@
+"""Behavioral probes at scale: alignments -> probe episodes, and agent outputs -> per-skill scores.
+
+Thin wrappers over `vlnkit.alignments`, `vlnkit.probes` and `vlnkit.probe_scoring`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter
+from transforms.graphs import GraphDoFn
+from vlnkit import fileio
+from vlnkit.alignments import reader
+from vlnkit.graph import GraphError
+from vlnkit.probe_scoring import ScoreError, correct_mass, parse_agent_outputs, summarize_skills
+from vlnkit.probes import ProbeConfig, hop_matrix, load_objects, load_rooms, probe_episodes, truncation_candidates
+from vlnkit.r2r import RecordError
+
+STATS = "stats"
+MISSING = "missing"
+
+_TABLES: dict[tuple[str, str], dict] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def worker_table(kind: str, path: str | None) -> dict:
+    """A user table (rooms or objects) loaded once per worker process; {} when not given."""
+    if not path:
+        return {}
+    with _TABLES_LOCK:
+        table = _TABLES.get((kind, path))
+        if table is None:
+            table = _TABLES[(kind, path)] = (load_rooms if kind == "rooms" else load_objects)(path)
+        return table
+
+
+# ---------------------------------------------------------------------------- reading alignments
+class _ParseAlignmentFile(beam.DoFn):
+    def __init__(self, fmt: str):
+        self.fmt = fmt
+        self.read = Metrics.counter("alignments", "records")
+        self.bad = Metrics.counter("alignments", "dead_letter")
+
+    def process(self, element):
+        rank, path = element
+        try:
+            data = fileio.read_bytes(path)
+        except Exception as exc:  # any filesystem error: the file is the dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
+            return
+        for item in reader(self.fmt)(data, path):
+            if isinstance(item, RecordError):
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
+            else:
+                self.read.inc()
+                item["_order"] = (rank, item["_index"], item["instr_id"])
+                yield item
+
+
+class ReadAlignments(beam.PTransform):
+    """Alignment files of one format (see `vlnkit.alignments.READERS`) -> alignment records and dead letters."""
+
+    def __init__(self, files: list[str], fmt: str = "fgr2r"):
+        super().__init__()
+        reader(fmt)  # unknown formats fail at construction, not on a worker
+        self.files, self.fmt = list(files), fmt
+
+    def expand(self, pbegin):
+        parsed = (
+            pbegin
+            | "Files" >> beam.Create(list(enumerate(self.files)))
+            | "Parse" >> beam.ParDo(_ParseAlignmentFile(self.fmt)).with_outputs(DEAD_LETTER, main="records")
+        )
+        return {"records": parsed.records | "Spread" >> beam.Reshuffle(), DEAD_LETTER: parsed[DEAD_LETTER]}
+
+
+# ---------------------------------------------------------------------------- building episodes
+class _ProbeEpisodes(GraphDoFn):
+    """One alignment -> the probe episodes of all its truncation candidates (graphs and tables per worker)."""
+
+    def __init__(self, connectivity_dir: str, config: ProbeConfig, rooms_path: str | None, objects_path: str | None):
+        super().__init__(connectivity_dir)
+        self.config = config
+        self.rooms_path, self.objects_path = rooms_path, objects_path
+        self.made = Metrics.counter("probes", "episodes")
+        self.bad = Metrics.counter("probes", "dead_letter")
+
+    def setup(self):
+        super().setup()
+        self.rooms = worker_table("rooms", self.rooms_path)
+        self.objects = worker_table("objects", self.objects_path)
+        self.hops: dict[str, object] = {}
+
+    def process(self, alignment):
+        scan = alignment["scan"]
+        try:
+            graph = self.graphs.get(scan)
+            graph.indices(alignment["path"])
+            rooms = self.rooms.get(scan)
+            if rooms and scan not in self.hops:
+                self.hops[scan] = hop_matrix(graph)
+            stats = {"alignments": 1}
+            episodes = []
+            for cand in truncation_candidates(alignment):
+                made = probe_episodes(cand, graph, self.config, rooms, self.objects.get(scan), self.hops.get(scan))
+                stats["candidates"] = stats.get("candidates", 0) + 1
+                episodes += made
+        except GraphError as exc:
+            self.bad.inc()
+            label = f"#{alignment.get('_index', '?')} ({alignment.get('instr_id')})"
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("graph", alignment.get("_source", ""), label, str(exc))
+            )
+            return
+        for ep in episodes:
+            if ep["variant"] == "intervention":
+                key = f"pairs:{ep['skill']}"
+                stats[key] = stats.get(key, 0) + 1
+            ep["_order"] = alignment["_order"]
+            yield ep
+        self.made.inc(len(episodes))
+        yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class MakeProbeEpisodes(beam.PTransform):
+    """Alignment records -> {"episodes", "dead_letter", "stats"} (stats: {name: count} dicts to sum)."""
+
+    def __init__(
+        self, connectivity_dir: str, config: ProbeConfig, rooms: str | None = None, objects: str | None = None
+    ):
+        super().__init__()
+        self.args = (connectivity_dir, config, rooms, objects)
+
+    def expand(self, alignments):
+        out = alignments | "Episodes" >> beam.ParDo(_ProbeEpisodes(*self.args)).with_outputs(
+            STATS, DEAD_LETTER, main="episodes"
+        )
+        return {"episodes": out.episodes, DEAD_LETTER: out[DEAD_LETTER], STATS: out[STATS]}
+
+
+# ---------------------------------------------------------------------------- scoring
+class _ParseAgentOutputFile(beam.DoFn):
+    def __init__(self):
+        self.bad = Metrics.counter("agent_outputs", "dead_letter")
+        self.read = Metrics.counter("agent_outputs", "records")
+
+    def process(self, path):
+        try:
+            data = fileio.read_bytes(path)
+        except Exception as exc:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("agent_output", path, "", f"cannot read file ({exc})")
+            )
+            return
+        for item in parse_agent_outputs(data, path):
+            if isinstance(item, RecordError):
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
+            else:
+                self.read.inc()
+                yield item[0], (path, item[1])
+
+
+class ReadAgentOutputs(beam.PTransform):
+    """JSON Lines agent outputs -> (episode_id, (file, probs)) and dead letters."""
+
+    def __init__(self, files: list[str]):
+        super().__init__()
+        self.files = list(files)
+
+    def expand(self, pbegin):
+        out = (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "Parse" >> beam.ParDo(_ParseAgentOutputFile()).with_outputs(DEAD_LETTER, main="outputs")
+        )
+        return {"outputs": out.outputs, DEAD_LETTER: out[DEAD_LETTER]}
+
+
+class _ScoreEpisode(beam.DoFn):
+    """One episode id with its episode rows and agent outputs -> a scored row, a missing id, or dead letters."""
+
+    def __init__(self):
+        self.scored = Metrics.counter("score", "episodes_scored")
+        self.missing = Metrics.counter("score", "episodes_missing")
+        self.bad = Metrics.counter("score", "dead_letter")
+        self.renormalized = Metrics.counter("score", "renormalized")
+
+    def process(self, element):
+        episode_id, groups = element
+        episodes, outputs = list(groups["episodes"]), sorted(groups["outputs"], key=lambda o: o[0])
+
+        def dead(source, reason):
+            self.bad.inc()
+            return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("score", source, episode_id, reason))
+
+        if not episodes:
+            for source, _ in outputs:
+                yield dead(source, "agent output for an episode id that is in no probe file")
+            return
+        episode = episodes[0]
+        if len(episodes) > 1:
+            yield dead("probes", f"episode id appears {len(episodes)} times in the probe files; scored once")
+        if not outputs:
+            self.missing.inc()
+            yield beam.pvalue.TaggedOutput(MISSING, episode_id)
+            return
+        for source, _ in outputs[1:]:
+            yield dead(source, f"duplicate agent output (used the one in {outputs[0][0]})")
+        try:
+            mass, renormalized = correct_mass(outputs[0][1], list(episode["candidates"]), list(episode["correct"]))
+        except ScoreError as exc:
+            yield dead(outputs[0][0], str(exc))
+            return
+        self.scored.inc()
+        self.renormalized.inc(int(renormalized))
+        yield {
+            "episode_id": episode_id,
+            "pair_id": episode["pair_id"],
+            "variant": episode["variant"],
+            "skill": episode["skill"],
+            "scan": episode["scan"],
+            "trajectory": str(episode["path_id"]),
+            "mass": mass,
+            "renormalized": renormalized,
+        }
+
+
+class ScoreProbeEpisodes(beam.PTransform):
+    """(episode rows, keyed agent outputs) -> {"scored", "missing", "dead_letter"}."""
+
+    def expand(self, inputs):
+        episodes, outputs = inputs
+        keyed = episodes | "KeyEpisodes" >> beam.Map(lambda e: (e["episode_id"], e))
+        out = (
+            {"episodes": keyed, "outputs": outputs}
+            | "MatchOutputs" >> beam.CoGroupByKey()
+            | "Score" >> beam.ParDo(_ScoreEpisode()).with_outputs(MISSING, DEAD_LETTER, main="scored")
+        )
+        return {"scored": out.scored, MISSING: out[MISSING], DEAD_LETTER: out[DEAD_LETTER]}
+
+
+class SummarizeSkills(beam.PTransform):
+    """Scored rows -> one {skill: summary} dict (each skill's bootstrap runs on its own worker)."""
+
+    def __init__(self, seed: int, n_boot: int):
+        super().__init__()
+        self.seed, self.n_boot = seed, n_boot
+
+    def expand(self, scored):
+        seed, n_boot = self.seed, self.n_boot
+
+        def one(kv):
+            skill, rows = kv
+            return skill, summarize_skills(list(rows), seed, n_boot)[skill]
+
+        return (
+            scored
+            | "BySkill" >> beam.Map(lambda r: (r["skill"], r))
+            | "GroupSkill" >> beam.GroupByKey()
+            | "Bootstrap" >> beam.Map(one)
+            | "AllSkills" >> beam.combiners.ToDict()
+        )
