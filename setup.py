@@ -24,6 +24,8 @@ setup(
         "pyyaml>=6,<7",
         "orjson>=3.9,<4",
         "spacy>=3.7,<4",
+        "google-cloud-translate>=3.15,<4",
+        "sacrebleu>=2.3,<3",
     ],
     extras_require={
         "test": [

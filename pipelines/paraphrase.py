@@ -1,0 +1,395 @@
+"""Paraphrase instructions by round-trip back-translation, kept by BLEU (DESIGN.md, "Paraphrases").
+
+    python -m pipelines.paraphrase --runner=DirectRunner --dataset=R2R_val_seen.json --output_dir=out/para
+    python -m pipelines.paraphrase --dataset=R2R_train.json --output_dir=out/para --gcp_project=my-project \
+        --translation_cache=gs://bucket/translation_cache
+    python -m pipelines.paraphrase --dataset=R2R_val_seen.json --compose_from=R4R_val_seen.json ...
+
+Writes `paraphrases-SSSSS-of-NNNNN.parquet` (every instruction x pivot, kept or not), with
+--compose_from also `r4r_paraphrases-SSSSS-of-NNNNN.parquet`, `dead_letter-00000-of-00001.jsonl`,
+`summary.json`, `manifest.json` and `_SUCCESS` into --output_dir. Before running it prints how many
+characters it will send and what that costs.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.common import (
+    JobError,
+    default_output_dir,
+    format_table,
+    main_wrapper,
+    parse_options,
+    require_inputs,
+    run_job,
+)
+from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
+from transforms.read import DedupeBy, ReadR2R
+from transforms.tally import tally
+from transforms.write import WriteParquetShards, WriteSummary
+from vlnkit import fileio
+from vlnkit.paraphrase import DEFAULT_LANGUAGES, PARAPHRASES, BleuBounds
+from vlnkit.r2r import RecordError, parse_r2r
+from vlnkit.schemas import schema_version
+from vlnkit.translation import (
+    BACKENDS,
+    GOOGLE,
+    MAX_CODEPOINTS,
+    MAX_SEGMENTS,
+    OFFLINE_DEMO,
+    USD_PER_MILLION_CHARS,
+    GoogleConfig,
+    RetryPolicy,
+    codepoints,
+    default_backend,
+    estimate_cost_usd,
+)
+from vlnkit.translation_cache import CacheError, TranslationCache
+
+JOB = "paraphrase"
+DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
+# Defaults are applied in `settings`, not in argparse: Beam merges every job's option classes into
+# one parser, so a flag another job also defines could otherwise take that job's default.
+DEFAULTS = {
+    "output_dir": DEFAULT_OUTPUT_DIR,
+    "languages": ",".join(DEFAULT_LANGUAGES),
+    "source_language": "en",
+    "min_bleu": 0.25,
+    "max_bleu": 0.7,
+    "translate_location": "global",
+    "max_segments_per_request": MAX_SEGMENTS,
+    "max_codepoints_per_request": MAX_CODEPOINTS,
+    "max_in_flight": 8,
+    "max_attempts": 6,
+    "retry_initial_delay": 0.5,
+    "request_timeout": 60.0,
+    "batch_texts": 512,
+    "num_shards": 0,
+    "usd_per_million_chars": USD_PER_MILLION_CHARS,
+    "seed": 0,
+}
+
+
+class ParaphraseOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add = parser.add_argument
+        add(
+            "--dataset",
+            help="R2R-format JSON / JSON Lines file(s): path, glob or comma-separated list (local or gs://)",
+        )
+        add("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
+        add("--languages", help=f"Comma-separated pivot languages (default {DEFAULTS['languages']})")
+        add("--source_language", help="Language of the instructions (default en)")
+        add("--translator", choices=BACKENDS, help="google (default when --gcp_project is given) or offline-demo")
+        add("--gcp_project", help="Cloud project billed for Cloud Translation (credentials: the Google auth chain)")
+        add("--translate_location", help="Cloud Translation location (default global)")
+        add("--translate_model", help="Optional model resource name (default: the service's NMT model)")
+        add("--translate_endpoint", help="HOST:PORT of a Translation v3 emulator or stand-in")
+        add("--translate_insecure", action="store_true", help="Plain gRPC channel, anonymous credentials (emulators)")
+        add("--translation_cache", help="Folder of the Parquet translation cache (local or gs://); read and extended")
+        add("--min_bleu", type=float, help="Keep paraphrases with sentence BLEU >= this (0-1, default 0.25)")
+        add("--max_bleu", type=float, help="... and <= this (0-1, default 0.7)")
+        add("--compose_from", help="R4R JSON file(s) built from --dataset: compose their paraphrases")
+        add("--max_segments_per_request", type=int, help=f"Texts per TranslateText call (<= {MAX_SEGMENTS})")
+        add("--max_codepoints_per_request", type=int, help=f"Codepoints per TranslateText call (<= {MAX_CODEPOINTS})")
+        add("--max_in_flight", type=int, help="Concurrent TranslateText calls per worker (default 8)")
+        add("--chars_per_minute", type=float, help="Client-side rate limit per worker process (default: none)")
+        add("--max_attempts", type=int, help="Attempts per request on transient errors (default 6)")
+        add("--retry_initial_delay", type=float, help="First backoff, seconds; doubles per retry (default 0.5)")
+        add("--request_timeout", type=float, help="Seconds per TranslateText call (default 60)")
+        add("--batch_texts", type=int, help="Distinct texts per translation batch in a worker (default 512)")
+        add("--num_shards", type=int, help="Parquet shards (0: let the runner decide)")
+        add("--usd_per_million_chars", type=float, help="Price for the cost estimate (default 20)")
+        add("--seed", type=int, help="Seeds retry jitter only (outputs never depend on it)")
+        # --config and --skip_if_unchanged come from pipelines.common.JobOptions.
+
+
+def settings(opts: ParaphraseOptions) -> dict:
+    s = {}
+    for key, default in DEFAULTS.items():
+        value = getattr(opts, key, None)
+        s[key] = default if value is None else value
+    optional = ("dataset", "gcp_project", "translate_model", "translate_endpoint", "translation_cache")
+    for key in (*optional, "compose_from", "chars_per_minute"):
+        s[key] = getattr(opts, key, None)
+    s["translate_insecure"] = bool(getattr(opts, "translate_insecure", False))
+    s["translator"] = getattr(opts, "translator", None) or default_backend(s["gcp_project"])
+    s["languages"] = tuple(x.strip() for x in s["languages"].split(",") if x.strip())
+    return s
+
+
+def translator_spec(s: dict) -> TranslatorSpec:
+    try:
+        if not s["languages"]:
+            raise ValueError("--languages names no pivot language")
+        if s["source_language"] in s["languages"]:
+            raise ValueError(f"--languages contains the source language {s['source_language']!r}")
+        google = None
+        if s["translator"] == GOOGLE:
+            google = GoogleConfig(
+                project=s["gcp_project"],
+                location=s["translate_location"],
+                endpoint=s["translate_endpoint"],
+                insecure=s["translate_insecure"],
+                model=s["translate_model"],
+                max_segments=s["max_segments_per_request"],
+                max_codepoints=s["max_codepoints_per_request"],
+                max_in_flight=s["max_in_flight"],
+                chars_per_minute=s["chars_per_minute"],
+                timeout=s["request_timeout"],
+                retry=RetryPolicy(max_attempts=s["max_attempts"], initial_delay=s["retry_initial_delay"]),
+                seed=s["seed"],
+            )
+        elif s["translate_endpoint"] or s["translate_insecure"]:
+            raise ValueError("--translate_endpoint/--translate_insecure only apply to --translator=google")
+        if s["batch_texts"] < 1:
+            raise ValueError(f"--batch_texts must be >= 1, got {s['batch_texts']}")
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    return TranslatorSpec(s["translator"], google, s["translation_cache"])
+
+
+def check_credentials() -> None:
+    """Fail before reading anything when the Google auth chain finds no credentials (never printing them)."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-translation"])
+    except DefaultCredentialsError:
+        raise JobError(
+            "--translator=google: no Google credentials found (run `gcloud auth application-default login`, "
+            "set GOOGLE_APPLICATION_CREDENTIALS, or run on a worker with a service account)"
+        ) from None
+
+
+def plan(files: list[str], s: dict) -> dict:
+    """What the run will send, counted in the driver before anything is paid for."""
+    texts: set[str] = set()
+    for path in files:
+        for item in parse_r2r(fileio.read_bytes(path), path):
+            if not isinstance(item, RecordError):
+                texts.update(item["instructions"])
+    cached = 0
+    forward = 0
+    if s["translation_cache"]:
+        try:
+            cache = TranslationCache(s["translation_cache"])
+        except CacheError as exc:
+            raise JobError(str(exc)) from None
+    else:
+        cache = None
+    for lang in s["languages"]:
+        for text in texts:
+            if cache is not None and cache.get((s["translator"], s["source_language"], lang, text)) is not None:
+                cached += 1
+            else:
+                forward += codepoints(text)
+    # The way back costs about as much as the way out (its exact size is known only after).
+    characters = 2 * forward
+    cost = 0.0 if s["translator"] == OFFLINE_DEMO else estimate_cost_usd(characters, s["usd_per_million_chars"])
+    return {
+        "distinct_texts": len(texts),
+        "pivots": len(s["languages"]),
+        "cached_forward_translations": cached,
+        "estimated_characters": characters,
+        "estimated_cost_usd": round(cost, 2),
+    }
+
+
+def print_plan(p: dict, s: dict) -> None:
+    price = (
+        "free (offline-demo: not a real translator)"
+        if s["translator"] == OFFLINE_DEMO
+        else (f"${p['estimated_cost_usd']:,.2f} at ${s['usd_per_million_chars']}/million characters")
+    )
+    print(
+        format_table(
+            [
+                ("translator", s["translator"]),
+                ("distinct instruction texts", p["distinct_texts"]),
+                ("pivot languages", ",".join(s["languages"])),
+                ("forward translations already cached", p["cached_forward_translations"]),
+                ("characters to send (estimate, both ways)", f"{p['estimated_characters']:,}"),
+                ("estimated cost", price),
+            ],
+            "Translation plan",
+        ),
+        flush=True,
+    )
+
+
+def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
+    out = s["output_dir"]
+    bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
+    read = pipeline | "ReadDataset" >> ReadR2R(files)
+    unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
+    records = unique["records"]
+    para = records | "RoundTrip" >> RoundTripParaphrase(
+        spec, s["languages"], bounds, s["source_language"], s["batch_texts"]
+    )
+    para["rows"] | "WriteParaphrases" >> WriteParquetShards(
+        fileio.join(out, "paraphrases"), PARAPHRASES, s["num_shards"]
+    )
+    dead = [read[DEAD_LETTER], unique[DEAD_LETTER], para[DEAD_LETTER]]
+    tallies = [
+        para[STATS],
+        records | "TallyRecords" >> tally("records_read"),
+        records | "TallyInstructions" >> beam.Map(lambda r: {"instructions": len(r["instructions"])}),
+    ]
+    if compose_files:
+        r4r_read = pipeline | "ReadR4R" >> ReadR2R(compose_files)
+        r4r = r4r_read["records"] | "ComposeR4R" >> ComposeR4RParaphrases(
+            records, para[BY_TEXT], s["languages"], bounds
+        )
+        r4r["rows"] | "WriteR4RParaphrases" >> WriteParquetShards(
+            fileio.join(out, "r4r_paraphrases"), PARAPHRASES, s["num_shards"]
+        )
+        dead += [r4r_read[DEAD_LETTER], r4r[DEAD_LETTER]]
+        tallies.append(r4r[STATS])
+    dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
+    tallies.append(dead_all | "TallyDead" >> tally("dead_letters"))
+    _ = (
+        tuple(tallies)
+        | "FlattenTallies" >> beam.Flatten()
+        | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals))
+    )
+
+
+def _per_language(totals: dict, languages, prefix: str = "") -> dict:
+    return {
+        lang: {
+            "rows": totals.get(f"{prefix}rows.{lang}", 0),
+            "kept": totals.get(f"{prefix}kept.{lang}", 0),
+            "failed": totals.get(f"{prefix}failed.{lang}", 0),
+        }
+        for lang in languages
+    }
+
+
+def _reasons(totals: dict, prefix: str = "") -> dict:
+    head = f"{prefix}reason."
+    return {k[len(head) :]: v for k, v in sorted(totals.items()) if k.startswith(head)}
+
+
+def finish_summary(static: dict, totals: dict) -> dict:
+    languages = static["languages"]
+    t = {k[len("translate.") :]: v for k, v in totals.items() if k.startswith("translate.")}
+    requests = t.get("requests", 0)
+    chars = t.get("characters_sent", 0)
+    per_lang = _per_language(totals, languages)
+    summary = {
+        **static,
+        "records_read": totals.get("records_read", 0),
+        "instructions": totals.get("instructions", 0),
+        "distinct_texts": totals.get("texts", 0),
+        "rows": sum(v["rows"] for v in per_lang.values()),
+        "kept": sum(v["kept"] for v in per_lang.values()),
+        "per_language": per_lang,
+        "reasons": _reasons(totals),
+        "translation": {
+            "calls": requests,
+            "segments_sent": t.get("segments_sent", 0),
+            "segments_per_call": t.get("segments_sent", 0) / requests if requests else None,
+            "characters_sent": chars,
+            "retries": t.get("retries", 0),
+            "failed_segments": t.get("failed_segments", 0),
+            "cache_hits": t.get("cache_hits", 0),
+            "cache_misses": t.get("cache_misses", 0),
+            "cost_usd": 0.0
+            if static["translator"] == OFFLINE_DEMO
+            else round(estimate_cost_usd(chars, static["usd_per_million_chars"]), 2),
+        },
+        "dead_letters": totals.get("dead_letters", 0),
+    }
+    if static["compose_from"]:
+        r4r_lang = _per_language(totals, languages, prefix="r4r_")
+        summary["r4r"] = {
+            "instructions": totals.get("r4r_instructions", 0),
+            "rows": sum(v["rows"] for v in r4r_lang.values()),
+            "kept": sum(v["kept"] for v in r4r_lang.values()),
+            "per_language": r4r_lang,
+            "reasons": _reasons(totals, prefix="r4r_"),
+        }
+    return summary
+
+
+def print_summary(summary: dict, output_dir: str) -> None:
+    tr = summary["translation"]
+    rows = [
+        ("instructions read", summary["instructions"]),
+        ("distinct texts translated", summary["distinct_texts"]),
+        ("rows (instruction x pivot)", summary["rows"]),
+        ("paraphrases kept", summary["kept"]),
+    ]
+    rows += [(f"  kept via {lang}", v["kept"]) for lang, v in summary["per_language"].items()]
+    rows += [(f"  rejected: {reason}", n) for reason, n in summary["reasons"].items() if reason != "kept"]
+    if "r4r" in summary:
+        rows += [("R4R instructions", summary["r4r"]["instructions"]), ("R4R paraphrases kept", summary["r4r"]["kept"])]
+    rows += [
+        ("translation calls", tr["calls"]),
+        ("segments per call", "n/a" if tr["segments_per_call"] is None else tr["segments_per_call"]),
+        ("characters sent", tr["characters_sent"]),
+        ("retries", tr["retries"]),
+        ("cache hits", tr["cache_hits"]),
+        ("cost (USD, list price)", tr["cost_usd"]),
+        ("dead-lettered records", summary["dead_letters"]),
+    ]
+    print(format_table(rows, f"Paraphrase summary ({summary['translator']})"))
+    print(f"Output: {output_dir}")
+    if summary["dead_letters"]:
+        print(f"Some records could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
+
+
+@main_wrapper
+def main(argv=None) -> dict:
+    options, opts = parse_options(ParaphraseOptions, argv)
+    s = settings(opts)
+    if not s["dataset"]:
+        raise JobError("--dataset is required (an R2R-format JSON file, glob or comma-separated list)")
+    try:
+        bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    spec = translator_spec(s)
+    if s["translator"] == OFFLINE_DEMO and s["gcp_project"]:
+        print("warning: --translator=offline-demo was chosen explicitly; --gcp_project is ignored", flush=True)
+    if spec.google is not None and not spec.google.insecure:
+        check_credentials()
+    inputs = require_inputs("--dataset", s["dataset"])
+    files = [p for p, _ in inputs]
+    compose_inputs = require_inputs("--compose_from", s["compose_from"]) if s["compose_from"] else []
+    print_plan(plan(files, s), s)
+    static = {
+        "job": JOB,
+        "schema_version": schema_version(PARAPHRASES),
+        "translator": s["translator"],
+        "languages": list(s["languages"]),
+        "source_language": s["source_language"],
+        "min_bleu": bounds.min_bleu,
+        "max_bleu": bounds.max_bleu,
+        "translation_cache": s["translation_cache"],
+        "compose_from": s["compose_from"],
+        "usd_per_million_chars": s["usd_per_million_chars"],
+    }
+    summary = run_job(
+        JOB,
+        options,
+        s["output_dir"],
+        ["paraphrases", "r4r_paraphrases", "dead_letter"],
+        inputs + compose_inputs,
+        lambda p: build(p, files, [c for c, _ in compose_inputs], s, spec, static),
+        job_options=opts,
+    )
+    if summary.get("skipped"):
+        return summary
+    print_summary(summary, s["output_dir"])
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Every job gives identical rows on every runner, and behaves like production data infrastructure:
+reruns are identical, --skip_if_unchanged skips, a killed run never looks complete and a rerun converges.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import ROOT
+
+RUNNERS = {
+    "in_process": ["--runner=DirectRunner"],
+    "multi_process": ["--runner=DirectRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=2"],
+    "portable_loopback": ["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=LOOPBACK"],
+}
+
+
+def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
+    """(flags for a small real-data run of `job`, output file prefixes whose rows are compared)."""
+    conn = f"--connectivity_dir={data}/connectivity"
+    if job == "build_r4r":
+        return [f"--r2r_path={data}/r2r/R2R_val_seen.json", conn, f"--json_output={tmp}/R4R.json"], ["paths"]
+    raise KeyError(job)
+
+
+JOBS = ["build_r4r"]
+
+
+def rows(out: Path, prefixes: list[str]) -> dict[str, list[str]]:
+    """All rows of each output, canonicalized and sorted (row order across shards is the runner's business)."""
+    found = {}
+    for prefix in prefixes:
+        files = sorted(out.glob(f"{prefix}-*-of-*.parquet"))
+        assert files, f"no {prefix} shards in {out}"
+        table = pq.read_table(files)
+        found[prefix] = sorted(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
+    dead = sorted(out.glob("dead_letter-*.jsonl"))
+    found["dead_letter"] = sorted(line for f in dead for line in f.read_text().splitlines())
+    return found
+
+
+def run_job(job: str, flags: list[str]) -> dict:
+    module = importlib.import_module(f"pipelines.{job}")
+    return module.main(flags)
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("job", JOBS)
+def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
+    results = {}
+    for name, runner_flags in RUNNERS.items():
+        work = tmp_path / name
+        flags, prefixes = job_flags(job, shared_data, work)
+        run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
+        assert (work / "out" / "_SUCCESS").exists()
+        results[name] = rows(work / "out", prefixes)
+    reference = results.pop("in_process")
+    assert any(reference.values())
+    for name, got in results.items():
+        assert got == reference, f"{job}: {name} differs from in-process DirectRunner"
+
+
+@pytest.mark.real_data
+def test_rerun_is_identical_and_skip_if_unchanged_skips(shared_data, tmp_path):
+    flags, prefixes = job_flags("build_r4r", shared_data, tmp_path)
+    out = tmp_path / "out"
+    first = run_job("build_r4r", [*flags, f"--output_dir={out}"])
+    first_rows = rows(out, prefixes)
+    json_bytes = (tmp_path / "R4R.json").read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["fingerprint"] and len(manifest["inputs"]) == 1 + 90  # R2R file and every graph
+    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+
+    second = run_job("build_r4r", [*flags, f"--output_dir={out}"])
+    assert rows(out, prefixes) == first_rows and (tmp_path / "R4R.json").read_bytes() == json_bytes
+    assert second["dataset"] == first["dataset"]
+
+    skipped = run_job("build_r4r", [*flags, f"--output_dir={out}", "--skip_if_unchanged"])
+    assert skipped.get("skipped") is True
+    # A different option is a different run.
+    changed = run_job("build_r4r", [*flags, f"--output_dir={out}", "--skip_if_unchanged", "--distance_threshold=2.0"])
+    assert not changed.get("skipped") and changed["dataset"]["paths"] < first["dataset"]["paths"]
+    # A missing output makes the previous run incomplete.
+    again = run_job("build_r4r", [*flags, f"--output_dir={out}", "--skip_if_unchanged", "--distance_threshold=2.0"])
+    assert again.get("skipped") is True
+    (tmp_path / "R4R.json").unlink()
+    again = run_job("build_r4r", [*flags, f"--output_dir={out}", "--skip_if_unchanged", "--distance_threshold=2.0"])
+    assert not again.get("skipped") and (tmp_path / "R4R.json").exists()
+
+
+@pytest.mark.real_data
+def test_killed_run_never_looks_complete_and_a_rerun_converges(shared_data, tmp_path):
+    out = tmp_path / "out"
+    flags = [
+        f"--r2r_path={shared_data}/r2r/R2R_val_unseen.json",
+        f"--connectivity_dir={shared_data}/connectivity",
+        f"--output_dir={out}",
+    ]
+    clean = tmp_path / "clean"
+    run_job("build_r4r", [*flags[:2], f"--output_dir={clean}"])
+    # A complete earlier run is in place; a new run is killed part-way through.
+    run_job("build_r4r", flags)
+    assert (out / "_SUCCESS").exists()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.build_r4r", "--runner=DirectRunner", *flags],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 120
+    while (out / "_SUCCESS").exists() and time.time() < deadline:
+        time.sleep(0.05)  # the run removes the old marker first
+    time.sleep(1.0)
+    assert proc.poll() is None, "the run finished before it could be killed; use a bigger input"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "_SUCCESS").exists()
+    run_job("build_r4r", flags)
+    assert (out / "_SUCCESS").exists()
+    assert rows(out, ["paths"]) == rows(clean, ["paths"])
+
+
+def test_wheel_installs_into_an_empty_directory_and_runs_outside_the_repository(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(wheels)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("vlnkit-*.whl")
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    for package in ("vlnkit", "transforms", "pipelines", "configs"):
+        assert (target / package / "__init__.py").exists(), package
+    assert (target / "configs" / "r4r_train.yaml").exists()
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(target)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.build_r4r", "--runner=DirectRunner", "--synthetic_paths_per_scan=10"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (workdir / "output" / "build_r4r" / "_SUCCESS").exists()
+    # The job's code came from the installed wheel, not from the repository checkout.
+    check = subprocess.run(
+        [sys.executable, "-c", "import pipelines.build_r4r as m; print(m.__file__)"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert check.stdout.strip().startswith(str(target))

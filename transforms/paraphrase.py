@@ -1,0 +1,271 @@
+"""Round-trip paraphrasing as Beam transforms (the rules live in `vlnkit.paraphrase` / `vlnkit.translation`).
+
+`RoundTripParaphrase`: R2R records -> one row per instruction x pivot (kept or not), dead letters
+  for translations that failed, per-text paraphrases (for composing R4R) and run statistics.
+  Distinct instruction texts are translated once, in batches: each batch sends every pivot's
+  forward requests together, then every pivot's backward requests, through one per-worker
+  translator (its own request pool, retries and rate limit) and one per-worker cache.
+`ComposeR4RParaphrases`: R4R records -> rows composed from the R2R sentence paraphrases.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.progress import Progress
+from vlnkit.paraphrase import BleuBounds, ComposeError, compose, judge, r4r_sources
+from vlnkit.translation import GoogleConfig, Job, Translator, make_translator
+from vlnkit.translation_cache import CachedTranslator, TranslationCache
+
+BY_TEXT = "by_text"
+STATS = "stats"
+
+_CACHES: dict[str, TranslationCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def worker_cache(path: str) -> TranslationCache:
+    """One cache view per folder per worker process, shared by every DoFn in it (loaded once)."""
+    with _CACHES_LOCK:
+        cache = _CACHES.get(path)
+        if cache is None:
+            cache = _CACHES[path] = TranslationCache(path)
+        return cache
+
+
+@dataclass(frozen=True)
+class TranslatorSpec:
+    """What a worker needs to build its translator: picklable, holds no client and no credentials."""
+
+    backend: str
+    google: GoogleConfig | None = None
+    cache_path: str | None = None
+
+    def build(self) -> Translator:
+        translator = make_translator(self.backend, self.google)
+        if self.cache_path:
+            translator = CachedTranslator(translator, worker_cache(self.cache_path))
+        return translator
+
+
+def instruction_rows(record: dict):
+    """(text, (instr_id, source)) for every instruction of an R2R record."""
+    source = record.get("_source", "")
+    for k, text in enumerate(record["instructions"]):
+        yield text, (f"{record['path_id']}_{k}", source)
+
+
+def _row(instr_id: str, instruction: str, verdict: dict) -> dict:
+    return {"instr_id": instr_id, "instruction": instruction, **verdict}
+
+
+def _verdict_stats(verdicts: list[dict], times: int, prefix: str = "") -> dict:
+    stats: dict = {}
+    for v in verdicts:
+        lang = v["language"]
+        stats[f"{prefix}rows.{lang}"] = stats.get(f"{prefix}rows.{lang}", 0) + times
+        stats[f"{prefix}kept.{lang}"] = stats.get(f"{prefix}kept.{lang}", 0) + times * v["kept"]
+        stats[f"{prefix}reason.{v['reason']}"] = stats.get(f"{prefix}reason.{v['reason']}", 0) + times
+    return stats
+
+
+class _RoundTrip(beam.DoFn):
+    """A batch of (text, [(instr_id, source)]) -> rows, dead letters, per-text paraphrases, stats."""
+
+    def __init__(self, spec: TranslatorSpec, languages: tuple[str, ...], source_language: str, bounds: BleuBounds):
+        self.spec = spec
+        self.languages = tuple(languages)
+        self.source_language = source_language
+        self.bounds = bounds
+        self.texts = Metrics.counter("paraphrase", "texts")
+        self.rows = Metrics.counter("paraphrase", "rows")
+        self.kept = Metrics.counter("paraphrase", "kept")
+        self.bad = Metrics.counter("paraphrase", "dead_letter")
+        self.requests = Metrics.counter("translate", "requests")
+        self.retries = Metrics.counter("translate", "retries")
+        self.chars = Metrics.counter("translate", "characters_sent")
+        self.hits = Metrics.counter("translate", "cache_hits")
+
+    def setup(self):
+        self.translator = self.spec.build()
+        self.progress = Progress("paraphrase: distinct texts round-tripped")
+
+    def process(self, batch):
+        before = self.translator.stats.copy()
+        texts = tuple(text for text, _ in batch)
+        src = self.source_language
+        forward = self.translator.translate([Job(texts, src, lang) for lang in self.languages])
+        back_jobs = [
+            Job(tuple(o.translation for o in outs if o.ok), lang, src) for lang, outs in zip(self.languages, forward)
+        ]
+        backward = [iter(outs) for outs in self.translator.translate(back_jobs)]
+        # per text: [(language, back-translation)] and [(language, error)]
+        candidates = [[] for _ in texts]
+        errors = [[] for _ in texts]
+        for lang, fwd_outs, back_outs in zip(self.languages, forward, backward):
+            for i, fwd in enumerate(fwd_outs):
+                out = next(back_outs) if fwd.ok else fwd
+                if out.ok:
+                    candidates[i].append((lang, out.translation))
+                else:
+                    errors[i].append((lang, out.error))
+        stats = {"texts": len(texts)}
+        for (text, ids), cands, errs in zip(batch, candidates, errors):
+            verdicts = judge(text, cands, self.bounds)
+            yield beam.pvalue.TaggedOutput(BY_TEXT, (text, dict(cands)))
+            for instr_id, _ in ids:
+                for v in verdicts:
+                    yield _row(instr_id, text, v)
+            for key, value in _verdict_stats(verdicts, len(ids)).items():
+                stats[key] = stats.get(key, 0) + value
+            for lang, error in errs:
+                for instr_id, source in ids:
+                    stats[f"failed.{lang}"] = stats.get(f"failed.{lang}", 0) + 1
+                    yield beam.pvalue.TaggedOutput(
+                        DEAD_LETTER, dead_letter("translate", source, f"instr_id={instr_id}", f"pivot {lang}: {error}")
+                    )
+        used = self.translator.stats.minus(before)
+        for key, value in used.as_dict().items():
+            stats[f"translate.{key}"] = value
+        n_rows = sum(v for k, v in stats.items() if k.startswith("rows."))
+        n_kept = sum(v for k, v in stats.items() if k.startswith("kept."))
+        self.texts.inc(len(texts))
+        self.progress.tick(len(texts))
+        self.rows.inc(n_rows)
+        self.kept.inc(n_kept)
+        self.bad.inc(sum(v for k, v in stats.items() if k.startswith("failed.")))
+        self.requests.inc(used.requests)
+        self.retries.inc(used.retries)
+        self.chars.inc(used.characters_sent)
+        self.hits.inc(used.cache_hits)
+        yield beam.pvalue.TaggedOutput(STATS, stats)
+
+    def finish_bundle(self):
+        cache = getattr(self.translator, "cache", None)
+        if cache is not None:
+            cache.flush()
+
+    def teardown(self):
+        translator = getattr(self, "translator", None)
+        if translator is not None:
+            translator.close()
+
+
+class RoundTripParaphrase(beam.PTransform):
+    """Validated R2R records -> {"rows", "dead_letter", "by_text", "stats"}.
+
+    `rows`: dicts with instr_id, instruction, language, paraphrase, bleu, kept, reason;
+    `by_text`: (original text, {language: back-translation}) for every distinct text;
+    `stats`: {name: number} dicts to sum (rows/kept per language, translation counters).
+    """
+
+    def __init__(
+        self,
+        spec: TranslatorSpec,
+        languages,
+        bounds: BleuBounds = BleuBounds(),
+        source_language: str = "en",
+        batch_texts: int = 512,
+    ):
+        super().__init__()
+        self.spec = spec
+        self.languages = tuple(languages)
+        self.bounds = bounds
+        self.source_language = source_language
+        self.batch_texts = batch_texts
+
+    def expand(self, records):
+        out = (
+            records
+            | "Instructions" >> beam.FlatMap(instruction_rows)
+            | "DistinctTexts" >> beam.GroupByKey()
+            | "SortIds" >> beam.MapTuple(lambda text, ids: (text, sorted(ids)))
+            | "Batch" >> beam.BatchElements(min_batch_size=self.batch_texts, max_batch_size=self.batch_texts)
+            | "RoundTrip"
+            >> beam.ParDo(_RoundTrip(self.spec, self.languages, self.source_language, self.bounds)).with_outputs(
+                DEAD_LETTER, BY_TEXT, STATS, main="rows"
+            )
+        )
+        return {"rows": out.rows, DEAD_LETTER: out[DEAD_LETTER], BY_TEXT: out[BY_TEXT], STATS: out[STATS]}
+
+
+class _Compose(beam.DoFn):
+    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds):
+        self.languages = tuple(languages)
+        self.bounds = bounds
+        self.rows = Metrics.counter("paraphrase", "r4r_rows")
+        self.bad = Metrics.counter("paraphrase", "r4r_dead_letter")
+
+    def process(self, record, r2r_instructions, paraphrases):
+        where = (record.get("_source", ""), record_label(record))
+        first = r2r_instructions.get(record.get("first_path_id"))
+        second = r2r_instructions.get(record.get("second_path_id"))
+        if first is None or second is None:
+            missing = record.get("first_path_id") if first is None else record.get("second_path_id")
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("compose", *where, f"R2R path_id {missing!r} is not in --dataset")
+            )
+            return
+        try:
+            sources = r4r_sources(record, first, second)
+        except ComposeError as exc:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("compose", *where, str(exc)))
+            return
+        stats: dict = {"r4r_instructions": len(sources)}
+        for k, x, y in sources:
+            px, py = paraphrases.get(x, {}), paraphrases.get(y, {})
+            instr_id = f"{record['path_id']}_{k}"
+            cands = []
+            for lang in self.languages:
+                if lang in px and lang in py:
+                    cands.append((lang, compose(x, px[lang], py[lang])))
+                else:
+                    stats[f"r4r_failed.{lang}"] = stats.get(f"r4r_failed.{lang}", 0) + 1
+                    self.bad.inc()
+                    yield beam.pvalue.TaggedOutput(
+                        DEAD_LETTER,
+                        dead_letter(
+                            "compose",
+                            where[0],
+                            f"instr_id={instr_id}",
+                            f"pivot {lang}: an R2R source was not translated",
+                        ),
+                    )
+            verdicts = judge(x + y, cands, self.bounds)
+            for v in verdicts:
+                yield _row(instr_id, x + y, v)
+            for key, value in _verdict_stats(verdicts, 1, prefix="r4r_").items():
+                stats[key] = stats.get(key, 0) + value
+            self.rows.inc(len(verdicts))
+        yield beam.pvalue.TaggedOutput(STATS, stats)
+
+
+class ComposeR4RParaphrases(beam.PTransform):
+    """R4R records + R2R records + `by_text` paraphrases -> {"rows", "dead_letter", "stats"}.
+
+    The R2R side (instructions by path_id, paraphrases by text) is as large as one R2R split, so it
+    travels as side inputs; the R4R records, up to hundreds of thousands, stream past it.
+    """
+
+    def __init__(self, r2r_records, by_text, languages, bounds: BleuBounds = BleuBounds()):
+        super().__init__()
+        self.r2r_records = r2r_records
+        self.by_text = by_text
+        self.languages = tuple(languages)
+        self.bounds = bounds
+
+    def expand(self, r4r_records):
+        by_path = self.r2r_records | "InstructionsByPathId" >> beam.Map(lambda r: (r["path_id"], r["instructions"]))
+        out = r4r_records | "Compose" >> beam.ParDo(
+            _Compose(self.languages, self.bounds),
+            r2r_instructions=beam.pvalue.AsDict(by_path),
+            paraphrases=beam.pvalue.AsDict(self.by_text),
+        ).with_outputs(DEAD_LETTER, STATS, main="rows")
+        return {"rows": out.rows, DEAD_LETTER: out[DEAD_LETTER], STATS: out[STATS]}
