@@ -15,12 +15,19 @@ instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parq
 
 from __future__ import annotations
 
-import os
-
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, format_table, main_wrapper, parse_options, require_inputs, run_job
+from pipelines.common import (
+    JobError,
+    connectivity_files,
+    default_output_dir,
+    format_table,
+    main_wrapper,
+    parse_options,
+    require_inputs,
+    run_job,
+)
 from pipelines.perturb import add_common_arguments, check_options, read_records
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters, dead_letter
 from transforms.perturb import STATS, Perturb, applicability, instruction_items
@@ -42,7 +49,7 @@ from vlnkit.compat import (
 from vlnkit.schemas import schema_version
 
 JOB = "build_compat"
-DEFAULT_OUTPUT_DIR = os.path.join("output", JOB)
+DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
 
 
@@ -50,7 +57,7 @@ class BuildCompatOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         add_common_arguments(parser)
-        parser.add_argument("--output_dir", default=DEFAULT_OUTPUT_DIR, help="Folder for shards, summary, manifest")
+        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
         parser.add_argument(
             "--paraphrases",
             help="paraphrases-*.parquet of pipelines.paraphrase (glob or comma list): kept rows are extra positives",
@@ -209,6 +216,7 @@ def print_summary(summary: dict, output_dir: str) -> None:
 @main_wrapper
 def main(argv=None) -> dict:
     options, opts = parse_options(BuildCompatOptions, argv)
+    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     inputs, methods = check_options(opts)
     paraphrase_inputs = require_inputs("--paraphrases", opts.paraphrases) if opts.paraphrases else []
     if paraphrase_inputs and not all(p.endswith(".parquet") for p, _ in paraphrase_inputs):
@@ -219,8 +227,9 @@ def main(argv=None) -> dict:
         options,
         opts.output_dir,
         ["compat", "dead_letter"],
-        inputs + paraphrase_inputs,
+        inputs + paraphrase_inputs + connectivity_files(opts.connectivity_dir),
         lambda p: build(p, files, [p for p, _ in paraphrase_inputs], opts, methods),
+        job_options=opts,
     )
     print_summary(summary, opts.output_dir)
     return summary

@@ -18,6 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.common import (
     JobError,
+    connectivity_files,
     default_output_dir,
     format_table,
     main_wrapper,
@@ -31,7 +32,6 @@ from transforms.read import DedupeBy, ReadR2R
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
 from vlnkit import fileio
-from vlnkit.graph import CONNECTIVITY_SUFFIX
 from vlnkit.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
 from vlnkit.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
 
@@ -175,7 +175,7 @@ def main(argv=None) -> dict:
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     r2r_path, connectivity_dir = resolve_inputs(opts)
     inputs = require_inputs("--r2r_path", r2r_path)
-    graphs = fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
+    graphs = connectivity_files(connectivity_dir)
     if not graphs:
         raise JobError(f"--connectivity_dir={connectivity_dir}: no *_connectivity.json files found")
     files = [p for p, _ in inputs]

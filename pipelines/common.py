@@ -40,6 +40,13 @@ class JobOptions(PipelineOptions):
 
     @classmethod
     def _add_argparse_args(cls, parser):
+        # Beam parses the flags of every PipelineOptions subclass with one parser, so two jobs
+        # imported in one process (tests, a scheduler) may declare the same flag: let the later
+        # declaration win instead of failing. Shared flags must therefore not carry differing
+        # argparse defaults; jobs resolve such defaults in code (see `default_output_dir`).
+        for container in (parser, getattr(parser, "_optionals", None), getattr(parser, "_positionals", None)):
+            if container is not None:  # argparse's groups keep their own copy of the handler
+                container.conflict_handler = "resolve"
         parser.add_argument(
             "--config", action="append", help="YAML profile of flags (see configs/); repeatable; explicit flags win"
         )
@@ -127,6 +134,15 @@ def require_inputs(flag: str, patterns: str) -> list[tuple[str, int]]:
     if not files:
         raise JobError(f"{flag}={patterns}: no file matches")
     return files
+
+
+def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
+    """The graph files a run depends on (inputs of the manifest and of --skip_if_unchanged)."""
+    if not connectivity_dir:
+        return []
+    from vlnkit.graph import CONNECTIVITY_SUFFIX
+
+    return fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
 
 
 def file_digest(path: str) -> str:

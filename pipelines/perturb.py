@@ -12,12 +12,19 @@ and `_SUCCESS` into --output_dir.
 
 from __future__ import annotations
 
-import os
-
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, format_table, main_wrapper, parse_options, require_inputs, run_job
+from pipelines.common import (
+    JobError,
+    connectivity_files,
+    default_output_dir,
+    format_table,
+    main_wrapper,
+    parse_options,
+    require_inputs,
+    run_job,
+)
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.perturb import STATS, Perturb, applicability
 from transforms.read import DedupeBy, ReadR2R
@@ -30,30 +37,21 @@ from vlnkit.nlp import DEFAULT_MODEL, NLPError, load_pipeline
 from vlnkit.schemas import schema_version
 
 JOB = "perturb"
-DEFAULT_OUTPUT_DIR = os.path.join("output", JOB)
+DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
 
 
 class PerturbOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
         add_common_arguments(parser)
-        parser.add_argument("--output_dir", default=DEFAULT_OUTPUT_DIR, help="Folder for shards, summary, manifest")
+        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
         parser.add_argument(
             "--per_instruction", type=int, default=1, help="Perturbations per instruction and method (distinct ones)"
         )
 
 
 def add_common_arguments(parser) -> None:
-    """Flags shared with build_compat.
-
-    Beam parses every job's options class with one parser (`get_all_options`), so two jobs that both
-    define --config or --output_dir would clash once both are imported; "resolve" lets the later
-    definition win there, while each job still reads its own flags and defaults through `view_as`.
-    """
-    for container in (parser, getattr(parser, "_optionals", None), getattr(parser, "_positionals", None)):
-        if container is not None:  # argparse's groups keep their own copy of the handler
-            container.conflict_handler = "resolve"
-    parser.add_argument("--config", help="YAML profile of flags (see configs/); explicit flags override it")
+    """Flags shared with build_compat (declaring them twice is fine: see `pipelines.common.JobOptions`)."""
     parser.add_argument(
         "--dataset", help="R2R-format JSON / JSON Lines file(s): a path, glob or comma-separated list (local or gs://)"
     )
@@ -174,6 +172,7 @@ def print_summary(summary: dict, output_dir: str) -> None:
 @main_wrapper
 def main(argv=None) -> dict:
     options, opts = parse_options(PerturbOptions, argv)
+    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     inputs, methods = check_options(opts)
     files = [p for p, _ in inputs]
     summary = run_job(
@@ -181,8 +180,9 @@ def main(argv=None) -> dict:
         options,
         opts.output_dir,
         ["perturbations", "dead_letter"],
-        inputs,
+        inputs + connectivity_files(opts.connectivity_dir),
         lambda p: build(p, files, opts, methods),
+        job_options=opts,
     )
     print_summary(summary, opts.output_dir)
     return summary
