@@ -84,7 +84,11 @@ class ParaphraseOptions(PipelineOptions):
         add("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
         add("--languages", help=f"Comma-separated pivot languages (default {DEFAULTS['languages']})")
         add("--source_language", help="Language of the instructions (default en)")
-        add("--translator", choices=BACKENDS, help="google (default when --gcp_project is given) or offline-demo")
+        add(
+            "--translator",
+            choices=(*BACKENDS, "offline"),
+            help="google (default when --gcp_project is given) or offline-demo (alias: offline)",
+        )
         add("--gcp_project", help="Cloud project billed for Cloud Translation (credentials: the Google auth chain)")
         add("--translate_location", help="Cloud Translation location (default global)")
         add("--translate_model", help="Optional model resource name (default: the service's NMT model)")
@@ -118,6 +122,8 @@ def settings(opts: ParaphraseOptions) -> dict:
         s[key] = getattr(opts, key, None)
     s["translate_insecure"] = bool(getattr(opts, "translate_insecure", False))
     s["translator"] = getattr(opts, "translator", None) or default_backend(s["gcp_project"])
+    if s["translator"] == "offline":
+        s["translator"] = OFFLINE_DEMO
     s["languages"] = tuple(x.strip() for x in s["languages"].split(",") if x.strip())
     return s
 

@@ -25,15 +25,52 @@ RUNNERS = {
 }
 
 
+def subset(src: Path, dst: Path, n: int = 60) -> str:
+    """The first n records of a real file: small real data for jobs compared across three runners."""
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(json.dumps(json.loads(src.read_text())[:n]))
+    return str(dst)
+
+
+def uniform_agent(probes_dir: Path, dst: Path) -> str:
+    """Agent outputs putting equal mass on every candidate of every probe episode."""
+    table = pq.read_table(sorted(probes_dir.glob("probes-*.parquet")), columns=["episode_id", "candidates"])
+    with dst.open("w") as f:
+        for row in table.to_pylist():
+            p = 1.0 / len(row["candidates"])
+            f.write(json.dumps({"episode_id": row["episode_id"], "probs": {c: p for c in row["candidates"]}}) + "\n")
+    return str(dst)
+
+
 def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
     """(flags for a small real-data run of `job`, output file prefixes whose rows are compared)."""
     conn = f"--connectivity_dir={data}/connectivity"
+    small = tmp.parent / "inputs"
+    r2r = subset(data / "r2r" / "R2R_val_seen.json", small / "R2R_val_seen_60.json")
     if job == "build_r4r":
         return [f"--r2r_path={data}/r2r/R2R_val_seen.json", conn, f"--json_output={tmp}/R4R.json"], ["paths"]
+    if job == "perturb":
+        methods = "--methods=direction_swap,random_walk,path_reversal,viewpoint_swap"
+        return [f"--dataset={r2r}", conn, "--spacy_model=blank:en", methods], ["perturbations"]
+    if job == "build_compat":
+        methods = "--methods=direction_swap,random_walk,path_reversal,viewpoint_swap"
+        return [f"--dataset={r2r}", conn, "--spacy_model=blank:en", methods], ["compat"]
+    if job == "paraphrase":
+        return [f"--dataset={r2r}", "--languages=de,fr,zh", "--translator=offline"], ["paraphrases"]
+    fgr2r = subset(data / "fgr2r" / "FGR2R_val_seen.json", small / "FGR2R_val_seen_60.json")
+    if job == "build_probes":
+        return [f"--alignments={fgr2r}", conn], ["probes"]
+    if job == "score_probes":
+        probes = small / "probes"
+        if not (probes / "_SUCCESS").exists():
+            run_job("build_probes", [f"--alignments={fgr2r}", conn, f"--output_dir={probes}"])
+        agent = uniform_agent(probes, small / "uniform_agent.jsonl")
+        return [f"--probes={probes}/probes-*.parquet", f"--agent_outputs={agent}"], ["scores"]
     raise KeyError(job)
 
 
-JOBS = ["build_r4r"]
+JOBS = ["build_r4r", "perturb", "build_compat", "paraphrase", "build_probes", "score_probes"]
 
 
 def rows(out: Path, prefixes: list[str]) -> dict[str, list[str]]:
