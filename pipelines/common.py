@@ -185,16 +185,22 @@ def code_version() -> str:
         return f"vlnkit {vlnkit.__version__}"
 
 
-def count_rows(path: str) -> int | None:
+def describe_output(path: str, size: int) -> dict:
+    """Path, size, row count and (for Parquet) the declared schema name and version."""
+    out = {"path": path, "bytes": size, "rows": None}
     if path.endswith(".parquet"):
         import pyarrow.parquet as pq
 
         with fileio.open_read(path) as f:
-            return pq.ParquetFile(f).metadata.num_rows
-    if path.endswith(".jsonl"):
+            meta = pq.ParquetFile(f).metadata
+        out["rows"] = meta.num_rows
+        kv = meta.metadata or {}
+        out["schema"] = kv.get(b"vlnkit.schema", b"").decode() or None
+        out["schema_version"] = kv.get(b"vlnkit.schema_version", b"").decode() or None
+    elif path.endswith(".jsonl"):
         with fileio.open_read(path) as f:
-            return sum(1 for line in f if line.strip())
-    return None
+            out["rows"] = sum(1 for line in f if line.strip())
+    return out
 
 
 def _redacted_options(options: PipelineOptions) -> dict:
@@ -315,9 +321,9 @@ def run_job(
     outputs = []
     for prefix in output_prefixes:
         for path, size in fileio.match(fileio.join(output_dir, f"{prefix}-*-of-*")):
-            outputs.append({"path": path, "bytes": size, "rows": count_rows(path)})
+            outputs.append(describe_output(path, size))
     for path, size in fileio.match(list(extra_outputs)):
-        outputs.append({"path": path, "bytes": size, "rows": None})
+        outputs.append(describe_output(path, size))
     counters = metrics_table(result)
     if counters:
         print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
