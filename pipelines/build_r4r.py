@@ -93,7 +93,8 @@ def json_record(record):
 
 def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptions, config: JoinConfig) -> None:
     out = opts.output_dir
-    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1)
+    # DedupeBy groups by path_id right after reading, which spreads the records already.
+    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False)
     unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
     join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config)
     joined = join["joined"]

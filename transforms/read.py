@@ -42,8 +42,11 @@ class ReadR2R(beam.PTransform):
     does not depend on the runner, used for stable tie-breaking and output ordering.
     """
 
-    def __init__(self, files: list[str], require_distance: bool = False, min_path_len: int = 1):
+    def __init__(
+        self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True
+    ):
         super().__init__()
+        self.reshuffle = reshuffle
         self.files = list(files)
         self.require_distance = require_distance
         self.min_path_len = min_path_len
@@ -57,7 +60,8 @@ class ReadR2R(beam.PTransform):
                 DEAD_LETTER, main="records"
             )
         )
-        records = parsed.records | "Spread" >> beam.Reshuffle()
+        # One file holds many records: spread them over workers (skip it when a grouping follows anyway).
+        records = parsed.records | "Spread" >> beam.Reshuffle() if self.reshuffle else parsed.records
         return {"records": records, DEAD_LETTER: parsed[DEAD_LETTER]}
 
 
