@@ -1,0 +1,186 @@
+"""The scoring transforms on the synthetic environment, checked against the core library."""
+
+import json
+import math
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms.deadletter import DEAD_LETTER
+from transforms.scoring import (
+    MISSING,
+    TOTALS,
+    MatchPredictions,
+    RandomBaseline,
+    ReadDataset,
+    ReadPredictions,
+    ScoreByScan,
+    ScoringConfig,
+    allocation,
+    reference_episodes,
+)
+from vlnkit.graph import GraphStore
+from vlnkit.metrics import METRICS, SUM_SCALE, score_batch
+from vlnkit.random_baseline import draw, neighbour_table, walk
+from vlnkit.synthetic import write_environment
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("env")
+    r2r_path, conn_dir = write_environment(str(tmp), scans=2, paths_per_scan=6, seed=5, instructions=2)
+    records = json.loads(open(r2r_path).read())
+    return tmp, r2r_path, conn_dir, records
+
+
+def predictions_for(records, store):
+    """Every episode's prediction (a mix of layouts and variations), minus one, plus every kind of bad one."""
+    rng = np.random.default_rng(1)
+    preds = []
+    for r in records:
+        g = store.get(r["scan"])
+        for k in range(len(r["instructions"])):
+            instr_id = f"{r['path_id']}_{k}"
+            if instr_id == "0_1":
+                continue  # a missing prediction
+            walk_ = [g.idx(r["path"][0])]
+            for _ in range(int(rng.integers(0, 6))):
+                walk_.append(int(rng.choice(g.neighbours[walk_[-1]])))
+            vps = [g.viewpoints[i] for i in walk_]
+            layout = (r["path_id"] + k) % 3
+            if layout == 0:
+                traj = [[v, 0.0, 0.0] for v in vps for _ in range(2)]  # turning in place
+            elif layout == 1:
+                traj = vps
+            else:
+                traj = [[v] for v in vps] + [[]]
+            preds.append({"instr_id": instr_id, "trajectory": traj})
+    first = records[0]
+    preds += [
+        {"instr_id": "999_0", "trajectory": [first["path"][0]]},  # unknown instr_id
+        {"instr_id": "1_0", "trajectory": [records[1]["path"][0]]},  # duplicate (second one loses)
+        {"instr_id": "2_0", "trajectory": []},  # empty
+        {"instr_id": "3_0", "trajectory": [records[3]["path"][0], "nowhere"]},  # unknown viewpoint
+        {"instr_id": "4_0", "trajectory": [records[4]["path"][1]]},  # wrong start
+    ]
+    return preds
+
+
+def table_rows(tables):
+    return [row for t in tables for row in t.to_pylist()]
+
+
+def test_read_match_and_score_match_the_core(env, tmp_path):
+    _, r2r_path, conn_dir, records = env
+    store = GraphStore(conn_dir)
+    preds = predictions_for(records, store)
+    # Duplicates of 2_0/3_0/4_0 replaced their good predictions; drop the good ones so each id has one.
+    bad_ids = {"2_0", "3_0", "4_0"}
+    seen_bad = set()
+    kept = []
+    for p in reversed(preds):
+        if p["instr_id"] in bad_ids:
+            if p["instr_id"] in seen_bad:
+                continue
+            seen_bad.add(p["instr_id"])
+        kept.append(p)
+    preds = list(reversed(kept))
+    pred_path = tmp_path / "preds.json"
+    pred_path.write_text(json.dumps(preds))
+
+    # What the core says for the good ones.
+    by_id = {f"{r['path_id']}_{k}": r for r in records for k in range(len(r["instructions"]))}
+    good = [p for p in preds if p["instr_id"] in by_id and p["instr_id"] not in bad_ids]
+    good = list({p["instr_id"]: p for p in reversed(good)}.values())  # first prediction per id wins
+    expected = []
+    config = ScoringConfig(success_distance=2.0)
+    for p in good:
+        r = by_id[p["instr_id"]]
+        g = store.get(r["scan"])
+        from vlnkit.trajectories import flatten_trajectory
+
+        q = g.indices(flatten_trajectory(p["trajectory"])[0])
+        s = score_batch(g.distances, [g.indices(r["path"])], [q], 2.0)
+        expected.append((p["instr_id"], r["scan"], *[round(float(s[m][0]), 9) for m in METRICS]))
+
+    with TestPipeline() as p:
+        read = p | "Preds" >> ReadPredictions([str(pred_path)])
+        dataset = p | "Data" >> ReadDataset([r2r_path])
+        refs = dataset["records"] | beam.FlatMap(reference_episodes)
+        match = {"predictions": read["predictions"], "references": refs} | MatchPredictions(conn_dir)
+        scored = match["matched"] | ScoreByScan(conn_dir, config, chunk_size=5)
+        rows = (
+            scored["tables"]
+            | beam.FlatMap(lambda t: t.to_pylist())
+            | beam.Map(lambda r: (r["instr_id"], r["scan"], *[round(r[m], 9) for m in METRICS]))
+        )
+        assert_that(rows, equal_to(expected), label="scores")
+        # 2_0's only prediction was empty (a dead letter), so its reference counts as missing too.
+        assert_that(match[MISSING], equal_to(["0_1", "2_0"]), label="missing")
+        dead = (read[DEAD_LETTER], match[DEAD_LETTER]) | "AllDead" >> beam.Flatten()
+        assert_that(
+            dead | beam.Map(lambda d: (d["stage"], d["record"].split("instr_id=")[-1].rstrip(")"))),
+            equal_to([("read", "2_0"), ("match", "999_0"), ("match", "1_0"), ("viewpoint", "3_0"), ("start", "4_0")]),
+            label="dead letters",
+        )
+        counts = scored[TOTALS] | beam.Map(lambda t: t["count"]) | beam.CombineGlobally(sum)
+        assert_that(counts, equal_to([len(expected)]), label="totals")
+
+
+def test_dataset_reader_takes_build_r4r_parquet_and_dedupes(env, tmp_path):
+    _, r2r_path, _, records = env
+    table = pa.Table.from_pylist(
+        [{k: r[k] for k in ("path_id", "scan", "path", "heading", "distance", "instructions")} for r in records]
+    )
+    pq.write_table(table, tmp_path / "paths-00000-of-00001.parquet")
+    with TestPipeline() as p:
+        read = p | ReadDataset([r2r_path, str(tmp_path / "paths-00000-of-00001.parquet")])
+        assert_that(
+            read["records"] | beam.Map(lambda r: r["path_id"]), equal_to([r["path_id"] for r in records]), label="ids"
+        )
+        assert_that(
+            read[DEAD_LETTER] | beam.Map(lambda d: d["stage"]), equal_to(["dedupe"] * len(records)), label="dups"
+        )
+
+
+def test_random_baseline_transform_is_the_core_recipe(env):
+    _, r2r_path, conn_dir, records = env
+    store = GraphStore(conn_dir)
+    pool_values = [3, 4, 4, 6]
+    n = 1001
+    episodes = [(f"{r['path_id']}_{k}", r) for r in records for k in range(len(r["instructions"]))]
+    shares = allocation([((0, i, 0), e[0]) for i, e in enumerate(episodes)], n)
+    assert sum(shares.values()) == n and set(shares.values()) == {41, 42}
+    sums = {m: 0.0 for m in METRICS}
+    pool = np.asarray(sorted(pool_values))
+    for instr_id, r in episodes:
+        g = store.get(r["scan"])
+        table, degree = neighbour_table(g)
+        steps, uniforms = draw(11, instr_id, shares[instr_id], pool)
+        start = np.full(len(steps), g.idx(r["path"][0]))
+        q = walk(table, degree, start, steps, uniforms)
+        ref = np.tile(g.indices(r["path"]), (len(steps), 1))
+        s = score_batch(g.distances, (ref, np.full(len(steps), len(r["path"]))), q)
+        for m in METRICS:
+            sums[m] += float(s[m].sum())
+
+    with TestPipeline() as p:
+        dataset = p | ReadDataset([r2r_path])
+        pool_pc = p | "Pool" >> beam.Create(pool_values)
+        out = dataset["records"] | RandomBaseline(conn_dir, pool_pc, n, seed=11, chunk_size=100, tables=True)
+
+        def check(totals):
+            assert sum(t["count"] for t in totals) == n
+            for m in METRICS:
+                total = sum(t[f"sum_{m}"] for t in totals) / 2**SUM_SCALE  # exact sums (see metrics.totals)
+                assert math.isclose(total, sums[m], rel_tol=1e-12, abs_tol=1e-9), m
+
+        assert_that(out[TOTALS], check, label="totals")
+        rows = out["tables"] | beam.FlatMap(lambda t: t.to_pylist()) | beam.Map(lambda r: (r["instr_id"], r["sample"]))
+        assert_that(rows | beam.combiners.Count.Globally(), equal_to([n]), label="rows")
+        assert_that(out[DEAD_LETTER], equal_to([]), label="no dead letters")
