@@ -26,12 +26,14 @@ setup(
         "spacy>=3.7,<4",
         "google-cloud-translate>=3.15,<4",
         "sacrebleu>=2.3,<3",
+        "matplotlib>=3.8,<4",
     ],
     extras_require={
         "test": [
             "pytest>=8,<10",
             "hypothesis>=6.100,<7",
             "ruff>=0.5",
+            "pillow>=10",
         ],
     },
 )

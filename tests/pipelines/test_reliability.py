@@ -65,6 +65,10 @@ JOBS = {
         True,
     ),
     "paraphrase": (lambda d, c: [f"--dataset={d}", "--translator=offline", "--languages=de"], False),
+    "random_baseline": (
+        lambda d, c: [f"--dataset={d}", f"--steps_from={d}", f"--connectivity_dir={c}", "--num_trajectories=2000"],
+        True,
+    ),
 }
 
 
@@ -100,3 +104,37 @@ def test_an_input_that_matches_nothing_is_one_clear_line(job, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err and err[-1].startswith("error: ") and "Traceback" not in "\n".join(err)
     assert not (tmp_path / "o" / "_SUCCESS").exists()
+
+
+@pytest.mark.real_data
+def test_adversarial_predictions_are_dead_lettered_with_reasons(shared_data, tmp_path):
+    files = adversarial_dataset(shared_data, tmp_path)
+    good = files["good"]
+    preds = [
+        {"instr_id": f"{good[0]['path_id']}_0", "trajectory": [[v, 0.0, 0.0] for v in good[0]["path"]]},
+        {"instr_id": f"{good[1]['path_id']}_0", "trajectory": good[1]["path"]},
+        {"instr_id": f"{good[2]['path_id']}_0", "trajectory": [[good[2]["path"][0]], [], good[2]["path"][1:]]},
+        {"instr_id": f"{good[2]['path_id']}_0", "trajectory": good[2]["path"]},  # duplicate
+        {"instr_id": "999999_0", "trajectory": good[3]["path"]},  # unknown instr_id
+        {"instr_id": f"{good[3]['path_id']}_0", "trajectory": []},  # empty
+        {"instr_id": f"{good[4]['path_id']}_0", "trajectory": [good[4]["path"][0], "nowhere"]},  # unknown viewpoint
+        {"instr_id": f"{good[5]['path_id']}_0", "trajectory": good[6]["path"]},  # starts elsewhere
+        {"instr_id": f"{good[6]['path_id']}_0", "trajectory": 42},  # wrong type
+        {"instr_id": f"{good[7]['path_id']}_0", "trajectory": ["ünïcødé-viewpoint"]},
+    ]
+    pred_file = tmp_path / "preds.json"
+    pred_file.write_text(json.dumps(preds, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out"
+    summary = run(
+        "score",
+        [f"--predictions={pred_file},{files['truncated']}", f"--dataset={files['dataset']}",
+         f"--connectivity_dir={shared_data}/connectivity", f"--output_dir={out}"],
+    )
+    assert (out / "_SUCCESS").exists()
+    dead = dead_letters(out)
+    assert summary["dead_letters"] == len(dead)
+    assert summary["count"] == 3  # the three good predictions, in three layouts
+    text = json.dumps(dead, ensure_ascii=False)
+    for needle in ("duplicate", "999999_0", "empty", "nowhere", "start", "invalid JSON", "ünïcødé-viewpoint"):
+        assert needle in text, needle
+    assert len(dead) >= 8

@@ -58,6 +58,17 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
         return [f"--dataset={r2r}", conn, "--spacy_model=blank:en", methods], ["compat"]
     if job == "paraphrase":
         return [f"--dataset={r2r}", "--languages=de,fr,zh", "--translator=offline"], ["paraphrases"]
+    if job == "score":
+        preds = small / "predictions_60.json"
+        if not preds.exists():
+            ids = {r["path_id"] for r in json.loads(Path(r2r).read_text())}
+            agent = data / "agent_outputs" / "rszia+rpl2024-final-group9" / "val_seen_random_agent.json"
+            kept = [p for p in json.loads(agent.read_text()) if int(p["instr_id"].split("_")[0]) in ids]
+            preds.write_text(json.dumps(kept))
+        return [f"--predictions={preds}", f"--dataset={r2r}", conn], ["episodes"]
+    if job == "random_baseline":
+        steps = f"--steps_from={data}/r2r/R2R_train.json"
+        return [f"--dataset={r2r}", steps, conn, "--num_trajectories=20000", "--write_episodes"], ["episodes"]
     fgr2r = subset(data / "fgr2r" / "FGR2R_val_seen.json", small / "FGR2R_val_seen_60.json")
     if job == "build_probes":
         return [f"--alignments={fgr2r}", conn], ["probes"]
@@ -70,7 +81,7 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
     raise KeyError(job)
 
 
-JOBS = ["build_r4r", "perturb", "build_compat", "paraphrase", "build_probes", "score_probes"]
+JOBS = ["build_r4r", "score", "random_baseline", "perturb", "build_compat", "paraphrase", "build_probes", "score_probes"]
 
 
 def rows(out: Path, prefixes: list[str]) -> dict[str, list[str]]:

@@ -1,0 +1,307 @@
+"""Report: figures and one self-contained HTML page from the outputs of the other jobs.
+
+    python -m pipelines.report --runner=DirectRunner --inputs=GLOB[,GLOB...] --connectivity_dir=DIR \
+        --output_dir=DIR [--compare=GLOB[,GLOB...]] [--draw=N] [--seed=S]
+
+An input is a file, a glob or a job's output folder: R2R/R4R JSON datasets, build_r4r
+`paths-*.parquet`, score / random_baseline `episodes-*.parquet` (or only their `summary.json`),
+perturb `perturbations-*.parquet`, paraphrase `paraphrases-*.parquet`. Writes `index.html`,
+`figures/*.png`, `report_tables.json` (every number plotted), `dead_letter-00000-of-00001.jsonl`,
+`summary.json`, `manifest.json` and `_SUCCESS` into --output_dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.common import JobError, expand_config, format_table, main_wrapper, run_job
+from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from transforms.graphs import worker_graph_store
+from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
+from transforms.write import write_json
+from vlnkit import fileio
+from vlnkit.graph import list_scans
+from vlnkit.report_html import FIGURES_DIR, assemble
+from vlnkit.report_stats import (
+    DATASET,
+    DEFAULT_KEEP_BAND,
+    PARAPHRASES,
+    SCORE_SUMMARY,
+    SCORES,
+    ReportInputError,
+    detect_kind,
+    finalize,
+    input_label,
+)
+
+JOB = "report"
+INDEX = "index.html"
+TABLES = "report_tables.json"
+# What a job's output folder holds that a report reads (summary.json only for score-like jobs).
+FOLDER_PATTERNS = ("paths-*.parquet", "episodes-*.parquet", "perturbations-*.parquet", "paraphrases-*.parquet")
+SCORE_JOBS = ("score", "random_baseline")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--inputs",
+        help="Job outputs to report on: files, globs or output folders, comma-separated (local or gs://)",
+    )
+    parser.add_argument(
+        "--compare", help="A second set of inputs shown side by side with --inputs (another dataset or agent)"
+    )
+    parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
+    parser.add_argument("--output_dir", help="Folder for index.html, figures/, tables, summary, manifest")
+    parser.add_argument("--draw", type=int, default=6, help="Episodes to draw on their navigation graph (0: none)")
+    parser.add_argument("--seed", type=int, default=0, help="Seeds the choice of drawn episodes (with their ids)")
+    parser.add_argument("--title", default="vlnkit report", help="Page title")
+
+
+def job_parser() -> argparse.ArgumentParser:
+    """This job's own flags, on a plain parser: Beam merges every PipelineOptions subclass into one
+    parser, so flags shared with other jobs (--output_dir, --seed, ...) would clash once imported."""
+    parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
+    add_arguments(parser)
+    return parser
+
+
+class ReportSettings:
+    """The parsed flags in the shape `run_job` fingerprints (for --skip_if_unchanged)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        add_arguments(parser)
+
+    def __init__(self, namespace: argparse.Namespace):
+        self.__dict__.update(vars(namespace))
+
+
+def parse_args(argv):
+    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    opts, rest = job_parser().parse_known_args(argv)
+    return PipelineOptions(rest), opts
+
+
+# ----------------------------------------------------------------------------- inputs
+def _parquet_columns(path: str) -> list[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        with fileio.open_read(path) as f:
+            return pq.read_schema(f).names
+    except Exception as exc:  # noqa: BLE001 -- any read error is the same structural problem
+        raise JobError(f"{path}: cannot read Parquet schema ({exc})") from None
+
+
+def _read_json(path: str):
+    try:
+        return json.loads(fileio.read_bytes(path))
+    except (OSError, ValueError) as exc:
+        raise JobError(f"{path}: cannot read JSON ({exc})") from None
+
+
+def _expand(pattern: str) -> list[str]:
+    """A file, glob or output folder -> the report inputs it names, in a stable order."""
+    if not any(c in pattern for c in "*?[") and not pattern.endswith((".json", ".jsonl", ".parquet")):
+        folder = [p for p, _ in fileio.match([fileio.join(pattern, f) for f in FOLDER_PATTERNS])]
+        summary = fileio.join(pattern, "summary.json")
+        if not folder and fileio.exists(summary):  # e.g. random_baseline without --write_episodes
+            folder.append(summary)
+        if folder:
+            return folder
+    return [p for p, _ in fileio.match(pattern)]
+
+
+def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list[ReportInput], list[str]]:
+    """Input files with kind and label; names of matched files that are not report inputs."""
+    items, skipped = [], []
+    for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
+        paths = _expand(pattern)
+        if not paths:
+            raise JobError(f"{'--compare' if compare else '--inputs'}={pattern}: no file matches")
+        for path in paths:
+            name = os.path.basename(path)
+            if name in ("manifest.json", "_SUCCESS") or name.startswith(("dead_letter-", "missing_predictions-")):
+                skipped.append(path)
+                continue
+            try:
+                columns = _parquet_columns(path) if path.endswith(".parquet") else None
+                kind = detect_kind(path, columns)
+            except ReportInputError as exc:
+                raise JobError(str(exc)) from None
+            if kind == SCORE_SUMMARY:
+                summary = _read_json(path)
+                if not (isinstance(summary, dict) and summary.get("job") in SCORE_JOBS and "metrics" in summary):
+                    skipped.append(path)
+                    continue
+            label = input_label(path, kind)
+            if compare and label in taken:
+                label = f"{label} (compare)"
+            items.append(ReportInput(path, kind, label, compare))
+    if not compare:
+        taken.update(i.label for i in items)
+    return items, skipped
+
+
+# ----------------------------------------------------------------------------- rendering
+def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
+    """The paraphrase job's BLEU keep band, from the summary.json beside its shards (default otherwise)."""
+    for item in inputs:
+        if item.kind == PARAPHRASES:
+            path = fileio.join(os.path.dirname(item.path), "summary.json")
+            if fileio.exists(path):
+                s = _read_json(path)
+                if "min_bleu" in s and "max_bleu" in s:
+                    return float(s["min_bleu"]), float(s["max_bleu"])
+    return DEFAULT_KEEP_BAND
+
+
+def render(_, partial, episodes, *, opts, inputs, summaries, band):
+    """The single drawing step: small merged tables in, figures, page and summary out."""
+    out = opts.output_dir
+    tables = finalize(partial)
+    graphs = worker_graph_store(opts.connectivity_dir)
+    files, page, notes = assemble(
+        tables,
+        episodes or [],
+        graphs,
+        summaries=summaries,
+        keep_band=band,
+        inputs=[[i.path, i.kind, i.label, "compare" if i.compare else "inputs"] for i in inputs],
+        title=opts.title,
+        order=list(dict.fromkeys(i.label for i in inputs)),
+    )
+    fileio.remove_tree(fileio.join(out, FIGURES_DIR))  # figures of an earlier report must not linger
+    for name, png in files.items():
+        with fileio.open_write(fileio.join(out, *name.split("/"))) as f:
+            f.write(png)
+    with fileio.open_write(fileio.join(out, INDEX)) as f:
+        f.write(page.encode("utf-8"))
+    write_json(fileio.join(out, TABLES), {"tables": tables, "score_summaries": summaries, "keep_band": band}, True)
+    dead = tables.get("dead_letters", {})
+    summary = {
+        "job": JOB,
+        "inputs": {kind: sum(1 for i in inputs if i.kind == kind) for kind in sorted({i.kind for i in inputs})},
+        "labels": sorted({i.label for i in inputs}),
+        "datasets": {k: v["counts"] for k, v in tables.get(DATASET, {}).items()},
+        "score_sets": {k: v["counts"].get("episodes", 0) for k, v in tables.get(SCORES, {}).items()},
+        "figures": sorted(files),
+        "drawings": sum(1 for f in files if os.path.basename(f).startswith("path_")),
+        "drawings_failed": notes.get("drawings_failed", []),
+        "dead_letters": sum(d["counts"].get("records", 0) for d in dead.values()),
+        "seed": opts.seed,
+        "index": fileio.join(out, INDEX),
+    }
+    write_json(fileio.join(out, "summary.json"), summary, indent=True)
+    return summary
+
+
+def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> None:
+    out = opts.output_dir
+    datasets: dict[str, list[str]] = {}
+    for item in inputs:
+        if item.kind == DATASET:
+            datasets.setdefault(item.label, []).append(item.path)
+    parquet = [i for i in inputs if i.kind not in (DATASET, SCORE_SUMMARY)]
+    sample_from = next((i.label for i in inputs if i.kind == SCORES and not i.compare), None)
+    draw_label = next((i.label for i in inputs if i.kind == DATASET and not i.compare), None)
+    draw_label = draw_label or next(iter(datasets), None)
+
+    partials, references, dead = [], [], []
+    for n, (label, files) in enumerate(datasets.items()):
+        stats = pipeline | f"Dataset{n}" >> DatasetStats(label, files, opts.connectivity_dir)
+        partials.append(stats["partials"])
+        references.append(stats["references"])
+        dead.append(stats[DEAD_LETTER])
+    outputs = pipeline | "Outputs" >> ParquetStats(parquet, opts.seed, sample_from, max(opts.draw, 0))
+    partials.append(outputs["partials"])
+    dead.append(outputs[DEAD_LETTER])
+    dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
+    partials.append(dead_all | "CountDead" >> beam.Map(lambda d: {("count", "dead_letters", d["stage"], "records"): 1}))
+    merged = tuple(partials) | "AllPartials" >> beam.Flatten() | "Merge" >> beam.CombineGlobally(MergePartials())
+
+    if opts.draw > 0 and references:
+        refs = tuple(references) | "AllReferences" >> beam.Flatten()
+        episodes = {"references": refs, "score_samples": outputs["samples"]} | "Sample" >> SampleEpisodes(
+            opts.draw, opts.seed, draw_label, with_scores=sample_from is not None
+        )
+        episodes_side = beam.pvalue.AsSingleton(episodes)
+    else:
+        episodes_side = beam.pvalue.AsSingleton(pipeline | "NoEpisodes" >> beam.Create([[]]))
+    _ = (
+        pipeline
+        | "One" >> beam.Create([None])
+        | "Render"
+        >> beam.Map(
+            render,
+            beam.pvalue.AsSingleton(merged),
+            episodes_side,
+            opts=opts,
+            inputs=inputs,
+            summaries=summaries,
+            band=band,
+        )
+    )
+
+
+def print_summary(summary: dict) -> None:
+    rows = [(f"{kind} files", n) for kind, n in summary["inputs"].items()]
+    rows += [(f"dataset {k}: paths", v.get("paths", 0)) for k, v in summary["datasets"].items()]
+    rows += [(f"score set {k}: episodes", v) for k, v in summary["score_sets"].items()]
+    rows += [("figures", len(summary["figures"])), ("paths drawn", summary["drawings"])]
+    rows += [("dead-lettered records", summary["dead_letters"])]
+    print(format_table(rows, "Report"))
+    print(f"Open {summary['index']}")
+    for failed in summary["drawings_failed"]:
+        print(f"Could not draw path {failed['path_id']} ({failed['scan']}): {failed['reason']}")
+
+
+@main_wrapper
+def main(argv=None) -> dict:
+    options, opts = parse_args(argv)
+    for flag in ("inputs", "connectivity_dir", "output_dir"):
+        if not getattr(opts, flag):
+            raise JobError(f"--{flag} is required")
+    if opts.draw < 0:
+        raise JobError("--draw must be 0 or more")
+    if not list_scans(opts.connectivity_dir):
+        raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+    taken: set[str] = set()
+    inputs, skipped = classify(opts.inputs, False, taken)
+    more, skipped_more = classify(opts.compare, True, taken)
+    inputs += more
+    if not inputs:
+        raise JobError(f"--inputs={opts.inputs}: none of the matched files is a report input")
+    for path in skipped + skipped_more:
+        print(f"Not a report input, ignored: {path}")
+    summaries = {i.label: _read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
+    band = keep_band(inputs)
+    files = [(i.path, size) for i in inputs for _, size in fileio.match(i.path)]
+    summary = run_job(
+        JOB,
+        options,
+        opts.output_dir,
+        ["dead_letter"],
+        files,
+        lambda p: build(p, inputs, opts, summaries, band),
+        job_options=ReportSettings(opts),
+        extra_outputs=(
+            fileio.join(opts.output_dir, INDEX),
+            fileio.join(opts.output_dir, TABLES),
+            fileio.join(opts.output_dir, FIGURES_DIR, "*.png"),
+        ),
+    )
+    if summary.get("skipped"):
+        return summary
+    print_summary(summary)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""Report aggregation on Beam: any amount of job output in, a few small tables and samples out.
+
+Thin wrappers around `vlnkit.report_stats`: datasets are read with the scoring job's
+`ReadDataset` and measured per batch on each scan's graph; Parquet outputs are read per file in
+column batches and reduced to one mergeable partial per batch. Only merged partials (fine
+histograms, counts) and the N sampled episodes ever reach the single step that draws.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.graphs import GraphDoFn
+from transforms.scoring import ReadDataset
+from vlnkit import fileio
+from vlnkit.report_stats import (
+    METRIC_WIDTHS,
+    PARAPHRASES,
+    PERTURBATIONS,
+    SCORES,
+    dataset_partial,
+    merge,
+    paraphrases_partial,
+    perturbations_partial,
+    sample_key,
+    scores_partial,
+)
+from vlnkit.trajectories import episode_ids
+
+BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """One input file: its kind, the data set it belongs to (`label`) and whether it came from --compare."""
+
+    path: str
+    kind: str
+    label: str
+    compare: bool = False
+
+
+class MergePartials(beam.CombineFn):
+    """Partials -> one merged partial (an empty input gives {})."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, item):
+        return merge(acc, item)
+
+    def merge_accumulators(self, accs):
+        out = {}
+        for acc in accs:
+            merge(out, acc)
+        return out
+
+    def extract_output(self, acc):
+        return acc
+
+
+# ----------------------------------------------------------------------------- datasets
+def reference_lite(record: dict, label: str) -> dict:
+    """What a drawing needs of a dataset record (small, picklable)."""
+    out = {
+        "label": label,
+        "path_id": record["path_id"],
+        "scan": record["scan"],
+        "path": list(record["path"]),
+        "instructions": len(record.get("instructions") or ()),
+    }
+    for key in ("first_path_id", "second_path_id", "join_distance"):
+        if record.get(key) is not None:
+            out[key] = record[key]
+    return out
+
+
+class _DatasetPartial(GraphDoFn):
+    def __init__(self, connectivity_dir: str, label: str):
+        super().__init__(connectivity_dir)
+        self.label = label
+        self.measured = Metrics.counter("report", "dataset_records")
+        self.bad = Metrics.counter("report", "dead_letter")
+
+    def process(self, batch):
+        partial, bad = dataset_partial(self.label, batch, self.graphs)
+        self.measured.inc(len(batch) - len(bad))
+        for record, reason in bad:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("measure", record.get("_source", ""), record_label(record), reason)
+            )
+        yield partial
+
+
+class DatasetStats(beam.PTransform):
+    """Dataset files of one label -> {"partials", "references" (lite records), dead_letter}."""
+
+    def __init__(self, label: str, files: list[str], connectivity_dir: str):
+        super().__init__()
+        self.dataset_label = label  # not `label`: that is the PTransform's own name
+        self.files = list(files)
+        self.connectivity_dir = connectivity_dir
+
+    def expand(self, pbegin):
+        read = pbegin | "Read" >> ReadDataset(self.files)
+        records = read["records"]
+        measured = (
+            records
+            | "Batch" >> beam.BatchElements(min_batch_size=64, max_batch_size=4096)
+            | "Measure"
+            >> beam.ParDo(_DatasetPartial(self.connectivity_dir, self.dataset_label)).with_outputs(
+                DEAD_LETTER, main="partials"
+            )
+        )
+        lite = records | "Lite" >> beam.Map(reference_lite, self.dataset_label)
+        dead = (read[DEAD_LETTER], measured[DEAD_LETTER]) | "Dead" >> beam.Flatten()
+        return {"partials": measured.partials, "references": lite, DEAD_LETTER: dead}
+
+
+# ----------------------------------------------------------------------------- Parquet outputs
+_COLUMNS = {
+    SCORES: ["instr_id", *METRIC_WIDTHS],
+    PERTURBATIONS: ["family", "method"],
+    PARAPHRASES: ["language", "kept", "bleu"],
+}
+
+
+def _column(batch, name) -> np.ndarray:
+    """A numeric Arrow column as float64 with nulls as NaN (vectorized)."""
+    return batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+class _ParquetPartials(beam.DoFn):
+    """One Parquet output file, read in column batches -> one partial; with `sample` > 0 (score files), also
+    the file's `sample` smallest-keyed episodes, so only a few rows per file travel to the sampler."""
+
+    def __init__(self, seed: int, sample: int):
+        self.seed = seed
+        self.sample = sample
+        self.rows = Metrics.counter("report", "parquet_rows")
+        self.bad = Metrics.counter("report", "dead_letter")
+
+    def process(self, item: ReportInput):
+        import pyarrow.parquet as pq
+
+        try:
+            with fileio.open_read(item.path) as f:
+                parquet = pq.ParquetFile(f)
+                names = set(parquet.schema_arrow.names)
+                columns = [c for c in _COLUMNS[item.kind] if c in names]
+                if item.kind == SCORES and "path" in names and self.sample:
+                    columns.append("path")
+                candidates: list = []
+                partial: dict = {}
+                rows = 0
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+                    rows += batch.num_rows
+                    merge(partial, self._partial(item, batch))
+                    if item.kind == SCORES and self.sample:
+                        candidates = heapq.nsmallest(
+                            self.sample, candidates + self._candidates(item, batch), key=lambda c: c[0]
+                        )
+        except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("read", item.path, "", f"cannot read Parquet ({exc})")
+            )
+            return
+        # Only a wholly read file counts: a file failing half-way is a dead letter, not half a statistic.
+        self.rows.inc(rows)
+        yield partial
+        for c in candidates:
+            yield beam.pvalue.TaggedOutput("samples", c)
+
+    @staticmethod
+    def _partial(item, batch) -> dict:
+        if item.kind == SCORES:
+            return scores_partial(item.label, {m: _column(batch, m) for m in METRIC_WIDTHS if m in batch.schema.names})
+        if item.kind == PERTURBATIONS:
+            return perturbations_partial(
+                item.label, batch.column("family").to_pylist(), batch.column("method").to_pylist()
+            )
+        return paraphrases_partial(
+            item.label,
+            batch.column("language").to_pylist(),
+            batch.column("kept").to_numpy(zero_copy_only=False),
+            _column(batch, "bleu"),
+        )
+
+    def _candidates(self, item, batch) -> list:
+        ids = batch.column("instr_id").to_pylist()
+        metrics = {m: _column(batch, m) for m in METRIC_WIDTHS if m in batch.schema.names}
+        paths = batch.column("path").to_pylist() if "path" in batch.schema.names else None
+        keyed = heapq.nsmallest(
+            self.sample, ((sample_key(self.seed, item.label, i), k) for k, i in enumerate(ids)), key=lambda c: c[0]
+        )
+        out = []
+        for key, k in keyed:
+            values = {m: (float(v[k]) if np.isfinite(v[k]) else None) for m, v in metrics.items()}
+            out.append(
+                (
+                    key,
+                    {"instr_id": ids[k], "label": item.label, "metrics": values, "agent": paths[k] if paths else None},
+                )
+            )
+        return out
+
+
+class ParquetStats(beam.PTransform):
+    """Score / perturbation / paraphrase Parquet files -> {"partials", "samples", dead_letter}."""
+
+    def __init__(self, inputs: list[ReportInput], seed: int = 0, sample_from: str | None = None, sample: int = 0):
+        super().__init__()
+        self.inputs = list(inputs)
+        self.seed = seed
+        self.sample_from = sample_from
+        self.sample = sample
+
+    def expand(self, pbegin):
+        sampled = [i for i in self.inputs if i.label == self.sample_from and i.kind == SCORES]
+        others = [i for i in self.inputs if i not in sampled]
+        outs = []
+        for name, items, n in (("Sampled", sampled, self.sample), ("Other", others, 0)):
+            if items:
+                outs.append(
+                    pbegin
+                    | f"{name}Files" >> beam.Create(items)
+                    | f"{name}Spread" >> beam.Reshuffle()
+                    | f"{name}Read"
+                    >> beam.ParDo(_ParquetPartials(self.seed, n)).with_outputs(DEAD_LETTER, "samples", main="partials")
+                )
+        if not outs:
+            empty = pbegin | "NoFiles" >> beam.Create([])
+            return {"partials": empty, "samples": empty, DEAD_LETTER: empty}
+        flat = {}
+        for tag in ("partials", "samples", DEAD_LETTER):
+            flat[tag] = tuple(o[tag] for o in outs) | f"Flatten_{tag}" >> beam.Flatten()
+        return flat
+
+
+# ----------------------------------------------------------------------------- sampling for drawings
+def _smallest(n: int):
+    return beam.combiners.Top.Of(n, key=lambda c: c[0], reverse=True)
+
+
+class SampleEpisodes(beam.PTransform):
+    """N episodes to draw, chosen by `sample_key(seed, ...)`, never by run order.
+
+    With score candidates, the N smallest-keyed scored episodes are drawn on their reference paths
+    (found among all datasets by instr_id); without, the N smallest-keyed paths of `draw_label`.
+    R4R paths bring their two source paths when a dataset holding them was given.
+    Input: {"references": lite records of every dataset, "score_samples": (key, candidate) pairs}.
+    Output: one list of episode dicts {"reference", "score", "sources"} in key order.
+    """
+
+    def __init__(self, n: int, seed: int, draw_label: str | None, with_scores: bool):
+        super().__init__()
+        self.n = n
+        self.seed = seed
+        self.draw_label = draw_label
+        self.with_scores = with_scores
+
+    def expand(self, inputs):
+        refs = inputs["references"]
+        n, seed = self.n, self.seed
+        if self.with_scores:
+            chosen = (
+                inputs["score_samples"]
+                | "TopScores" >> _smallest(n)
+                | "ScoreById" >> beam.Map(lambda cs: {c["instr_id"]: (k, c) for k, c in cs})
+            )
+
+            def match(ref, wanted):
+                for instr_id in episode_ids({"path_id": ref["path_id"], "instructions": range(ref["instructions"])}):
+                    if instr_id in wanted:
+                        key, score = wanted[instr_id]
+                        yield key, {"reference": ref, "score": score, "instr_id": instr_id}
+
+            picked = (
+                refs
+                | "MatchScored" >> beam.FlatMap(match, beam.pvalue.AsSingleton(chosen))
+                | "FirstPerEpisode" >> beam.Map(lambda kv: ((kv[0], kv[1]["instr_id"]), kv[1]))
+                | "OnePerKey" >> beam.CombinePerKey(lambda vs: min(vs, key=lambda v: v["reference"]["label"]))
+                | "Unkey" >> beam.Map(lambda kv: (kv[0][0], kv[1]))
+            )
+        else:
+            label = self.draw_label
+            picked = (
+                refs
+                | "OfLabel" >> beam.Filter(lambda r: r["label"] == label)
+                | "Keyed" >> beam.Map(lambda r: (sample_key(seed, r["label"], r["path_id"]), {"reference": r}))
+            )
+        top = picked | "TopEpisodes" >> _smallest(n)
+        wanted_sources = top | "SourceIds" >> beam.Map(
+            lambda eps: sorted(
+                {e["reference"][k] for _, e in eps for k in ("first_path_id", "second_path_id") if k in e["reference"]}
+            )
+        )
+
+        def is_source(ref, wanted):
+            return "first_path_id" not in ref and ref["path_id"] in set(wanted)
+
+        sources = refs | "Sources" >> beam.Filter(is_source, beam.pvalue.AsSingleton(wanted_sources))
+
+        def attach(eps, sources):
+            by_id = {}
+            for s in sorted(sources, key=lambda s: s["label"]):
+                by_id.setdefault(s["path_id"], s)
+            out = []
+            for _, e in sorted(eps, key=lambda c: c[0]):
+                ref = e["reference"]
+                found = [by_id.get(ref.get(k)) for k in ("first_path_id", "second_path_id")]
+                out.append({**e, "sources": found if all(found) and "first_path_id" in ref else None})
+            return out
+
+        return top | "AttachSources" >> beam.Map(attach, beam.pvalue.AsList(sources))
