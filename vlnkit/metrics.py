@@ -39,6 +39,8 @@ from operator import itemgetter
 
 import numpy as np
 
+from vlnkit.exactsum import SUM_SCALE, exact_sum  # noqa: F401  (re-exported)
+
 METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
 EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
 SPL_REFERENCES = ("shortest", "path")
@@ -487,23 +489,8 @@ md = _single("md")
 
 
 # ----------------------------------------------------------------------------- aggregation
-# Sums for summaries are exact (integers in units of 2**-SUM_SCALE), so a mean does not depend on
-# the order in which a runner happens to combine partial sums: every runner gives the same bits.
-SUM_SCALE = 1130  # 2**-1074 is the smallest float64 and frexp mantissas carry 53 bits: all fit
-
-
-def exact_sum(values) -> int:
-    """The exact sum of finite float64 values, as an integer count of 2**-SUM_SCALE."""
-    mantissa, exponent = np.frexp(np.asarray(values, dtype=np.float64))  # v = m * 2**e, 0.5 <= |m| < 1
-    ints = (mantissa * 2.0**53).astype(np.int64)  # exact: |ints| < 2**53
-    shifts = exponent.astype(np.int64) + (SUM_SCALE - 53)
-    total = 0
-    for shift in np.unique(shifts).tolist():
-        part = ints[shifts == shift]
-        high = part >> 26  # split so that int64 sums cannot overflow
-        low = part - (high << 26)
-        total += ((int(high.sum()) << 26) + int(low.sum())) << shift
-    return total
+# Sums for summaries are exact (see `vlnkit.exactsum`), so a mean does not depend on the order in
+# which a runner combines partial sums.
 
 
 def totals(scores: dict[str, np.ndarray]) -> dict[str, int]:

@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from vlnkit.exactsum import exact_mean, exact_sum
 from vlnkit.graph import NavGraph, angle_difference, simulator_heading
 
 HEADING_CONVENTIONS = ("simulator", "published_generator")
@@ -140,12 +141,12 @@ def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinCo
 
 
 def group_totals(records: list[dict]) -> dict:
-    """Joined records' contribution to the dataset statistics (sums; see `summarize`)."""
+    """Joined records' contribution to the dataset statistics (sums, distances exact; see `summarize`)."""
     return {
         "paths": len(records),
         "instructions": sum(len(r["instructions"]) for r in records),
-        "distance": math.fsum(r["distance"] for r in records),
-        "shortest_path_distance": math.fsum(r["shortest_path_distance"] for r in records),
+        "distance": exact_sum([r["distance"] for r in records]),
+        "shortest_path_distance": exact_sum([r["shortest_path_distance"] for r in records]),
         "steps": sum(len(r["path"]) for r in records),
         "shortest_path_steps": sum(len(r["shortest_path"]) for r in records),
     }
@@ -167,8 +168,8 @@ def summarize(totals: dict) -> dict:
     return {
         "paths": int(n),
         "instructions": int(totals.get("instructions", 0)),
-        "mean_distance": mean("distance"),
-        "mean_shortest_path_distance": mean("shortest_path_distance"),
+        "mean_distance": exact_mean(totals.get("distance", 0), n),
+        "mean_shortest_path_distance": exact_mean(totals.get("shortest_path_distance", 0), n),
         "mean_steps": mean("steps"),
         "mean_shortest_path_steps": mean("shortest_path_steps"),
     }
