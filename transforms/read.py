@@ -42,9 +42,7 @@ class ReadR2R(beam.PTransform):
     does not depend on the runner, used for stable tie-breaking and output ordering.
     """
 
-    def __init__(
-        self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True
-    ):
+    def __init__(self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True):
         super().__init__()
         self.reshuffle = reshuffle
         self.files = list(files)

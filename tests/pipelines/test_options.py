@@ -6,9 +6,7 @@ import pkgutil
 import pipelines
 from pipelines.common import JobOptions, default_output_dir, expand_config
 
-JOB_MODULES = sorted(
-    m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.name not in ("common", "__init__")
-)
+JOB_MODULES = sorted(m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.name not in ("common", "__init__"))
 
 
 def test_all_jobs_import_together_and_parse_their_flags():

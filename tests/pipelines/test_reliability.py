@@ -127,8 +127,12 @@ def test_adversarial_predictions_are_dead_lettered_with_reasons(shared_data, tmp
     out = tmp_path / "out"
     summary = run(
         "score",
-        [f"--predictions={pred_file},{files['truncated']}", f"--dataset={files['dataset']}",
-         f"--connectivity_dir={shared_data}/connectivity", f"--output_dir={out}"],
+        [
+            f"--predictions={pred_file},{files['truncated']}",
+            f"--dataset={files['dataset']}",
+            f"--connectivity_dir={shared_data}/connectivity",
+            f"--output_dir={out}",
+        ],
     )
     assert (out / "_SUCCESS").exists()
     dead = dead_letters(out)

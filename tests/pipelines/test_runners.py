@@ -81,7 +81,16 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
     raise KeyError(job)
 
 
-JOBS = ["build_r4r", "score", "random_baseline", "perturb", "build_compat", "paraphrase", "build_probes", "score_probes"]
+JOBS = [
+    "build_r4r",
+    "score",
+    "random_baseline",
+    "perturb",
+    "build_compat",
+    "paraphrase",
+    "build_probes",
+    "score_probes",
+]
 
 
 def rows(out: Path, prefixes: list[str]) -> dict[str, list[str]]:
