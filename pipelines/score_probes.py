@@ -1,4 +1,4 @@
-"""Score an agent on behavioral probe episodes (issue 7; docs/probes.md).
+"""Score an agent on behavioral probe episodes (issue 7; README, "Behavioral probes").
 
     python -m pipelines.score_probes --runner=DirectRunner \
         --probes='output/probes_val_unseen/probes-*.parquet' \
