@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -200,9 +201,19 @@ def test_killed_run_never_looks_complete_and_a_rerun_converges(shared_data, tmp_
 
 
 def test_wheel_installs_into_an_empty_directory_and_runs_outside_the_repository(tmp_path):
+    # Build from a clean copy: setuptools keeps a build/ folder in the source tree, whose stale files
+    # would otherwise end up in the wheel.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            "build", "output", ".git", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache"
+        ),
+    )
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(wheels)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(wheels)],
         check=True,
         capture_output=True,
         timeout=300,
