@@ -46,12 +46,13 @@ def _metric_fields() -> list[pa.Field]:
 
 EPISODE_SCORES = versioned_schema(
     "episode_scores",
-    1,
+    2,  # v2: `path`, the trajectory as scored (for drawings and audits)
     [
         pa.field("instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
         *_metric_fields(),
         pa.field("non_adjacent_steps", pa.int64(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
     ],
 )
 
@@ -307,6 +308,12 @@ class _AdjacencyCache:
         return dense
 
 
+def _viewpoint_lists(graph, padded: np.ndarray, lengths: np.ndarray) -> list[list[str]]:
+    """Padded index rows back to viewpoint id lists (the trajectories as scored)."""
+    ids = np.asarray(graph.viewpoints, dtype=object)
+    return [ids[row[:n]].tolist() for row, n in zip(padded, lengths.tolist())]
+
+
 class _ScoreScan(GraphDoFn):
     """All matched pairs of one scan -> pyarrow Tables of per-episode scores, plus summed totals."""
 
@@ -350,6 +357,7 @@ class _ScoreScan(GraphDoFn):
                     "scan": pa.array([scan] * len(chunk), pa.string()),
                     **metric_columns(scores),
                     "non_adjacent_steps": pa.array(jumps, pa.int64()),
+                    "path": pa.array(_viewpoint_lists(graph, queries, q_len), pa.list_(pa.string())),
                 },
                 schema=EPISODE_SCORES,
             )
