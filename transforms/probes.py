@@ -12,6 +12,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
+from transforms.read import ReadFiles
 from vlnkit import fileio
 from vlnkit.alignments import reader
 from vlnkit.graph import GraphError
@@ -38,30 +39,6 @@ def worker_table(kind: str, path: str | None) -> dict:
 
 
 # ---------------------------------------------------------------------------- reading alignments
-class _ParseAlignmentFile(beam.DoFn):
-    def __init__(self, fmt: str):
-        self.fmt = fmt
-        self.read = Metrics.counter("alignments", "records")
-        self.bad = Metrics.counter("alignments", "dead_letter")
-
-    def process(self, element):
-        rank, path = element
-        try:
-            data = fileio.read_bytes(path)
-        except Exception as exc:  # any filesystem error: the file is the dead letter
-            self.bad.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
-            return
-        for item in reader(self.fmt)(data, path):
-            if isinstance(item, RecordError):
-                self.bad.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
-            else:
-                self.read.inc()
-                item["_order"] = (rank, item["_index"], item["instr_id"])
-                yield item
-
-
 class ReadAlignments(beam.PTransform):
     """Alignment files of one format (see `vlnkit.alignments.READERS`) -> alignment records and dead letters."""
 
@@ -71,12 +48,10 @@ class ReadAlignments(beam.PTransform):
         self.files, self.fmt = list(files), fmt
 
     def expand(self, pbegin):
-        parsed = (
-            pbegin
-            | "Files" >> beam.Create(list(enumerate(self.files)))
-            | "Parse" >> beam.ParDo(_ParseAlignmentFile(self.fmt)).with_outputs(DEAD_LETTER, main="records")
+        # One FGR2R record yields one alignment per instruction: instr_id makes the order total.
+        return pbegin | "Read" >> ReadFiles(
+            self.files, reader(self.fmt), "alignments", order_key=lambda a: (a["_index"], a["instr_id"])
         )
-        return {"records": parsed.records | "Spread" >> beam.Reshuffle(), DEAD_LETTER: parsed[DEAD_LETTER]}
 
 
 # ---------------------------------------------------------------------------- building episodes

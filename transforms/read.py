@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
@@ -10,12 +12,15 @@ from vlnkit import fileio
 from vlnkit.r2r import RecordError, parse_r2r
 
 
-class _ParseR2RFile(beam.DoFn):
-    def __init__(self, require_distance: bool, min_path_len: int):
-        self.require_distance = require_distance
-        self.min_path_len = min_path_len
-        self.read = Metrics.counter("read", "records")
-        self.bad = Metrics.counter("read", "dead_letter")
+class _ParseFiles(beam.DoFn):
+    """(rank, path) -> the file's parsed items; an unreadable file or a bad record is a dead letter."""
+
+    def __init__(self, parse, namespace: str, order_key):
+        super().__init__()
+        self.parse = parse
+        self.order_key = order_key
+        self.read = Metrics.counter(namespace, "records")
+        self.bad = Metrics.counter(namespace, "dead_letter")
 
     def process(self, element):
         rank, path = element
@@ -25,42 +30,59 @@ class _ParseR2RFile(beam.DoFn):
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
             return
-        for item in parse_r2r(data, path, require_distance=self.require_distance, min_path_len=self.min_path_len):
+        for item in self.parse(data, path):
             if isinstance(item, RecordError):
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
             else:
                 self.read.inc()
-                item["_order"] = (rank, item["_index"])
+                item["_order"] = (rank, *self.order_key(item))
                 yield item
 
 
-class ReadR2R(beam.PTransform):
-    """R2R JSON / JSON Lines files -> validated record dicts (main output) and dead letters.
+def _index_in_file(item: dict) -> tuple:
+    return (item["_index"],)
 
-    Each record gains `_source`, `_index` and `_order` (file rank, index): a total order that
-    does not depend on the runner, used for stable tie-breaking and output ordering.
+
+class ReadFiles(beam.PTransform):
+    """Files -> parsed record dicts (main output `records`) and dead letters.
+
+    `parse(data: bytes, path) -> iterable of dict | RecordError`; each dict must carry `_index`
+    (its position in the file) and gains `_order` = (file rank, *order_key(item)): a total order
+    that does not depend on the runner, used for stable tie-breaking and output ordering.
+    `order_key` must make it unique when a file yields several items per position.
     """
 
-    def __init__(self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True):
+    def __init__(
+        self, files: list[str], parse, namespace: str = "read", reshuffle: bool = True, order_key=_index_in_file
+    ):
         super().__init__()
-        self.reshuffle = reshuffle
+        self.order_key = order_key
         self.files = list(files)
-        self.require_distance = require_distance
-        self.min_path_len = min_path_len
+        self.parse = parse
+        self.namespace = namespace
+        self.reshuffle = reshuffle
 
     def expand(self, pbegin):
         parsed = (
             pbegin
             | "Files" >> beam.Create(list(enumerate(self.files)))
             | "Parse"
-            >> beam.ParDo(_ParseR2RFile(self.require_distance, self.min_path_len)).with_outputs(
+            >> beam.ParDo(_ParseFiles(self.parse, self.namespace, self.order_key)).with_outputs(
                 DEAD_LETTER, main="records"
             )
         )
         # One file holds many records: spread them over workers (skip it when a grouping follows anyway).
         records = parsed.records | "Spread" >> beam.Reshuffle() if self.reshuffle else parsed.records
         return {"records": records, DEAD_LETTER: parsed[DEAD_LETTER]}
+
+
+class ReadR2R(ReadFiles):
+    """R2R JSON / JSON Lines files -> validated record dicts (with `_source`, `_index`, `_order`) and dead letters."""
+
+    def __init__(self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True):
+        parse = functools.partial(parse_r2r, require_distance=require_distance, min_path_len=min_path_len)
+        super().__init__(files, parse, "read", reshuffle)
 
 
 class _KeepFirst(beam.DoFn):

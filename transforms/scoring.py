@@ -18,7 +18,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
-from transforms.read import DedupeBy, ReadR2R
+from transforms.read import DedupeBy, ReadFiles, ReadR2R
 from transforms.write import SHARD_TEMPLATE
 from vlnkit import fileio
 from vlnkit.graph import GraphError
@@ -31,7 +31,7 @@ from vlnkit.metrics import (
     score_batch,
     totals,
 )
-from vlnkit.r2r import RecordError, validate_record
+from vlnkit.r2r import validate_record
 from vlnkit.random_baseline import allocate, draw, neighbour_table, walk
 from vlnkit.schemas import versioned_schema
 from vlnkit.trajectories import episode_ids, is_parquet, parse_predictions, parse_predictions_parquet
@@ -96,28 +96,9 @@ def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
 
 
 # ----------------------------------------------------------------------------- reading
-class _ParsePredictionFile(beam.DoFn):
-    def __init__(self):
-        self.read = Metrics.counter("score", "predictions_read")
-        self.bad = Metrics.counter("score", "dead_letter")
-
-    def process(self, element):
-        rank, path = element
-        try:
-            data = fileio.read_bytes(path)
-        except Exception as exc:  # any filesystem error: the file is the dead letter
-            self.bad.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
-            return
-        parse = parse_predictions_parquet if is_parquet(path) else parse_predictions
-        for item in parse(data, path):
-            if isinstance(item, RecordError):
-                self.bad.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
-            else:
-                self.read.inc()
-                item["_order"] = (rank, item["_index"])
-                yield item
+def _parse_prediction_file(data: bytes, path: str):
+    parse = parse_predictions_parquet if is_parquet(path) else parse_predictions
+    return parse(data, path)
 
 
 class ReadPredictions(beam.PTransform):
@@ -128,12 +109,8 @@ class ReadPredictions(beam.PTransform):
         self.files = list(files)
 
     def expand(self, pbegin):
-        parsed = (
-            pbegin
-            | "Files" >> beam.Create(list(enumerate(self.files)))
-            | "Parse" >> beam.ParDo(_ParsePredictionFile()).with_outputs(DEAD_LETTER, main="predictions")
-        )
-        return {"predictions": parsed.predictions | "Spread" >> beam.Reshuffle(), DEAD_LETTER: parsed[DEAD_LETTER]}
+        read = pbegin | "Read" >> ReadFiles(self.files, _parse_prediction_file, "score")
+        return {"predictions": read["records"], DEAD_LETTER: read[DEAD_LETTER]}
 
 
 class _ReadParquetPaths(beam.DoFn):

@@ -58,6 +58,27 @@ class _BadLine:
     error: str
 
 
+def json_items(data: bytes | str, source: str, what: str = "records") -> Iterator[tuple[int, object] | RecordError]:
+    """(index, item) of a JSON list or JSON Lines file; a broken file or line is a RecordError."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        yield RecordError(source, "", f"not UTF-8 text ({exc})")
+        return
+    items, error = _parse_documents(text)
+    if error is not None:
+        yield RecordError(source, "", error)
+        return
+    if not isinstance(items, list):
+        yield RecordError(source, "", f"expected a JSON list of {what}, got {type(items).__name__}")
+        return
+    for index, obj in enumerate(items):
+        if isinstance(obj, _BadLine):
+            yield RecordError(source, f"line {obj.lineno}", f"invalid JSON ({obj.error})")
+        else:
+            yield index, obj
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -100,22 +121,11 @@ def parse_r2r(
     data: bytes | str, source: str, *, require_distance: bool = False, min_path_len: int = 1
 ) -> Iterator[dict | RecordError]:
     """Yield each valid record as a dict (with `_source` and `_index` added) or a RecordError."""
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        yield RecordError(source, "", f"not UTF-8 text ({exc})")
-        return
-    items, error = _parse_documents(text)
-    if error is not None:
-        yield RecordError(source, "", error)
-        return
-    if not isinstance(items, list):
-        yield RecordError(source, "", f"expected a JSON list of records, got {type(items).__name__}")
-        return
-    for index, obj in enumerate(items):
-        if isinstance(obj, _BadLine):
-            yield RecordError(source, f"line {obj.lineno}", f"invalid JSON ({obj.error})")
+    for item in json_items(data, source):
+        if isinstance(item, RecordError):
+            yield item
             continue
+        index, obj = item
         reason = validate_record(obj, min_path_len=min_path_len)
         if reason is None and require_distance and "distance" not in obj:
             reason = "missing field 'distance'"

@@ -20,7 +20,7 @@ import io
 import math
 from collections.abc import Iterator
 
-from vlnkit.r2r import RecordError, _BadLine, _parse_documents
+from vlnkit.r2r import RecordError, json_items
 
 LAYOUTS = ("r2r_submission", "viewpoints", "nested")
 
@@ -119,22 +119,11 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
 
 def parse_predictions(data: bytes | str, source: str) -> Iterator[dict | RecordError]:
     """Predictions of a JSON list or JSON Lines file (see `prediction` for what each item becomes)."""
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        yield RecordError(source, "", f"not UTF-8 text ({exc})")
-        return
-    items, error = _parse_documents(text)
-    if error is not None:
-        yield RecordError(source, "", error)
-        return
-    if not isinstance(items, list):
-        yield RecordError(source, "", f"expected a JSON list of predictions, got {type(items).__name__}")
-        return
-    for index, obj in enumerate(items):
-        if isinstance(obj, _BadLine):
-            yield RecordError(source, f"line {obj.lineno}", f"invalid JSON ({obj.error})")
+    for item in json_items(data, source, "predictions"):
+        if isinstance(item, RecordError):
+            yield item
         else:
+            index, obj = item
             yield prediction(obj, source, index)
 
 
