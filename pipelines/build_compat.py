@@ -158,11 +158,8 @@ def build(pipeline, files, paraphrase_files, opts, methods) -> None:
     )
     static = {"job": JOB, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
     static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
-    _ = (
-        tallies
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary"
-        >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods))
+    _ = tallies | "Summary" >> WriteSummary(
+        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods)
     )
 
 

@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.common import JobError, expand_config, format_table, main_wrapper, require_inputs, run_job
@@ -102,11 +101,7 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
         "room_max_hops": config.room_max_hops,
         "options": {k: v for k, v in sorted(vars(opts).items())},
     }
-    _ = (
-        tallies
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
-    )
+    _ = tallies | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
 
 
 def finish_summary(static: dict, totals: dict) -> dict:

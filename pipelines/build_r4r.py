@@ -123,10 +123,8 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptio
         "heading_threshold": config.heading_threshold,
         "heading_convention": config.heading_convention,
     }
-    _ = (
-        tallies
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals))
+    _ = tallies | "Summary" >> WriteSummary(
+        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals)
     )
 
 

@@ -259,10 +259,8 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
         tallies.append(r4r[STATS])
     dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
     tallies.append(dead_all | "TallyDead" >> tally("dead_letters"))
-    _ = (
-        tuple(tallies)
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals))
+    _ = tuple(tallies) | "Summary" >> WriteSummary(
+        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals)
     )
 
 

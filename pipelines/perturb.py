@@ -125,11 +125,8 @@ def build(pipeline, files: list[str], opts: PerturbOptions, methods: tuple[str, 
         "seed": opts.seed,
         "spacy_model": opts.spacy_model if any(m in INSTRUCTION_METHODS for m in methods) else None,
     }
-    _ = (
-        tallies
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary"
-        >> WriteSummary(fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods))
+    _ = tallies | "Summary" >> WriteSummary(
+        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods)
     )
 
 

@@ -109,11 +109,7 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
         "dataset": dataset_files,
         "steps_from": steps_files,
     }
-    _ = (
-        tallies
-        | "FlattenTallies" >> beam.Flatten()
-        | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
-    )
+    _ = tallies | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
 
 
 def finish_summary(static: dict, totals: dict) -> dict:

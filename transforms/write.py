@@ -176,7 +176,7 @@ class WriteJsonFile(beam.PTransform):
 
 
 class WriteSummary(beam.PTransform):
-    """Sum {name: number} dicts into totals and write `finish(totals)` as `summary.json`."""
+    """Sum {name: number} dicts (one PCollection or several) into totals; write `finish(totals)` as `summary.json`."""
 
     def __init__(self, path: str, finish):
         super().__init__()
@@ -191,4 +191,6 @@ class WriteSummary(beam.PTransform):
             write_json(path, summary, indent=True)
             return summary
 
+        if isinstance(tallies, (tuple, list)):
+            tallies = tuple(tallies) | "FlattenTallies" >> beam.Flatten()
         return tallies | "Totals" >> beam.CombineGlobally(SumDicts()) | "WriteSummary" >> beam.Map(write)
