@@ -17,7 +17,15 @@ import sys
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, expand_config, format_table, main_wrapper, require_inputs, run_job
+from pipelines.common import (
+    JobError,
+    connectivity_files,
+    expand_config,
+    format_table,
+    main_wrapper,
+    require_inputs,
+    run_job,
+)
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
 from transforms.read import DedupeBy
@@ -171,8 +179,9 @@ def main(argv=None) -> dict:
         options,
         opts.output_dir,
         ["probes", "dead_letter"],
-        inputs + tables,
+        inputs + tables + connectivity_files(opts.connectivity_dir),
         lambda p: build(p, files, opts, config),
+        settings=vars(opts),
     )
     print_summary(summary, opts.output_dir)
     return summary

@@ -285,20 +285,27 @@ def run_job(
     build,
     job_options: PipelineOptions | None = None,
     extra_outputs: tuple[str, ...] = (),
+    settings: dict | None = None,
 ) -> dict:
     """Build and run a pipeline, then write the manifest and, last, `_SUCCESS`. Returns the summary.
 
     `build(pipeline)` wires the job; it must write `summary.json` into `output_dir`. `inputs` are
-    every file the output depends on; with `job_options` (the job's own options view) a rerun with
+    every file the output depends on; with `job_options` (the job's own options view) or `settings`
+    (the job's own flags as a dict, for jobs that parse their flags themselves) a rerun with
     `--skip_if_unchanged`, identical inputs, settings and code exits early (if its outputs, and
     `extra_outputs` written outside output_dir, are all still there).
     """
     started = time.time()
     described = describe_inputs(inputs)
-    settings = job_settings(job_options)
+    known_settings = job_options is not None or settings is not None
+    if settings is None:
+        settings = job_settings(job_options)
+    settings = {k: v for k, v in sorted(settings.items()) if k not in _NOT_FINGERPRINTED}
     shared = options.view_as(JobOptions)
     this_run = fingerprint(job, settings, described)
-    if shared.skip_if_unchanged:
+    if shared.skip_if_unchanged and not known_settings:
+        log.warning("%s: --skip_if_unchanged needs the job's settings to compare; running anyway", job)
+    elif shared.skip_if_unchanged:
         previous = _previous_run(output_dir)
         if (
             previous

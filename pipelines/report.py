@@ -20,7 +20,7 @@ import sys
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, expand_config, format_table, main_wrapper, run_job
+from pipelines.common import JobError, connectivity_files, expand_config, format_table, main_wrapper, run_job
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.graphs import worker_graph_store
 from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
@@ -69,17 +69,6 @@ def job_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
     add_arguments(parser)
     return parser
-
-
-class ReportSettings:
-    """The parsed flags in the shape `run_job` fingerprints (for --skip_if_unchanged)."""
-
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_arguments(parser)
-
-    def __init__(self, namespace: argparse.Namespace):
-        self.__dict__.update(vars(namespace))
 
 
 def parse_args(argv):
@@ -288,9 +277,9 @@ def main(argv=None) -> dict:
         options,
         opts.output_dir,
         ["dead_letter"],
-        files,
+        files + connectivity_files(opts.connectivity_dir),
         lambda p: build(p, inputs, opts, summaries, band),
-        job_options=ReportSettings(opts),
+        settings=vars(opts),
         extra_outputs=(
             fileio.join(opts.output_dir, INDEX),
             fileio.join(opts.output_dir, TABLES),

@@ -164,6 +164,7 @@ def main(argv=None) -> dict:
         ["scores", "dead_letter"],
         probe_inputs + output_inputs,
         lambda p: build(p, [f for f, _ in probe_inputs], [f for f, _ in output_inputs], opts),
+        settings=vars(opts),
     )
     print_summary(summary, opts.output_dir)
     return summary

@@ -252,3 +252,15 @@ def test_wheel_installs_into_an_empty_directory_and_runs_outside_the_repository(
         text=True,
     )
     assert check.stdout.strip().startswith(str(target))
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("job", ["build_probes", "score_probes"])
+def test_skip_if_unchanged_compares_the_settings_of_self_parsing_jobs(job, shared_data, tmp_path):
+    flags, _ = job_flags(job, shared_data, tmp_path / "work")
+    out = f"--output_dir={tmp_path}/out"
+    first = run_job(job, [*flags, out])
+    assert not first.get("skipped")
+    assert run_job(job, [*flags, out, "--skip_if_unchanged"]).get("skipped") is True
+    changed = run_job(job, [*flags, out, "--skip_if_unchanged", "--seed=7"])
+    assert not changed.get("skipped")
