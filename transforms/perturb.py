@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
+from transforms.progress import Progress
 from vlnkit import instruction_perturbations, trajectory_perturbations
 from vlnkit.compat import INSTRUCTION_METHODS, TRAJECTORY_METHODS, NotApplicable, perturbation_row, record_rng
 from vlnkit.graph import GraphError
@@ -95,8 +96,10 @@ class _PerturbInstructionBatch(beam.DoFn):
         self.nlp = worker_pipeline(self.model, self.perturber.methods)
         self.perturber.start()
         self.parsed = Metrics.counter("perturb_instruction", "instructions_parsed")
+        self.progress = Progress("perturb: instructions parsed")
 
     def process(self, batch):
+        self.progress.tick(len(batch))
         stats: dict = {"instructions_parsed": len(batch)}
         docs = self.nlp.pipe((item["instruction"] for item in batch), batch_size=self.pipe_batch_size)
         funcs = instruction_perturbations.PERTURB
@@ -117,8 +120,10 @@ class _PerturbTrajectories(GraphDoFn):
         super().setup()
         self.perturber.start()
         self.bad = Metrics.counter("perturb_trajectory", "dead_letter")
+        self.progress = Progress("perturb: trajectories perturbed")
 
     def process(self, record):
+        self.progress.tick()
         try:
             graph = self.graphs.get(record["scan"])
             graph.indices(record["path"])

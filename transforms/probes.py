@@ -12,6 +12,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
+from transforms.progress import Progress
 from transforms.read import ReadFiles
 from vlnkit import fileio
 from vlnkit.alignments import reader
@@ -70,8 +71,10 @@ class _ProbeEpisodes(GraphDoFn):
         self.rooms = worker_table("rooms", self.rooms_path)
         self.objects = worker_table("objects", self.objects_path)
         self.hops: dict[str, object] = {}
+        self.progress = Progress("build_probes: alignments")
 
     def process(self, alignment):
+        self.progress.tick()
         scan = alignment["scan"]
         try:
             graph = self.graphs.get(scan)

@@ -18,6 +18,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
+from transforms.progress import Progress
 from transforms.read import DedupeBy, ReadFiles, ReadR2R
 from transforms.write import SHARD_TEMPLATE
 from vlnkit import fileio
@@ -304,9 +305,11 @@ class _ScoreScan(GraphDoFn):
     def setup(self):
         super().setup()
         self.adjacency = _AdjacencyCache()
+        self.progress = Progress("score: episodes scored")
 
     def process(self, element):
         (scan, _), items = element
+        self.progress.tick(len(items))
         items = sorted(items, key=lambda x: x[0])
         graph = self.graphs.get(scan)
         adjacent = self.adjacency.get(graph)
@@ -388,8 +391,13 @@ class _RandomScan(GraphDoFn):
         self.tables = tables
         self.generated = Metrics.counter("random_baseline", "trajectories")
 
+    def setup(self):
+        super().setup()
+        self.progress = Progress("random_baseline: episodes walked")
+
     def process(self, element, pool, shares):
         scan, episodes = element
+        self.progress.tick(len(episodes))
         pool = np.asarray(sorted(pool), dtype=np.int64)
         episodes = sorted(episodes, key=lambda e: e[0])
         graph = self.graphs.get(scan)
