@@ -28,7 +28,6 @@ from pipelines.common import (
 from pipelines.score import summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.scoring import (
-    RANDOM_EPISODE_SCORES,
     TOTALS,
     RandomBaseline,
     ReadDataset,
@@ -39,7 +38,7 @@ from transforms.tally import tally
 from transforms.write import WriteSummary
 from vlnkit import fileio
 from vlnkit.metrics import SPL_REFERENCES, means
-from vlnkit.schemas import schema_version
+from vlnkit.schemas import RANDOM_EPISODE_SCORES, schema_version
 
 JOB = "random_baseline"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

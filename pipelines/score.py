@@ -26,7 +26,6 @@ from pipelines.common import (
 )
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.scoring import (
-    EPISODE_SCORES,
     MISSING,
     TOTALS,
     MatchPredictions,
@@ -42,7 +41,7 @@ from transforms.tally import tally
 from transforms.write import WriteSummary
 from vlnkit import fileio
 from vlnkit.metrics import METRICS, SPL_REFERENCES, means
-from vlnkit.schemas import schema_version
+from vlnkit.schemas import EPISODE_SCORES, schema_version
 
 JOB = "score"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

@@ -34,39 +34,11 @@ from vlnkit.metrics import (
 )
 from vlnkit.r2r import validate_record
 from vlnkit.random_baseline import allocate, draw, neighbour_table, walk
-from vlnkit.schemas import versioned_schema
+from vlnkit.schemas import EPISODE_SCORES, RANDOM_EPISODE_SCORES
 from vlnkit.trajectories import episode_ids, is_parquet, parse_predictions, parse_predictions_parquet
 
 MISSING = "missing"
 TOTALS = "totals"
-
-
-def _metric_fields() -> list[pa.Field]:
-    return [pa.field(m, pa.float64(), nullable=True) for m in METRICS]
-
-
-EPISODE_SCORES = versioned_schema(
-    "episode_scores",
-    2,  # v2: `path`, the trajectory as scored (for drawings and audits)
-    [
-        pa.field("instr_id", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        *_metric_fields(),
-        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
-        pa.field("path", pa.list_(pa.string()), nullable=False),
-    ],
-)
-
-RANDOM_EPISODE_SCORES = versioned_schema(
-    "random_episode_scores",
-    1,
-    [
-        pa.field("instr_id", pa.string(), nullable=False),
-        pa.field("sample", pa.int64(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        *_metric_fields(),
-    ],
-)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from vlnkit.metrics import METRICS
+
 
 def versioned_schema(name: str, version: int, fields: list[pa.Field]) -> pa.Schema:
     return pa.schema(
@@ -32,6 +34,35 @@ R4R_PATHS = versioned_schema(
         pa.field("join_distance", pa.float64(), nullable=False),
     ],
 )
+
+
+def _metric_fields() -> list[pa.Field]:
+    return [pa.field(m, pa.float64(), nullable=True) for m in METRICS]
+
+
+EPISODE_SCORES = versioned_schema(
+    "episode_scores",
+    2,  # v2: `path`, the trajectory as scored (for drawings and audits)
+    [
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        *_metric_fields(),
+        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
+    ],
+)
+
+RANDOM_EPISODE_SCORES = versioned_schema(
+    "random_episode_scores",
+    1,
+    [
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("sample", pa.int64(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        *_metric_fields(),
+    ],
+)
+
 
 # Keys of the R4R JSON that existing VLN agent code reads (those of the published generator).
 R4R_JSON_KEYS = (
