@@ -23,6 +23,7 @@ from pipelines.common import (
     expand_config,
     format_table,
     main_wrapper,
+    require_graphs,
     require_inputs,
     run_job,
 )
@@ -33,7 +34,6 @@ from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
 from vlnkit import fileio
 from vlnkit.alignments import READERS
-from vlnkit.graph import list_scans
 from vlnkit.probe_scoring import skill_sort_key
 from vlnkit.probes import (
     PROBE_EPISODES,
@@ -151,8 +151,7 @@ def main(argv=None) -> dict:
     if not opts.alignments or not opts.connectivity_dir:
         raise JobError("--alignments and --connectivity_dir are required")
     inputs = require_inputs("--alignments", opts.alignments)
-    if not list_scans(opts.connectivity_dir):
-        raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+    require_graphs(opts.connectivity_dir)
     try:
         config = ProbeConfig(
             probes=tuple(p.strip() for p in opts.probes.split(",") if p.strip()),

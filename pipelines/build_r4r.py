@@ -18,11 +18,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.common import (
     JobError,
-    connectivity_files,
     default_output_dir,
     format_table,
     main_wrapper,
     parse_options,
+    require_graphs,
     require_inputs,
     run_job,
 )
@@ -174,9 +174,7 @@ def main(argv=None) -> dict:
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     r2r_path, connectivity_dir = resolve_inputs(opts)
     inputs = require_inputs("--r2r_path", r2r_path)
-    graphs = connectivity_files(connectivity_dir)
-    if not graphs:
-        raise JobError(f"--connectivity_dir={connectivity_dir}: no *_connectivity.json files found")
+    graphs = require_graphs(connectivity_dir)
     files = [p for p, _ in inputs]
     summary = run_job(
         JOB,

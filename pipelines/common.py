@@ -145,6 +145,14 @@ def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
     return fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
 
 
+def require_graphs(connectivity_dir: str) -> list[tuple[str, int]]:
+    """The folder's graph files; none at all is structural (the job cannot run)."""
+    graphs = connectivity_files(connectivity_dir)
+    if not graphs:
+        raise JobError(f"--connectivity_dir={connectivity_dir}: no *_connectivity.json files found")
+    return graphs
+
+
 def file_digest(path: str) -> str:
     h = hashlib.sha256()
     with fileio.open_read(path) as f:

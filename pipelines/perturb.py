@@ -22,6 +22,7 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    require_graphs,
     require_inputs,
     run_job,
 )
@@ -32,7 +33,6 @@ from transforms.tally import tally
 from transforms.write import WriteParquetShards, WriteSummary
 from vlnkit import fileio
 from vlnkit.compat import ALL_METHODS, INSTRUCTION_METHODS, PERTURBATIONS, TRAJECTORY_METHODS, parse_methods
-from vlnkit.graph import list_scans
 from vlnkit.nlp import DEFAULT_MODEL, NLPError, load_pipeline
 from vlnkit.schemas import schema_version
 
@@ -82,8 +82,7 @@ def check_options(opts) -> tuple[list[tuple[str, int]], tuple[str, ...]]:
     if any(m in TRAJECTORY_METHODS for m in methods):
         if not opts.connectivity_dir:
             raise JobError("--connectivity_dir is required by the trajectory methods")
-        if not list_scans(opts.connectivity_dir):
-            raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+        require_graphs(opts.connectivity_dir)
     if any(m in INSTRUCTION_METHODS for m in methods):
         try:  # fail here, once, with the reason, rather than in every worker
             load_pipeline(opts.spacy_model, methods)

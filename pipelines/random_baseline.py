@@ -17,11 +17,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.common import (
     JobError,
-    connectivity_files,
     default_output_dir,
     format_table,
     main_wrapper,
     parse_options,
+    require_graphs,
     require_inputs,
     run_job,
 )
@@ -157,9 +157,7 @@ def main(argv=None) -> dict:
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     data_inputs = require_inputs("--dataset", opts.dataset)
     steps_inputs = require_inputs("--steps_from", opts.steps_from)
-    graphs = connectivity_files(opts.connectivity_dir)
-    if not graphs:
-        raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+    graphs = require_graphs(opts.connectivity_dir)
     data_files, steps_files = [p for p, _ in data_inputs], [p for p, _ in steps_inputs]
     summary = run_job(
         JOB,

@@ -20,13 +20,20 @@ import sys
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, connectivity_files, expand_config, format_table, main_wrapper, run_job
+from pipelines.common import (
+    JobError,
+    connectivity_files,
+    expand_config,
+    format_table,
+    main_wrapper,
+    require_graphs,
+    run_job,
+)
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.graphs import worker_graph_store
 from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
 from transforms.write import write_json
 from vlnkit import fileio
-from vlnkit.graph import list_scans
 from vlnkit.report_html import FIGURES_DIR, assemble
 from vlnkit.report_stats import (
     DATASET,
@@ -259,8 +266,7 @@ def main(argv=None) -> dict:
             raise JobError(f"--{flag} is required")
     if opts.draw < 0:
         raise JobError("--draw must be 0 or more")
-    if not list_scans(opts.connectivity_dir):
-        raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+    require_graphs(opts.connectivity_dir)
     taken: set[str] = set()
     inputs, skipped = classify(opts.inputs, False, taken)
     more, skipped_more = classify(opts.compare, True, taken)

@@ -16,11 +16,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.common import (
     JobError,
-    connectivity_files,
     default_output_dir,
     format_table,
     main_wrapper,
     parse_options,
+    require_graphs,
     require_inputs,
     run_job,
 )
@@ -177,9 +177,7 @@ def main(argv=None) -> dict:
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     pred_inputs = require_inputs("--predictions", opts.predictions)
     data_inputs = require_inputs("--dataset", opts.dataset)
-    graphs = connectivity_files(opts.connectivity_dir)
-    if not graphs:
-        raise JobError(f"--connectivity_dir={opts.connectivity_dir}: no *_connectivity.json files found")
+    graphs = require_graphs(opts.connectivity_dir)
     pred_files, data_files = [p for p, _ in pred_inputs], [p for p, _ in data_inputs]
     summary = run_job(
         JOB,
