@@ -25,6 +25,7 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    print_outputs,
     require_inputs,
     run_job,
 )
@@ -207,7 +208,7 @@ def print_summary(summary: dict, output_dir: str) -> None:
     for family, f in fam.items():
         if f["shortfall"]:
             print(f"note: {family} negatives are {f['shortfall']} short of the 2:1:1 target (methods kept equal)")
-    print(f"Output: {output_dir}")
+    print_outputs(output_dir, summary["dead_letters"])
 
 
 @main_wrapper

@@ -23,6 +23,7 @@ from pipelines.common import (
     expand_config,
     format_table,
     main_wrapper,
+    print_outputs,
     require_graphs,
     require_inputs,
     run_job,
@@ -140,9 +141,7 @@ def print_summary(summary: dict, output_dir: str) -> None:
     rows += [(f"pairs: {k}", skills[k]) for k in sorted(skills, key=skill_sort_key) if k.startswith("direction:")]
     rows.append(("dead-lettered records", summary["dead_letters"]))
     print(format_table(rows, "Probe episodes"))
-    print(f"Output: {output_dir}  (agent input: {fileio.join(output_dir, EPISODES_JSON)})")
-    if summary["dead_letters"]:
-        print(f"Some records could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
+    print_outputs(output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(output_dir, EPISODES_JSON)})")
 
 
 @main_wrapper

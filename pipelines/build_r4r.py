@@ -22,6 +22,7 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    print_outputs,
     require_graphs,
     require_inputs,
     run_job,
@@ -159,9 +160,7 @@ def print_summary(summary: dict, output_dir: str, json_output: str | None) -> No
         ("dead-lettered records", summary["dead_letters"]),
     ]
     print(format_table([(k, "n/a" if v is None else v) for k, v in rows], "R4R summary"))
-    print(f"Output: {output_dir}" + (f"  JSON: {json_output}" if json_output else ""))
-    if summary["dead_letters"]:
-        print(f"Some records could not be used: see {output_dir}/dead_letter-*.jsonl")
+    print_outputs(output_dir, summary["dead_letters"], f"  JSON: {json_output}" if json_output else "")
 
 
 @main_wrapper

@@ -129,6 +129,13 @@ def parse_options(options_cls: type[PipelineOptions], argv: list[str] | None):
 
 
 # ---------------------------------------------------------------------------- files
+def require_flags(opts, *names: str) -> None:
+    """Flags without which a job cannot run at all."""
+    for name in names:
+        if not getattr(opts, name, None):
+            raise JobError(f"--{name} is required")
+
+
 def require_inputs(flag: str, patterns: str) -> list[tuple[str, int]]:
     files = fileio.match(patterns)
     if not files:
@@ -241,6 +248,13 @@ def format_table(rows: list[tuple[str, object]], title: str) -> str:
             v = f"{v:.4f}"
         lines.append(f"  {k.ljust(width)}  {v}")
     return "\n".join(lines)
+
+
+def print_outputs(output_dir: str, dead_letters: int, extra: str = "") -> None:
+    """The closing lines of every job: where the outputs are and, if any, where the dead letters are."""
+    print(f"Output: {output_dir}{extra}")
+    if dead_letters:
+        print(f"{dead_letters} record(s) could not be used: see {fileio.join(output_dir, 'dead_letter-*.jsonl')}")
 
 
 # ---------------------------------------------------------------------------- running

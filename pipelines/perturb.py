@@ -22,6 +22,7 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    print_outputs,
     require_graphs,
     require_inputs,
     run_job,
@@ -160,9 +161,7 @@ def print_summary(summary: dict, output_dir: str) -> None:
         ("dead-lettered records", summary["dead_letters"]),
     ]
     print(format_table(rows, "Perturbation summary"))
-    print(f"Output: {output_dir}")
-    if summary["dead_letters"]:
-        print(f"Some records could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
+    print_outputs(output_dir, summary["dead_letters"])
 
 
 @main_wrapper

@@ -21,11 +21,13 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    print_outputs,
+    require_flags,
     require_graphs,
     require_inputs,
     run_job,
 )
-from pipelines.score import summary_rows
+from pipelines.score import scoring_config, summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.scoring import (
     TOTALS,
@@ -135,25 +137,18 @@ def print_summary(summary: dict, output_dir: str) -> None:
         ("dead-lettered records", summary["dead_letters"]),
     ]
     print(format_table(rows, f"Random baseline (seed={summary['options']['seed']})"))
-    print(f"Output: {output_dir}")
-    if summary["dead_letters"]:
-        print(f"Some records could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
+    print_outputs(output_dir, summary["dead_letters"])
 
 
 @main_wrapper
 def main(argv=None) -> dict:
     options, opts = parse_options(RandomBaselineOptions, argv)
-    for flag in ("dataset", "steps_from", "connectivity_dir"):
-        if not getattr(opts, flag):
-            raise JobError(f"--{flag} is required")
+    require_flags(opts, "dataset", "steps_from", "connectivity_dir")
     if opts.num_trajectories < 0:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")
     if opts.seed < 0:
         raise JobError(f"--seed must be >= 0, got {opts.seed}")
-    try:
-        config = ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
+    config = scoring_config(opts)
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     data_inputs = require_inputs("--dataset", opts.dataset)
     steps_inputs = require_inputs("--steps_from", opts.steps_from)

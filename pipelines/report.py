@@ -26,6 +26,7 @@ from pipelines.common import (
     expand_config,
     format_table,
     main_wrapper,
+    require_flags,
     require_graphs,
     run_job,
 )
@@ -261,9 +262,7 @@ def print_summary(summary: dict) -> None:
 @main_wrapper
 def main(argv=None) -> dict:
     options, opts = parse_args(argv)
-    for flag in ("inputs", "connectivity_dir", "output_dir"):
-        if not getattr(opts, flag):
-            raise JobError(f"--{flag} is required")
+    require_flags(opts, "inputs", "connectivity_dir", "output_dir")
     if opts.draw < 0:
         raise JobError("--draw must be 0 or more")
     require_graphs(opts.connectivity_dir)

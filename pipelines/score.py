@@ -20,6 +20,8 @@ from pipelines.common import (
     format_table,
     main_wrapper,
     parse_options,
+    print_outputs,
+    require_flags,
     require_graphs,
     require_inputs,
     run_job,
@@ -157,23 +159,24 @@ def print_summary(summary: dict, output_dir: str) -> None:
         f"Scores (d_th={o['success_distance']} m, keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
     print(format_table(rows, title))
-    print(f"Output: {output_dir}")
-    if summary["dead_letters"]:
-        print(f"Some records could not be scored: see {output_dir}/{DEAD_LETTER_FILE}")
+    print_outputs(output_dir, summary["dead_letters"])
     if summary["missing_predictions"]:
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")
+
+
+def scoring_config(opts) -> ScoringConfig:
+    """The scoring conventions from the flags shared by score and random_baseline."""
+    try:
+        return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
 
 
 @main_wrapper
 def main(argv=None) -> dict:
     options, opts = parse_options(ScoreOptions, argv)
-    for flag in ("predictions", "dataset", "connectivity_dir"):
-        if not getattr(opts, flag):
-            raise JobError(f"--{flag} is required")
-    try:
-        config = ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
+    require_flags(opts, "predictions", "dataset", "connectivity_dir")
+    config = scoring_config(opts)
     opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
     pred_inputs = require_inputs("--predictions", opts.predictions)
     data_inputs = require_inputs("--dataset", opts.dataset)
