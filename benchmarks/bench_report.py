@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from vlnkit.report_stats import METRIC_WIDTHS, merge, scores_partial
+from vlnkit.reports.stats import METRIC_WIDTHS, merge, scores_partial
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("VLNKIT_SHARED_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tests.translate_standin import TranslateStandin
-from vlnkit.translation import MAX_SEGMENTS, GoogleConfig, GoogleTranslator, Job
+from vlnkit.paraphrases.translation import MAX_SEGMENTS, GoogleConfig, GoogleTranslator, Job
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "r2r" / "R2R_train.json"

@@ -10,7 +10,7 @@ source's path. Negatives come from the perturbations (`pipelines.perturb`, one p
 method): positives/2 instruction perturbations and positives/2 trajectory perturbations, split
 equally over the requested methods of each family and chosen by a seeded hash of (method,
 instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
-`vlnkit.compat.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
+`vlnkit.perturbations.compat.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetter
 from transforms.perturb import STATS, Perturb, applicability, instruction_items
 from transforms.tally import tally
 from transforms.write import WriteParquetShards, WriteSummary
-from vlnkit import fileio
-from vlnkit.compat import (
+from vlnkit.io import fileio
+from vlnkit.io.schemas import schema_version
+from vlnkit.perturbations.compat import (
     COMPAT,
     GROUND_TRUTH,
     INSTRUCTION,
@@ -47,7 +48,6 @@ from vlnkit.compat import (
     method_quota,
     select_negatives,
 )
-from vlnkit.schemas import schema_version
 
 JOB = "build_compat"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

@@ -33,10 +33,10 @@ from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
 from transforms.read import DedupeBy
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
-from vlnkit import fileio
-from vlnkit.alignments import READERS
-from vlnkit.probe_scoring import skill_sort_key
-from vlnkit.probes import (
+from vlnkit.datasets.alignments import READERS
+from vlnkit.io import fileio
+from vlnkit.io.schemas import schema_version
+from vlnkit.probes.episodes import (
     PROBE_EPISODES,
     PROBES,
     ProbeConfig,
@@ -46,7 +46,7 @@ from vlnkit.probes import (
     load_rooms,
     load_templates,
 )
-from vlnkit.schemas import schema_version
+from vlnkit.probes.scoring import skill_sort_key
 
 JOB = "build_probes"
 EPISODES_JSON = "episodes.json"

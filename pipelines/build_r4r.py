@@ -32,9 +32,9 @@ from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
-from vlnkit import fileio
-from vlnkit.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
-from vlnkit.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
+from vlnkit.datasets.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
+from vlnkit.io import fileio
+from vlnkit.io.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
 
 JOB = "build_r4r"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
@@ -68,7 +68,7 @@ class BuildR4ROptions(PipelineOptions):
 
 def resolve_inputs(opts: BuildR4ROptions) -> tuple[str, str]:
     if opts.r2r_path is None and opts.connectivity_dir is None:
-        from vlnkit.synthetic import write_environment
+        from vlnkit.navigation.synthetic import write_environment
 
         where = os.path.join(opts.output_dir, "synthetic_input")
         print(f"No --r2r_path/--connectivity_dir given: using the built-in synthetic environment in {where}")

@@ -23,7 +23,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 import vlnkit
-from vlnkit import fileio
+from vlnkit.io import fileio
 
 SUCCESS = "_SUCCESS"
 MANIFEST = "manifest.json"
@@ -147,7 +147,7 @@ def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
     """The graph files a run depends on (inputs of the manifest and of --skip_if_unchanged)."""
     if not connectivity_dir:
         return []
-    from vlnkit.graph import CONNECTIVITY_SUFFIX
+    from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 
     return fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
 

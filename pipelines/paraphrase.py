@@ -31,11 +31,12 @@ from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTr
 from transforms.read import DedupeBy, ReadR2R
 from transforms.tally import tally
 from transforms.write import WriteParquetShards, WriteSummary
-from vlnkit import fileio
-from vlnkit.paraphrase import DEFAULT_LANGUAGES, PARAPHRASES, BleuBounds
-from vlnkit.r2r import RecordError, parse_r2r
-from vlnkit.schemas import schema_version
-from vlnkit.translation import (
+from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.io import fileio
+from vlnkit.io.schemas import schema_version
+from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES, PARAPHRASES, BleuBounds
+from vlnkit.paraphrases.cache import CacheError, TranslationCache
+from vlnkit.paraphrases.translation import (
     BACKENDS,
     GOOGLE,
     MAX_CODEPOINTS,
@@ -48,7 +49,6 @@ from vlnkit.translation import (
     default_backend,
     estimate_cost_usd,
 )
-from vlnkit.translation_cache import CacheError, TranslationCache
 
 JOB = "paraphrase"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

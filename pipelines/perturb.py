@@ -5,7 +5,7 @@
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
         [--per_instruction=1] [--seed=0] [--spacy_model=en_core_web_sm]
 
-Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.compat.PERTURBATIONS`),
+Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.perturbations.compat.PERTURBATIONS`),
 `dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability), `manifest.json`
 and `_SUCCESS` into --output_dir.
 """
@@ -32,10 +32,16 @@ from transforms.perturb import STATS, Perturb, applicability
 from transforms.read import DedupeBy, ReadR2R
 from transforms.tally import tally
 from transforms.write import WriteParquetShards, WriteSummary
-from vlnkit import fileio
-from vlnkit.compat import ALL_METHODS, INSTRUCTION_METHODS, PERTURBATIONS, TRAJECTORY_METHODS, parse_methods
-from vlnkit.nlp import DEFAULT_MODEL, NLPError, load_pipeline
-from vlnkit.schemas import schema_version
+from vlnkit.io import fileio
+from vlnkit.io.schemas import schema_version
+from vlnkit.perturbations.compat import (
+    ALL_METHODS,
+    INSTRUCTION_METHODS,
+    PERTURBATIONS,
+    TRAJECTORY_METHODS,
+    parse_methods,
+)
+from vlnkit.perturbations.nlp import DEFAULT_MODEL, NLPError, load_pipeline
 
 JOB = "perturb"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

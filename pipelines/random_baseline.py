@@ -38,9 +38,9 @@ from transforms.scoring import (
 )
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit import fileio
-from vlnkit.metrics import SPL_REFERENCES, means
-from vlnkit.schemas import RANDOM_EPISODE_SCORES, schema_version
+from vlnkit.evaluation.metrics import SPL_REFERENCES, means
+from vlnkit.io import fileio
+from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
 
 JOB = "random_baseline"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

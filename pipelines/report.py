@@ -34,9 +34,9 @@ from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetter
 from transforms.graphs import worker_graph_store
 from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
 from transforms.write import write_json
-from vlnkit import fileio
-from vlnkit.report_html import FIGURES_DIR, assemble
-from vlnkit.report_stats import (
+from vlnkit.io import fileio
+from vlnkit.reports.html import FIGURES_DIR, assemble
+from vlnkit.reports.stats import (
     DATASET,
     DEFAULT_KEEP_BAND,
     PARAPHRASES,

@@ -41,9 +41,9 @@ from transforms.scoring import (
 )
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit import fileio
-from vlnkit.metrics import METRICS, SPL_REFERENCES, means
-from vlnkit.schemas import EPISODE_SCORES, schema_version
+from vlnkit.evaluation.metrics import METRICS, SPL_REFERENCES, means
+from vlnkit.io import fileio
+from vlnkit.io.schemas import EPISODE_SCORES, schema_version
 
 JOB = "score"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)

@@ -25,9 +25,9 @@ from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetter
 from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
 from transforms.tally import SumDicts
 from transforms.write import WriteParquetShards, write_json
-from vlnkit import fileio
-from vlnkit.probe_scoring import LEVEL, N_BOOT, format_float, skill_sort_key
-from vlnkit.schemas import versioned_schema
+from vlnkit.io import fileio
+from vlnkit.io.schemas import versioned_schema
+from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key
 
 JOB = "score_probes"
 MISSING_FILE = "missing_episodes.txt"

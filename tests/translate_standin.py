@@ -3,7 +3,7 @@
 It listens on 127.0.0.1 only (an ephemeral port), speaks the real wire protocol (the client
 library's own request/response messages), and:
 - enforces the API limits (1024 segments, 30k codepoints per request) with INVALID_ARGUMENT;
-- "translates" with the offline demo's rules (`vlnkit.translation.demo_translate`), so a run
+- "translates" with the offline demo's rules (`vlnkit.paraphrases.translation.demo_translate`), so a run
   against it must give exactly what the offline backend gives;
 - escapes HTML entities unless `mime_type="text/plain"`, as the real service does;
 - records every request, and fails on demand: the next n calls with a status code
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import grpc
 from google.cloud.translate_v3.types import translation_service as ts
 
-from vlnkit.translation import MAX_CODEPOINTS, MAX_SEGMENTS, demo_translate
+from vlnkit.paraphrases.translation import MAX_CODEPOINTS, MAX_SEGMENTS, demo_translate
 
 METHOD = "/google.cloud.translation.v3.TranslationService/TranslateText"
 

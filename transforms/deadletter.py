@@ -7,8 +7,8 @@ import json
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from vlnkit import fileio
-from vlnkit.r2r import RecordError
+from vlnkit.datasets.r2r import RecordError
+from vlnkit.io import fileio
 
 DEAD_LETTER = "dead_letter"
 DEAD_LETTER_FILE = "dead_letter-00000-of-00001.jsonl"

@@ -6,7 +6,7 @@ import threading
 
 import apache_beam as beam
 
-from vlnkit.graph import GraphStore
+from vlnkit.navigation.graph import GraphStore
 
 _STORES: dict[str, GraphStore] = {}
 _LOCK = threading.Lock()

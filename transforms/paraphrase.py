@@ -1,4 +1,4 @@
-"""Round-trip paraphrasing as Beam transforms (the rules live in `vlnkit.paraphrase` / `vlnkit.translation`).
+"""Round-trip paraphrasing as Beam transforms (the rules live in `vlnkit.paraphrases.bleu_filter` / `vlnkit.paraphrases.translation`).
 
 `RoundTripParaphrase`: R2R records -> one row per instruction x pivot (kept or not), dead letters
   for translations that failed, per-text paraphrases (for composing R4R) and run statistics.
@@ -18,9 +18,9 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.progress import Progress
-from vlnkit.paraphrase import BleuBounds, ComposeError, compose, judge, r4r_sources
-from vlnkit.translation import GoogleConfig, Job, Translator, make_translator
-from vlnkit.translation_cache import CachedTranslator, TranslationCache
+from vlnkit.paraphrases.bleu_filter import BleuBounds, ComposeError, compose, judge, r4r_sources
+from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
+from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_translator
 
 BY_TEXT = "by_text"
 STATS = "stats"

@@ -1,8 +1,8 @@
-"""Hard-negative perturbations as PTransforms (logic in `vlnkit.instruction_perturbations`,
-`vlnkit.trajectory_perturbations`, `vlnkit.compat`).
+"""Hard-negative perturbations as PTransforms (logic in `vlnkit.perturbations.instructions`,
+`vlnkit.perturbations.trajectories`, `vlnkit.perturbations.compat`).
 
 Instruction perturbations run on batches: each worker loads the spaCy pipeline once
-(`vlnkit.nlp.worker_pipeline`) and parses a whole batch with `nlp.pipe`; every requested method
+(`vlnkit.perturbations.nlp.worker_pipeline`) and parses a whole batch with `nlp.pipe`; every requested method
 reuses the parse. Trajectory perturbations read graphs through the worker's graph store. Every
 choice is seeded from (seed, method, instr_id, variant), so the output is the same on any runner.
 Besides rows, both emit {counter: n} dicts for the job summary: per method, the instructions it
@@ -17,10 +17,17 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from vlnkit import instruction_perturbations, trajectory_perturbations
-from vlnkit.compat import INSTRUCTION_METHODS, TRAJECTORY_METHODS, NotApplicable, perturbation_row, record_rng
-from vlnkit.graph import GraphError
-from vlnkit.nlp import worker_pipeline
+from vlnkit.navigation.graph import GraphError
+from vlnkit.perturbations import instructions as instruction_perturbations
+from vlnkit.perturbations import trajectories as trajectory_perturbations
+from vlnkit.perturbations.compat import (
+    INSTRUCTION_METHODS,
+    TRAJECTORY_METHODS,
+    NotApplicable,
+    perturbation_row,
+    record_rng,
+)
+from vlnkit.perturbations.nlp import worker_pipeline
 
 STATS = "stats"
 

@@ -1,6 +1,6 @@
 """Behavioral probes at scale: alignments -> probe episodes, and agent outputs -> per-skill scores.
 
-Thin wrappers over `vlnkit.alignments`, `vlnkit.probes` and `vlnkit.probe_scoring`.
+Thin wrappers over `vlnkit.datasets.alignments`, `vlnkit.probes.episodes` and `vlnkit.probes.scoring`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,19 @@ from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import ReadFiles
-from vlnkit import fileio
-from vlnkit.alignments import reader
-from vlnkit.graph import GraphError
-from vlnkit.probe_scoring import ScoreError, correct_mass, parse_agent_outputs, summarize_skills
-from vlnkit.probes import ProbeConfig, hop_matrix, load_objects, load_rooms, probe_episodes, truncation_candidates
-from vlnkit.r2r import RecordError
+from vlnkit.datasets.alignments import reader
+from vlnkit.datasets.r2r import RecordError
+from vlnkit.io import fileio
+from vlnkit.navigation.graph import GraphError
+from vlnkit.probes.episodes import (
+    ProbeConfig,
+    hop_matrix,
+    load_objects,
+    load_rooms,
+    probe_episodes,
+    truncation_candidates,
+)
+from vlnkit.probes.scoring import ScoreError, correct_mass, parse_agent_outputs, summarize_skills
 
 STATS = "stats"
 MISSING = "missing"
@@ -41,7 +48,7 @@ def worker_table(kind: str, path: str | None) -> dict:
 
 # ---------------------------------------------------------------------------- reading alignments
 class ReadAlignments(beam.PTransform):
-    """Alignment files of one format (see `vlnkit.alignments.READERS`) -> alignment records and dead letters."""
+    """Alignment files of one format (see `vlnkit.datasets.alignments.READERS`) -> alignment records and dead letters."""
 
     def __init__(self, files: list[str], fmt: str = "fgr2r"):
         super().__init__()

@@ -1,4 +1,4 @@
-"""The R4R join as a Beam keyed join (rule and record building live in `vlnkit.r4r`).
+"""The R4R join as a Beam keyed join (rule and record building live in `vlnkit.datasets.r4r`).
 
 Every path A is keyed by (scan, v) for each viewpoint v within the distance threshold of its
 end; every path B by (scan, b_first). CoGroupByKey brings together exactly the pairs that
@@ -14,8 +14,8 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from vlnkit.graph import GraphError
-from vlnkit.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, group_totals, passes_heading
+from vlnkit.datasets.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, group_totals, passes_heading
+from vlnkit.navigation.graph import GraphError
 
 FIRST, SECOND = "first", "second"
 SCANS = "scans"
@@ -113,13 +113,13 @@ class JoinR4R(beam.PTransform):
     """Validated R2R records -> joined R4R records, plus dead letters and join statistics.
 
     Returns a dict of PCollections:
-      `joined`: lists of record dicts (see `vlnkit.r4r.build_joined`), each with `_order`; one list per
+      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_joined`), each with `_order`; one list per
         meeting viewpoint, so writers handle batches and per-element overhead stays off the hot path
         (`beam.FlatMap(lambda batch: batch)` gives single records);
       `dead_letter`: records that could not be used, with reasons;
       `scan_rank`: (scan, first `_order` of the scan), for the published output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
-        filtered by heading, and the joined records' totals (see `vlnkit.r4r.group_totals`).
+        filtered by heading, and the joined records' totals (see `vlnkit.datasets.r4r.group_totals`).
     """
 
     def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig()):

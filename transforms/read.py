@@ -8,8 +8,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from vlnkit import fileio
-from vlnkit.r2r import RecordError, parse_r2r
+from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.io import fileio
 
 
 class _ParseFiles(beam.DoFn):

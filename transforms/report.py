@@ -1,6 +1,6 @@
 """Report aggregation on Beam: any amount of job output in, a few small tables and samples out.
 
-Thin wrappers around `vlnkit.report_stats`: datasets are read with the scoring job's
+Thin wrappers around `vlnkit.reports.stats`: datasets are read with the scoring job's
 `ReadDataset` and measured per batch on each scan's graph; Parquet outputs are read per file in
 column batches and reduced to one mergeable partial per batch. Only merged partials (fine
 histograms, counts) and the N sampled episodes ever reach the single step that draws.
@@ -18,8 +18,9 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.scoring import ReadDataset
-from vlnkit import fileio
-from vlnkit.report_stats import (
+from vlnkit.datasets.trajectories import episode_ids
+from vlnkit.io import fileio
+from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
     PERTURBATIONS,
@@ -31,7 +32,6 @@ from vlnkit.report_stats import (
     sample_key,
     scores_partial,
 )
-from vlnkit.trajectories import episode_ids
 
 BATCH_ROWS = 65536
 

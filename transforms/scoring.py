@@ -1,7 +1,7 @@
 """Scoring agent trajectories at scale: read predictions and references, match them, score per scan.
 
-Thin wrappers around the core: parsing is `vlnkit.trajectories`, metrics are `vlnkit.metrics`,
-walks are `vlnkit.random_baseline`. Scoring is batched per scan (one graph, one distance matrix,
+Thin wrappers around the core: parsing is `vlnkit.datasets.trajectories`, metrics are `vlnkit.evaluation.metrics`,
+walks are `vlnkit.evaluation.random_baseline`. Scoring is batched per scan (one graph, one distance matrix,
 thousands of pairs per numpy call); results leave as pyarrow Tables and summed totals, never as
 one Python dict per episode.
 """
@@ -21,9 +21,9 @@ from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import DedupeBy, ReadFiles, ReadR2R
 from transforms.write import SHARD_TEMPLATE
-from vlnkit import fileio
-from vlnkit.graph import GraphError
-from vlnkit.metrics import (
+from vlnkit.datasets.r2r import validate_record
+from vlnkit.datasets.trajectories import episode_ids, is_parquet, parse_predictions, parse_predictions_parquet
+from vlnkit.evaluation.metrics import (
     METRICS,
     SPL_REFERENCES,
     collapse_repeats_padded,
@@ -32,10 +32,10 @@ from vlnkit.metrics import (
     score_batch,
     totals,
 )
-from vlnkit.r2r import validate_record
-from vlnkit.random_baseline import allocate, draw, neighbour_table, walk
-from vlnkit.schemas import EPISODE_SCORES, RANDOM_EPISODE_SCORES
-from vlnkit.trajectories import episode_ids, is_parquet, parse_predictions, parse_predictions_parquet
+from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk
+from vlnkit.io import fileio
+from vlnkit.io.schemas import EPISODE_SCORES, RANDOM_EPISODE_SCORES
+from vlnkit.navigation.graph import GraphError
 
 MISSING = "missing"
 TOTALS = "totals"

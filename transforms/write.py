@@ -13,8 +13,8 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.tally import SumDicts
-from vlnkit import fileio
-from vlnkit.schemas import row
+from vlnkit.io import fileio
+from vlnkit.io.schemas import row
 
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 

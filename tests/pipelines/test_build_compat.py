@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines import build_compat
-from vlnkit.synthetic import write_environment
+from vlnkit.navigation.synthetic import write_environment
 
 
 def test_two_to_one_to_one_with_paraphrases(tmp_path):

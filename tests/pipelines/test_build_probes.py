@@ -11,7 +11,7 @@ import pytest
 
 from pipelines import build_probes
 from tests.conftest import ROOT
-from tests.vlnkit.test_alignments import write_fgr2r
+from tests.vlnkit.datasets.test_alignments import write_fgr2r
 
 
 def run(tmp_path, *flags):

@@ -7,9 +7,9 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.r4r_baseline import generate
 from pipelines import build_r4r
 from tests.conftest import ROOT
+from tests.oracles.r4r_generator import generate
 
 # Counts the published rule gives on ../shared/data (its README).
 PUBLISHED_COUNTS = {"train": (25_921, 233_532), "val_seen": (115, 1_035), "val_unseen": (5_026, 45_234)}
@@ -142,7 +142,7 @@ def test_config_profile_and_heading_threshold(tmp_path, shared_data):
 
 
 def test_missing_graphs_and_bad_records_go_to_dead_letters(tmp_path):
-    from vlnkit.synthetic import write_environment
+    from vlnkit.navigation.synthetic import write_environment
 
     r2r_path, conn_dir = write_environment(str(tmp_path / "env"), scans=2, paths_per_scan=6, seed=5)
     records = json.loads(open(r2r_path).read())
@@ -182,7 +182,7 @@ def test_empty_connectivity_dir_is_structural(tmp_path, capsys):
 
 
 def test_empty_input_file_gives_an_empty_complete_run(tmp_path):
-    from vlnkit.synthetic import write_environment
+    from vlnkit.navigation.synthetic import write_environment
 
     _, conn_dir = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=1)
     (tmp_path / "in.json").write_text("[]")

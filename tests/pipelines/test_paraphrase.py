@@ -12,8 +12,8 @@ import pytest
 from pipelines import paraphrase
 from tests.conftest import ROOT
 from tests.translate_standin import TranslateStandin, sample_r4r_records, sample_records
-from vlnkit.paraphrase import DEFAULT_LANGUAGES, judge
-from vlnkit.translation import demo_round_trip
+from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES, judge
+from vlnkit.paraphrases.translation import demo_round_trip
 
 
 @pytest.fixture

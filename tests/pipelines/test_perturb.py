@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import perturb
-from vlnkit.graph import GraphStore
-from vlnkit.synthetic import write_environment
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.navigation.synthetic import write_environment
 
 NO_PARSER = "--methods=direction_swap,random_walk,path_reversal,viewpoint_swap"
 

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from pipelines import build_r4r, paraphrase, perturb, report, score
-from vlnkit import plots
+from vlnkit.reports import plots
 
 pytestmark = pytest.mark.real_data
 

@@ -11,11 +11,11 @@ import pytest
 
 from pipelines import score
 from tests.conftest import ROOT
-from vlnkit.graph import GraphStore
-from vlnkit.metrics import METRICS, score_batch
-from vlnkit.r2r import RecordError
-from vlnkit.synthetic import write_environment
-from vlnkit.trajectories import parse_predictions
+from vlnkit.datasets.r2r import RecordError
+from vlnkit.datasets.trajectories import parse_predictions
+from vlnkit.evaluation.metrics import METRICS, score_batch
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.navigation.synthetic import write_environment
 
 
 @pytest.fixture(scope="module")

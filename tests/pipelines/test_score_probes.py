@@ -9,7 +9,7 @@ import pytest
 
 from pipelines import build_probes, score_probes
 from tests.conftest import ROOT
-from tests.vlnkit.test_alignments import write_fgr2r
+from tests.vlnkit.datasets.test_alignments import write_fgr2r
 
 
 @pytest.fixture(scope="module")

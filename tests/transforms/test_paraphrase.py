@@ -15,8 +15,8 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import BY_TEXT, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
 from transforms.read import ReadR2R
 from transforms.tally import SumDicts
-from vlnkit.paraphrase import BleuBounds, compose, judge
-from vlnkit.translation import GOOGLE, OFFLINE_DEMO, GoogleConfig, RetryPolicy, demo_round_trip
+from vlnkit.paraphrases.bleu_filter import BleuBounds, compose, judge
+from vlnkit.paraphrases.translation import GOOGLE, OFFLINE_DEMO, GoogleConfig, RetryPolicy, demo_round_trip
 
 LANGS = ("de", "fr", "zh")
 

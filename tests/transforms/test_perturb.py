@@ -10,10 +10,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.perturb import Perturb, instruction_items
 from transforms.read import ReadR2R
-from vlnkit import instruction_perturbations, trajectory_perturbations
-from vlnkit.compat import NotApplicable, perturbation_row, record_rng
-from vlnkit.graph import GraphStore
-from vlnkit.synthetic import write_environment
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.navigation.synthetic import write_environment
+from vlnkit.perturbations import instructions as instruction_perturbations
+from vlnkit.perturbations import trajectories as trajectory_perturbations
+from vlnkit.perturbations.compat import NotApplicable, perturbation_row, record_rng
 
 METHODS = ("direction_swap", "random_walk", "path_reversal", "viewpoint_swap")
 

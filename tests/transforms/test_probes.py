@@ -4,7 +4,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from tests.vlnkit.test_alignments import write_fgr2r
+from tests.vlnkit.datasets.test_alignments import write_fgr2r
 from transforms.deadletter import DEAD_LETTER
 from transforms.probes import (
     MISSING,
@@ -16,10 +16,10 @@ from transforms.probes import (
     SummarizeSkills,
 )
 from transforms.tally import SumDicts
-from vlnkit.alignments import parse_fgr2r
-from vlnkit.graph import GraphStore
-from vlnkit.probe_scoring import correct_mass, summarize_skills
-from vlnkit.probes import ProbeConfig, hop_matrix, probe_episodes, truncation_candidates
+from vlnkit.datasets.alignments import parse_fgr2r
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.probes.episodes import ProbeConfig, hop_matrix, probe_episodes, truncation_candidates
+from vlnkit.probes.scoring import correct_mass, summarize_skills
 
 
 def core_episodes(fgr2r_path, conn_dir, config, rooms=None):

@@ -7,10 +7,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
-from vlnkit.graph import GraphStore
-from vlnkit.r2r import public
-from vlnkit.r4r import JoinConfig, join_paths
-from vlnkit.synthetic import write_environment
+from vlnkit.datasets.r2r import public
+from vlnkit.datasets.r4r import JoinConfig, join_paths
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.navigation.synthetic import write_environment
 
 
 def expected_joins(r2r_path, conn_dir, config):

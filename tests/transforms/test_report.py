@@ -10,9 +10,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
-from vlnkit.graph import GraphStore
-from vlnkit.r2r import parse_r2r
-from vlnkit.report_stats import (
+from vlnkit.datasets.r2r import parse_r2r
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
     PERTURBATIONS,

@@ -24,10 +24,10 @@ from transforms.scoring import (
     allocation,
     reference_episodes,
 )
-from vlnkit.graph import GraphStore
-from vlnkit.metrics import METRICS, SUM_SCALE, score_batch
-from vlnkit.random_baseline import draw, neighbour_table, walk
-from vlnkit.synthetic import write_environment
+from vlnkit.evaluation.metrics import METRICS, SUM_SCALE, score_batch
+from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
+from vlnkit.navigation.graph import GraphStore
+from vlnkit.navigation.synthetic import write_environment
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_read_match_and_score_match_the_core(env, tmp_path):
     for p in good:
         r = by_id[p["instr_id"]]
         g = store.get(r["scan"])
-        from vlnkit.trajectories import flatten_trajectory
+        from vlnkit.datasets.trajectories import flatten_trajectory
 
         q = g.indices(flatten_trajectory(p["trajectory"])[0])
         s = score_batch(g.distances, [g.indices(r["path"])], [q], 2.0)

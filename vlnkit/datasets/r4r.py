@@ -1,0 +1,194 @@
+"""R4R: joining pairs of R2R paths into longer paths (DESIGN.md, "R4R").
+
+Path A joins path B (same scan) when d(a_last, b_first) <= distance_threshold and, when a
+heading threshold is given, A's final direction of travel and B's starting heading differ by
+at most heading_threshold. The join is keyed: A is keyed by every viewpoint within the
+threshold of its end, B by its start, so the work grows with the output, not with the
+square of the input. `join_paths` runs that join in memory; the Beam transform
+(`transforms.r4r.JoinR4R`) runs the same functions as a distributed keyed join.
+
+Heading conventions
+-------------------
+`simulator` (default): headings are radians clockwise from +y (atan2(dx, dy)), as in the
+Matterport3D simulator and in R2R's `heading` field; the difference is wrapped to [0, pi].
+`published_generator`: the published R4R generator's check, abs(b_heading - atan2(dy, dx) mod 2pi),
+which measures A's direction counter-clockwise from +x and does not wrap around, so it
+compares angles in different conventions and treats 359 deg vs 1 deg as far apart. Use it
+only to reproduce files made by that generator with a heading threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from vlnkit.io.exactsum import exact_mean, exact_sum
+from vlnkit.navigation.graph import NavGraph, angle_difference, simulator_heading
+
+HEADING_CONVENTIONS = ("simulator", "published_generator")
+
+# path_id of a joined path = first_path_id * PAIR_ID_BASE + second_path_id: stable on any
+# runner, and both source ids can be read back from it.
+PAIR_ID_BASE = 1_000_000
+
+
+class JoinError(ValueError):
+    """A pair that passed the rule cannot be joined (for example, unreachable viewpoints)."""
+
+
+@dataclass(frozen=True)
+class JoinConfig:
+    distance_threshold: float = 3.0
+    heading_threshold: float | None = None
+    heading_convention: str = "simulator"
+
+    def __post_init__(self) -> None:
+        if not (self.distance_threshold >= 0 and math.isfinite(self.distance_threshold)):
+            raise ValueError(f"distance_threshold must be a finite number >= 0, got {self.distance_threshold}")
+        if self.heading_threshold is not None and not self.heading_threshold >= 0:
+            raise ValueError(f"heading_threshold must be >= 0 radians, got {self.heading_threshold}")
+        if self.heading_convention not in HEADING_CONVENTIONS:
+            raise ValueError(
+                f"heading_convention must be one of {HEADING_CONVENTIONS}, got {self.heading_convention!r}"
+            )
+
+
+def pair_path_id(first_path_id: int, second_path_id: int) -> int:
+    for pid in (first_path_id, second_path_id):
+        if not 0 <= pid < PAIR_ID_BASE:
+            raise JoinError(f"path_id {pid} is outside [0, {PAIR_ID_BASE}); cannot form a stable joined path_id")
+    return first_path_id * PAIR_ID_BASE + second_path_id
+
+
+def final_heading(graph: NavGraph, record: dict) -> float:
+    """A's direction of travel on its last edge (simulator convention); its own heading if it has one viewpoint."""
+    path = record["path"]
+    if len(path) < 2:
+        return float(record["heading"])
+    return graph.heading_of_step(path[-2], path[-1])
+
+
+def heading_difference(graph: NavGraph, first: dict, second: dict, convention: str = "simulator") -> float:
+    """How far B's starting heading is from A's final direction of travel, in radians."""
+    if convention == "published_generator":
+        path = first["path"]
+        if len(path) < 2:
+            return abs(second["heading"] - first["heading"])
+        d = graph.positions[graph.idx(path[-1])] - graph.positions[graph.idx(path[-2])]
+        return abs(second["heading"] - math.atan2(d[1], d[0]) % (2 * math.pi))
+    return angle_difference(final_heading(graph, first), second["heading"])
+
+
+def end_keys(graph: NavGraph, record: dict, distance_threshold: float) -> list[str]:
+    """Viewpoints within the threshold of the path's end: the keys under which it meets second paths."""
+    return graph.within(record["path"][-1], distance_threshold)
+
+
+def passes_heading(graph: NavGraph, first: dict, second: dict, config: JoinConfig) -> bool:
+    if config.heading_threshold is None:
+        return True
+    return heading_difference(graph, first, second, config.heading_convention) <= config.heading_threshold
+
+
+def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
+    """The joined record exactly as the published generator builds it, plus the join distance."""
+    a_last, b_first = first["path"][-1], second["path"][0]
+    gap = graph.distance(a_last, b_first)
+    if not math.isfinite(gap):
+        raise JoinError(f"scan {graph.scan!r}: {b_first!r} is unreachable from {a_last!r}")
+    connector = graph.shortest_path(a_last, b_first)
+    start, goal = first["path"][0], second["path"][-1]
+    sp_distance = graph.distance(start, goal)
+    if not math.isfinite(sp_distance):
+        raise JoinError(f"scan {graph.scan!r}: goal {goal!r} is unreachable from start {start!r}")
+    return {
+        "path_id": pair_path_id(first["path_id"], second["path_id"]),
+        "scan": graph.scan,
+        "path": first["path"][:-1] + connector + second["path"][1:],
+        "distance": first["distance"] + gap + second["distance"],
+        "heading": first["heading"],
+        "instructions": [x + y for x in first["instructions"] for y in second["instructions"]],
+        "first_path_id": first["path_id"],
+        "second_path_id": second["path_id"],
+        "shortest_path": graph.shortest_path(start, goal),
+        "shortest_path_distance": sp_distance,
+        "join_distance": gap,
+    }
+
+
+def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> tuple[list[dict], dict]:
+    """Join every qualifying pair of one scan's records in memory. Returns (joined, counts)."""
+    by_start: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        by_start[rec["path"][0]].append(rec)
+    joined, passed_distance, filtered_heading = [], 0, 0
+    for first in records:
+        for key in end_keys(graph, first, config.distance_threshold):
+            for second in by_start.get(key, ()):
+                passed_distance += 1
+                if not passes_heading(graph, first, second, config):
+                    filtered_heading += 1
+                    continue
+                joined.append(build_joined(graph, first, second))
+    counts = {
+        "pairs_considered": len(records) ** 2,
+        "filtered_distance": len(records) ** 2 - passed_distance,
+        "filtered_heading": filtered_heading,
+        "joined": len(joined),
+    }
+    return joined, counts
+
+
+def group_totals(records: list[dict]) -> dict:
+    """Joined records' contribution to the dataset statistics (sums, distances exact; see `summarize`)."""
+    return {
+        "paths": len(records),
+        "instructions": sum(len(r["instructions"]) for r in records),
+        "distance": exact_sum([r["distance"] for r in records]),
+        "shortest_path_distance": exact_sum([r["shortest_path_distance"] for r in records]),
+        "steps": sum(len(r["path"]) for r in records),
+        "shortest_path_steps": sum(len(r["shortest_path"]) for r in records),
+    }
+
+
+def add_totals(into: dict, other: dict) -> dict:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+    return into
+
+
+def summarize(totals: dict) -> dict:
+    """Counts and means of a join from summed `group_totals` (means are None when nothing joined)."""
+    n = totals.get("paths", 0)
+
+    def mean(key: str) -> float | None:
+        return totals.get(key, 0) / n if n else None
+
+    return {
+        "paths": int(n),
+        "instructions": int(totals.get("instructions", 0)),
+        "mean_distance": exact_mean(totals.get("distance", 0), n),
+        "mean_shortest_path_distance": exact_mean(totals.get("shortest_path_distance", 0), n),
+        "mean_steps": mean("steps"),
+        "mean_shortest_path_steps": mean("shortest_path_steps"),
+    }
+
+
+__all__ = [
+    "HEADING_CONVENTIONS",
+    "PAIR_ID_BASE",
+    "JoinConfig",
+    "JoinError",
+    "add_totals",
+    "build_joined",
+    "end_keys",
+    "final_heading",
+    "group_totals",
+    "heading_difference",
+    "join_paths",
+    "pair_path_id",
+    "summarize",
+    "passes_heading",
+    "simulator_heading",
+]

@@ -1,0 +1,488 @@
+"""Behavioral probes: skill-specific intervention episodes built from truncated trajectories.
+
+A *candidate* is an instruction cut at a sub-instruction boundary (every boundary but the last,
+which usually says to stop): the trajectory up to the boundary viewpoint and the text before it.
+A *probe* appends one short skill instruction to a candidate ("Turn left and walk forward.") and
+names the subset of next actions (neighbour viewpoints or STOP) that obeys it. Each probe is a
+pair of episodes sharing `pair_id`: the `intervention` (text appended) and its `control`
+(for stop: the next sub-instruction appended instead; for the others: nothing appended), so a
+scorer can measure how much the appended text moves the agent.
+
+Geometry follows DESIGN.md: headings in radians clockwise from +y (atan2(dx, dy)); a neighbour's
+relative heading is its step heading minus the arrival heading, in degrees wrapped to (-180, 180],
+positive to the right.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
+
+from vlnkit.io import fileio
+from vlnkit.navigation.graph import NavGraph, simulator_heading
+
+STOP = "STOP"
+PROBES = ("stop", "direction", "room", "object")
+REGIONS = ("forward", "right", "left", "back-right", "back-left", "backward")
+INTERVENTION, CONTROL = "intervention", "control"
+
+DEFAULT_TEMPLATES: dict = {
+    "stop": ["This is your destination.", "Stop here.", "You have arrived, stop here.", "Wait here."],
+    "direction": {
+        "forward": ["Walk forward.", "Go straight ahead.", "Continue straight."],
+        "right": ["Turn right and walk forward.", "Go to your right.", "Take a right."],
+        "left": ["Turn left and walk forward.", "Go to your left.", "Take a left."],
+        "back-right": ["Turn around to your right and walk forward.", "Make a sharp right turn and walk."],
+        "back-left": ["Turn around to your left and walk forward.", "Make a sharp left turn and walk."],
+        "backward": ["Turn around and walk forward.", "Turn back and walk.", "Go back behind you."],
+    },
+    "room": ["Walk towards the {room}.", "Go to the {room}.", "Head into the {room}."],
+    "object": ["Walk towards the {object}.", "Go to the {object}.", "Head towards the {object}."],
+}
+
+
+class ProbeInputError(ValueError):
+    """A user-supplied table or template file is malformed (the message names file, line and reason)."""
+
+
+# ---------------------------------------------------------------------------- geometry
+def wrap_degrees(x):
+    """Angles in degrees wrapped to (-180, 180] (scalar or array)."""
+    return 180.0 - np.mod(180.0 - np.asarray(x, dtype=np.float64), 360.0)
+
+
+def regions_of(rel_degrees) -> np.ndarray:
+    """Region name of each relative heading (degrees in (-180, 180], positive to the right)."""
+    rel = np.asarray(rel_degrees, dtype=np.float64)
+    a = np.abs(rel)
+    conditions = [
+        a <= 15,
+        (rel > 15) & (rel <= 90),
+        (rel < -15) & (rel >= -90),
+        (rel > 90) & (rel <= 165),
+        (rel < -90) & (rel >= -165),
+    ]
+    return np.select(conditions, list(REGIONS[:5]), default=REGIONS[5])
+
+
+def collapse_repeats(path: list[str]) -> list[str]:
+    return [v for k, v in enumerate(path) if k == 0 or v != path[k - 1]]
+
+
+def arrival_heading(graph: NavGraph, path: list[str], start_heading: float) -> float:
+    """Heading of travel on arrival at the path's last viewpoint (radians, simulator convention).
+
+    The direction of the last step that moves horizontally (in-place repeats are skipped);
+    `start_heading` (the record's `heading`) when the path never moves.
+    """
+    idx = graph.indices(collapse_repeats(path))
+    if len(idx) >= 2:
+        steps = np.diff(graph.positions[idx, :2], axis=0)
+        moving = np.flatnonzero(np.hypot(steps[:, 0], steps[:, 1]) > 1e-9)
+        if len(moving):
+            dx, dy = steps[moving[-1]]
+            return simulator_heading(float(dx), float(dy))
+    return float(start_heading) % (2 * math.pi)
+
+
+def neighbour_geometry(graph: NavGraph, viewpoint: str, heading: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(neighbour indices, relative headings in degrees, region names) around `viewpoint` facing `heading`."""
+    i = graph.idx(viewpoint)
+    nb = graph.neighbours[i]
+    d = graph.positions[nb, :2] - graph.positions[i, :2]
+    step = np.arctan2(d[:, 0], d[:, 1])
+    rel = wrap_degrees(np.degrees(step - heading))
+    return nb, rel, regions_of(rel)
+
+
+# ---------------------------------------------------------------------------- candidates
+def truncation_candidates(alignment: dict) -> list[dict]:
+    """One candidate per sub-instruction boundary except the last (see the module docstring)."""
+    segments, text, path = alignment["segments"], alignment["instruction"], alignment["path"]
+    out = []
+    for k in range(len(segments) - 1):
+        seg, nxt = segments[k], segments[k + 1]
+        out.append(
+            {
+                "candidate_id": f"{alignment['instr_id']}:{k}",
+                "segment": k,
+                "num_segments": len(segments),
+                "source": alignment["source"],
+                "instr_id": alignment["instr_id"],
+                "path_id": alignment["path_id"],
+                "scan": alignment["scan"],
+                "path": path[: seg["last"] + 1],
+                "heading": alignment["heading"],
+                "prefix": text[: seg["end"]].strip(),
+                "prefix_next": text[: nxt["end"]].strip(),
+            }
+        )
+    return out
+
+
+def append_sentence(prefix: str, sentence: str) -> str:
+    """`prefix` closed as a sentence, then `sentence` ("walk to the lobby" + "Stop here." -> "walk to the lobby. Stop here.")."""
+    prefix = prefix.rstrip().rstrip(",;:-").rstrip()
+    if not prefix:
+        return sentence
+    if prefix[-1] not in ".!?":
+        prefix += "."
+    return f"{prefix} {sentence}"
+
+
+# ---------------------------------------------------------------------------- filters
+def direction_targets(regions: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """(region, mask of neighbours in it) for each region with >= 1 neighbour in it and >= 2 outside it."""
+    out = []
+    for region in REGIONS:
+        mask = regions == region
+        inside = int(mask.sum())
+        if inside >= 1 and len(mask) - inside >= 2:
+            out.append((region, mask))
+    return out
+
+
+def hop_matrix(graph: NavGraph) -> np.ndarray:
+    """(n, n) numbers of edges on the fewest-edges path (inf where unreachable)."""
+    return _csgraph_shortest_path(graph.adjacency, method="D", directed=False, unweighted=True)
+
+
+def room_targets(
+    graph: NavGraph, i: int, rooms: dict[str, str], hops: np.ndarray, max_hops: int = 1
+) -> list[tuple[str, int, np.ndarray]]:
+    """(room type, hops, correct neighbour indices) for each room type other than the current one.
+
+    A room type T at hop distance h (the fewest edges from here to a viewpoint labelled T) with
+    1 <= h <= max_hops gives a probe whose correct actions are the neighbours from which T is
+    h - 1 edges away. Unlabelled viewpoints are ignored; an unlabelled current viewpoint has none.
+    """
+    here = rooms.get(graph.viewpoints[i])
+    if here is None:
+        return []
+    nb = graph.neighbours[i]
+    if len(nb) == 0:
+        return []
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for v, room in rooms.items():
+        k = graph.index.get(v)
+        if k is not None and room != here:
+            by_type[room].append(k)
+    out = []
+    for room in sorted(by_type):
+        members = np.asarray(by_type[room])
+        to_room = hops[:, members].min(axis=1)  # hop distance of every node to the room type
+        h = to_room[i]
+        if not (1 <= h <= max_hops):
+            continue
+        correct = nb[to_room[nb] == h - 1]
+        if len(correct):
+            out.append((room, int(h), correct))
+    return out
+
+
+def object_targets(
+    graph: NavGraph,
+    i: int,
+    objects: list[tuple[str, float, float]],
+    max_distance: float = 3.0,
+    max_angle_deg: float = 15.0,
+) -> list[tuple[str, np.ndarray]]:
+    """(object name, correct neighbour indices) for objects within `max_distance` metres of the viewpoint
+    that have a neighbour within `max_angle_deg` of their heading; the viewpoint needs >= 2 neighbours.
+
+    Objects of the same name are one target; its correct set is the union over its near instances.
+    """
+    nb = graph.neighbours[i]
+    if len(nb) < 2 or not objects:
+        return []
+    d = graph.positions[nb, :2] - graph.positions[i, :2]
+    step = np.arctan2(d[:, 0], d[:, 1])
+    near: dict[str, np.ndarray] = {}
+    for name, heading, distance in objects:
+        if distance > max_distance:
+            continue
+        ok = np.abs(wrap_degrees(np.degrees(step - heading))) <= max_angle_deg
+        if ok.any():
+            near[name] = near.get(name, np.zeros(len(nb), dtype=bool)) | ok
+    return [(name, nb[near[name]]) for name in sorted(near)]
+
+
+# ---------------------------------------------------------------------------- templates
+def choose(phrasings: list[str], seed: int, key: str) -> str:
+    """A phrasing picked by (seed, key) alone: the same on every runner and rerun."""
+    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
+    return phrasings[int.from_bytes(digest, "big") % len(phrasings)]
+
+
+def load_templates(path: str | None) -> dict:
+    """DEFAULT_TEMPLATES, with the entries of a YAML/JSON file (same layout) replacing the defaults."""
+    templates = json.loads(json.dumps(DEFAULT_TEMPLATES))
+    if not path:
+        return templates
+    import yaml
+
+    try:
+        data = yaml.safe_load(fileio.read_bytes(path)) or {}
+    except Exception as exc:
+        raise ProbeInputError(f"{path}: cannot read templates ({exc})") from exc
+    if not isinstance(data, dict) or set(data) - set(PROBES):
+        raise ProbeInputError(f"{path}: expected a mapping with keys among {PROBES}")
+
+    def phrasings(value, where, placeholder=None):
+        if not isinstance(value, list) or not value or not all(isinstance(s, str) and s.strip() for s in value):
+            raise ProbeInputError(f"{path}: {where} must be a non-empty list of phrasings")
+        if placeholder and not all(placeholder in s for s in value):
+            raise ProbeInputError(f"{path}: every {where} phrasing must contain {placeholder}")
+        return value
+
+    for probe, value in data.items():
+        if probe == "direction":
+            if not isinstance(value, dict) or set(value) - set(REGIONS):
+                raise ProbeInputError(f"{path}: 'direction' must map regions among {REGIONS} to phrasings")
+            for region, v in value.items():
+                templates["direction"][region] = phrasings(v, f"direction.{region}")
+        else:
+            templates[probe] = phrasings(value, probe, {"room": "{room}", "object": "{object}"}.get(probe))
+    return templates
+
+
+# ---------------------------------------------------------------------------- user tables
+def _table_rows(path: str, columns: tuple[str, ...]):
+    """(line number, row dict) from a CSV/TSV file with a header, or JSON Lines."""
+    try:
+        text = fileio.read_bytes(path).decode("utf-8")
+    except Exception as exc:
+        raise ProbeInputError(f"{path}: cannot read ({exc})") from exc
+    first = text.lstrip()[:1]
+    if first == "{":
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise ProbeInputError(f"{path} line {n}: invalid JSON ({exc})") from exc
+                yield n, row
+        return
+    dialect = "excel-tab" if "\t" in text.split("\n", 1)[0] else "excel"
+    reader = csv.DictReader(io.StringIO(text), dialect=dialect)
+    missing = set(columns) - set(reader.fieldnames or [])
+    if missing:
+        raise ProbeInputError(f"{path}: header lacks column(s) {sorted(missing)}; expected {list(columns)}")
+    for n, row in enumerate(reader, start=2):
+        yield n, row
+
+
+def _field(path, n, row, name, kind=str):
+    if not isinstance(row, dict) or name not in row or row[name] in (None, ""):
+        raise ProbeInputError(f"{path} line {n}: missing {name!r}")
+    try:
+        value = kind(row[name])
+    except (TypeError, ValueError):
+        raise ProbeInputError(f"{path} line {n}: {name!r} must be a {kind.__name__}, got {row[name]!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise ProbeInputError(f"{path} line {n}: {name!r} must be finite")
+    return value
+
+
+ROOM_COLUMNS = ("scan", "viewpoint", "room")
+OBJECT_COLUMNS = ("scan", "viewpoint", "object", "heading", "distance")
+
+
+def load_rooms(path: str) -> dict[str, dict[str, str]]:
+    """Room labels: {scan: {viewpoint: room type}} from a table with columns scan, viewpoint, room."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for n, row in _table_rows(path, ROOM_COLUMNS):
+        scan, vp = _field(path, n, row, "scan"), _field(path, n, row, "viewpoint")
+        room = _field(path, n, row, "room").strip()
+        if out[scan].setdefault(vp, room) != room:
+            raise ProbeInputError(
+                f"{path} line {n}: viewpoint {vp!r} of scan {scan!r} already labelled {out[scan][vp]!r}"
+            )
+    return dict(out)
+
+
+def load_objects(path: str) -> dict[str, dict[str, list[tuple[str, float, float]]]]:
+    """Visible objects: {scan: {viewpoint: [(name, heading rad, distance m)]}} from a table with columns
+    scan, viewpoint, object, heading (radians, simulator convention), distance (metres)."""
+    out: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for n, row in _table_rows(path, OBJECT_COLUMNS):
+        scan, vp = _field(path, n, row, "scan"), _field(path, n, row, "viewpoint")
+        name = _field(path, n, row, "object").strip()
+        heading, distance = _field(path, n, row, "heading", float), _field(path, n, row, "distance", float)
+        if distance < 0:
+            raise ProbeInputError(f"{path} line {n}: 'distance' must be >= 0")
+        out[scan][vp].append((name, heading, distance))
+    return {s: dict(v) for s, v in out.items()}
+
+
+# ---------------------------------------------------------------------------- episodes
+@dataclass
+class ProbeConfig:
+    probes: tuple[str, ...] = PROBES
+    seed: int = 0
+    templates: dict = field(default_factory=lambda: load_templates(None))
+    room_max_hops: int = 1
+    object_max_distance: float = 3.0
+    object_max_angle: float = 15.0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.probes) - set(PROBES)
+        if unknown or not self.probes:
+            raise ValueError(f"probes must be a non-empty subset of {PROBES}, got {list(self.probes)}")
+        if self.room_max_hops < 1:
+            raise ValueError(f"room_max_hops must be >= 1, got {self.room_max_hops}")
+
+
+def skill_of(probe: str, target: str) -> str:
+    """The scorer's skill key: `stop`, `direction:<region>`, `room`, `object`."""
+    return f"direction:{target}" if probe == "direction" else probe
+
+
+def probe_episodes(
+    candidate: dict,
+    graph: NavGraph,
+    config: ProbeConfig,
+    rooms: dict[str, str] | None = None,
+    objects: dict[str, list] | None = None,
+    hops: np.ndarray | None = None,
+) -> list[dict]:
+    """Every probe pair (intervention and control episodes) for one truncation candidate.
+
+    `rooms` / `objects` are this scan's tables (room and object probes run only when given);
+    `hops` is `hop_matrix(graph)`, computed by the caller once per scan.
+    """
+    path = candidate["path"]
+    arrival = arrival_heading(graph, path, candidate["heading"])
+    here = graph.idx(path[-1])
+    nb, rel, regions = neighbour_geometry(graph, path[-1], arrival)
+    names = [graph.viewpoints[k] for k in nb]
+    candidates = names + [STOP]
+    position = {k: n for n, k in enumerate(nb.tolist())}
+    base = {
+        "source": candidate["source"],
+        "candidate_id": candidate["candidate_id"],
+        "segment": candidate["segment"],
+        "num_segments": candidate["num_segments"],
+        "instr_id": candidate["instr_id"],
+        "path_id": candidate["path_id"],
+        "scan": candidate["scan"],
+        "path": list(path),
+        "heading": float(candidate["heading"]),
+        "arrival_heading": float(arrival),
+        "candidates": candidates,
+        "neighbour_rel_heading": [float(x) for x in rel],
+    }
+    cid, seed, templates = candidate["candidate_id"], config.seed, config.templates
+    out: list[dict] = []
+
+    def pair(probe, target, hops_, correct, appended, control_text, control_appended):
+        pair_id = f"{cid}:{probe}:{target}" + (f":{hops_}hop" if probe == "room" else "")
+        correct_ids = [candidates[position[k]] for k in correct] if probe != "stop" else [STOP]
+        for variant, text, app in (
+            (INTERVENTION, append_sentence(candidate["prefix"], appended), appended),
+            (CONTROL, control_text, control_appended),
+        ):
+            out.append(
+                {
+                    **base,
+                    "episode_id": f"{pair_id}:{variant}",
+                    "pair_id": pair_id,
+                    "variant": variant,
+                    "probe": probe,
+                    "target": target,
+                    "skill": skill_of(probe, target),
+                    "hops": hops_,
+                    "instruction": text,
+                    "appended": app,
+                    "correct": sorted(correct_ids, key=candidates.index),
+                }
+            )
+
+    prefix = candidate["prefix"]
+    if "stop" in config.probes:
+        sentence = choose(templates["stop"], seed, f"{cid}:stop")
+        nxt = candidate["prefix_next"][len(prefix) :].strip() if candidate["prefix_next"].startswith(prefix) else ""
+        pair("stop", "stop", None, None, sentence, candidate["prefix_next"], nxt)
+    if "direction" in config.probes:
+        for region, mask in direction_targets(regions):
+            sentence = choose(templates["direction"][region], seed, f"{cid}:direction:{region}")
+            pair("direction", region, None, nb[mask], sentence, prefix, "")
+    if "room" in config.probes and rooms:
+        if hops is None:
+            hops = hop_matrix(graph)
+        for room, h, correct in room_targets(graph, here, rooms, hops, config.room_max_hops):
+            sentence = choose(templates["room"], seed, f"{cid}:room:{room}:{h}").format(room=room)
+            pair("room", room, h, correct, sentence, prefix, "")
+    if "object" in config.probes and objects:
+        seen = objects.get(path[-1], [])
+        for name, correct in object_targets(graph, here, seen, config.object_max_distance, config.object_max_angle):
+            sentence = choose(templates["object"], seed, f"{cid}:object:{name}").format(object=name)
+            pair("object", name, None, correct, sentence, prefix, "")
+    return out
+
+
+def agent_episode(episode: dict) -> dict:
+    """What agent code reads: an R2R-like record whose `instr_id` is the episode id.
+
+    The agent is walked along `path` from `path[0]` facing `heading` and asked for its
+    next-action distribution at `path[-1]` over `candidates`.
+    """
+    return {
+        "instr_id": episode["episode_id"],
+        "episode_id": episode["episode_id"],
+        "path_id": episode["path_id"],
+        "scan": episode["scan"],
+        "path": episode["path"],
+        "heading": episode["heading"],
+        "instruction": episode["instruction"],
+        "instructions": [episode["instruction"]],
+        "candidates": episode["candidates"],
+    }
+
+
+def _schema():
+    import pyarrow as pa
+
+    from vlnkit.io.schemas import versioned_schema
+
+    s, f64, i64 = pa.string(), pa.float64(), pa.int64()
+    return versioned_schema(
+        "probe_episodes",
+        1,
+        [
+            pa.field("episode_id", s, nullable=False),
+            pa.field("pair_id", s, nullable=False),
+            pa.field("variant", s, nullable=False),
+            pa.field("probe", s, nullable=False),
+            pa.field("target", s, nullable=False),
+            pa.field("skill", s, nullable=False),
+            pa.field("hops", i64),
+            pa.field("scan", s, nullable=False),
+            pa.field("path", pa.list_(s), nullable=False),
+            pa.field("heading", f64, nullable=False),
+            pa.field("arrival_heading", f64, nullable=False),
+            pa.field("instruction", s, nullable=False),
+            pa.field("appended", s, nullable=False),
+            pa.field("candidates", pa.list_(s), nullable=False),
+            pa.field("correct", pa.list_(s), nullable=False),
+            pa.field("neighbour_rel_heading", pa.list_(f64), nullable=False),
+            pa.field("source", s, nullable=False),
+            pa.field("instr_id", s, nullable=False),
+            pa.field("path_id", i64, nullable=False),
+            pa.field("candidate_id", s, nullable=False),
+            pa.field("segment", i64, nullable=False),
+            pa.field("num_segments", i64, nullable=False),
+        ],
+    )
+
+
+# Parquet layout of `probes-SSSSS-of-NNNNN.parquet` (one row per episode; see `probe_episodes`).
+PROBE_EPISODES = _schema()
