@@ -16,24 +16,15 @@ instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parq
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    connectivity_files,
-    default_output_dir,
-    format_table,
-    main_wrapper,
-    parse_options,
-    print_outputs,
-    require_inputs,
-    run_job,
-)
-from pipelines.perturb import add_common_arguments, check_options, read_records
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters, dead_letter
+from pipelines.job import Job, JobError, Run, format_table, print_outputs
+from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.perturb import STATS, Perturb, applicability, instruction_items
+from transforms.read import ReadUniqueR2R
+from transforms.run_summary import finish_run
 from transforms.tally import tally
-from transforms.write import WriteParquetShards, WriteSummary
+from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.schemas import schema_version
 from vlnkit.perturbations.compat import (
@@ -49,20 +40,18 @@ from vlnkit.perturbations.compat import (
     select_negatives,
 )
 
-JOB = "build_compat"
-DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
 
 
-class BuildCompatOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add_common_arguments(parser)
-        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
-        parser.add_argument(
-            "--paraphrases",
-            help="paraphrases-*.parquet of pipelines.paraphrase (glob or comma list): kept rows are extra positives",
-        )
+def declare_flags(parser) -> None:
+    declare_perturbation_flags(parser)
+    parser.add_argument(
+        "--paraphrases",
+        help="paraphrases-*.parquet of pipelines.paraphrase (glob or comma list): kept rows are extra positives",
+    )
+
+
+JOB = Job("build_compat", __doc__, declare_flags)
 
 
 def ground_truth(item: dict) -> dict:
@@ -120,7 +109,8 @@ def choose(kv, positives: int, available: dict, methods, seed: int):
 
 def build(pipeline, files, paraphrase_files, opts, methods) -> None:
     out = opts.output_dir
-    records, dead = read_records(pipeline, files)
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
+    records, dead = read["records"], [read[DEAD_LETTER]]
     items = records | "Instructions" >> beam.FlatMap(instruction_items)
     positives = [items | "GroundTruth" >> beam.Map(ground_truth)]
     if paraphrase_files:
@@ -148,20 +138,16 @@ def build(pipeline, files, paraphrase_files, opts, methods) -> None:
     )
     rows = (positives, negatives) | "AllRows" >> beam.Flatten()
     rows | "WriteCompat" >> WriteParquetShards(fileio.join(out, "compat"), COMPAT, opts.num_shards)
-    dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
         items | "TallyInstructions" >> tally("instructions"),
         available | "TallyAvailable" >> beam.Map(lambda kv: {f"available.{kv[0]}": kv[1]}),
         rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}.{r['method']}": 1}),
-        dead_all | "TallyDead" >> tally("dead_letters"),
     )
-    static = {"job": JOB, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
+    static = {"job": JOB.name, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
     static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
-    _ = tallies | "Summary" >> WriteSummary(
-        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals, methods)
-    )
+    _ = finish_run(out, lambda totals: finish_summary(static, totals, methods), dead, tallies)
 
 
 def finish_summary(static: dict, totals: dict, methods) -> dict:
@@ -193,7 +179,7 @@ def finish_summary(static: dict, totals: dict, methods) -> dict:
     }
 
 
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
     pos, fam = summary["positives"], summary["families"]
     rows = [
         ("instructions read", summary["instructions"]),
@@ -208,29 +194,18 @@ def print_summary(summary: dict, output_dir: str) -> None:
     for family, f in fam.items():
         if f["shortfall"]:
             print(f"note: {family} negatives are {f['shortfall']} short of the 2:1:1 target (methods kept equal)")
-    print_outputs(output_dir, summary["dead_letters"])
+    print_outputs(ctx.output_dir, summary["dead_letters"])
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_options(BuildCompatOptions, argv)
-    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
-    inputs, methods = check_options(opts)
-    paraphrase_inputs = require_inputs("--paraphrases", opts.paraphrases) if opts.paraphrases else []
-    if paraphrase_inputs and not all(p.endswith(".parquet") for p, _ in paraphrase_inputs):
-        raise JobError(f"--paraphrases={opts.paraphrases}: expected .parquet files")
-    files = [p for p, _ in inputs]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["compat", "dead_letter"],
-        inputs + paraphrase_inputs + connectivity_files(opts.connectivity_dir),
-        lambda p: build(p, files, [p for p, _ in paraphrase_inputs], opts, methods),
-        job_options=opts,
-    )
-    print_summary(summary, opts.output_dir)
-    return summary
+def run(ctx: Run) -> dict:
+    files, methods = check_perturbation_flags(ctx)
+    paraphrase_files = ctx.inputs("paraphrases", ctx.args.paraphrases, required=False)
+    if not all(p.endswith(".parquet") for p in paraphrase_files):
+        raise JobError(f"--paraphrases={ctx.args.paraphrases}: expected .parquet files")
+    return ctx.execute(lambda p: build(p, files, paraphrase_files, ctx.args, methods), ["compat"])
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

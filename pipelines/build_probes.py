@@ -11,30 +11,17 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
-from apache_beam.options.pipeline_options import PipelineOptions
-
-from pipelines.common import (
-    JobError,
-    connectivity_files,
-    expand_config,
-    format_table,
-    main_wrapper,
-    print_outputs,
-    require_graphs,
-    require_inputs,
-    run_job,
-)
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.options import add_shared, settings
+from transforms.deadletter import DEAD_LETTER
 from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
 from transforms.read import DedupeBy
+from transforms.run_summary import finish_run
 from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
+from transforms.write import WriteJsonFile, WriteParquetShards
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
+from vlnkit.io.redact import redact
 from vlnkit.io.schemas import schema_version
 from vlnkit.probes.episodes import (
     PROBE_EPISODES,
@@ -48,36 +35,29 @@ from vlnkit.probes.episodes import (
 )
 from vlnkit.probes.scoring import skill_sort_key
 
-JOB = "build_probes"
 EPISODES_JSON = "episodes.json"
 
 
-def job_parser() -> argparse.ArgumentParser:
-    """This job's own flags. A plain parser, not a PipelineOptions subclass: Beam merges every
-    PipelineOptions subclass into one parser, so two jobs declaring the same flag (--output_dir,
-    --seed, ...) would conflict once both are imported. Everything else goes to PipelineOptions."""
-    parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
-    parser.add_argument("--config", help="YAML profile of flags (see configs/); explicit flags override it")
+def declare_flags(parser) -> None:
     parser.add_argument("--alignments", help="Alignment file(s): path, glob or comma-separated list (required)")
     parser.add_argument("--alignment_format", default="fgr2r", choices=sorted(READERS), help="Alignment reader")
-    parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files (required)")
-    parser.add_argument("--output_dir", default=os.path.join("output", JOB), help="Folder for all outputs")
-    parser.add_argument("--probes", default=",".join(PROBES), help="Comma-separated subset of " + ",".join(PROBES))
+    add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
+    parser.add_argument(
+        "--probe_types",
+        "--probes",
+        dest="probe_types",
+        default=",".join(PROBES),
+        help="Comma-separated subset of " + ",".join(PROBES) + " (--probes is the old name)",
+    )
     parser.add_argument("--rooms", help="Room labels table (CSV/TSV/JSONL: scan, viewpoint, room)")
     parser.add_argument("--objects", help="Objects table (CSV/TSV/JSONL: scan, viewpoint, object, heading, distance)")
     parser.add_argument("--templates", help="YAML/JSON file of phrasings replacing the defaults per probe")
-    parser.add_argument("--seed", type=int, default=0, help="Seeds the choice of phrasing (with each pair's id)")
     parser.add_argument("--room_max_hops", type=int, default=1, help="Room probes for targets up to k edges away")
     parser.add_argument("--object_max_distance", type=float, default=3.0, help="Objects farther (m) are ignored")
     parser.add_argument("--object_max_angle", type=float, default=15.0, help="Neighbour-to-object angle (degrees)")
-    parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
-    return parser
 
 
-def parse_args(argv):
-    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    opts, rest = job_parser().parse_known_args(argv)
-    return PipelineOptions(rest), opts
+JOB = Job("build_probes", __doc__, declare_flags)
 
 
 def build(pipeline, files, opts, config: ProbeConfig) -> None:
@@ -92,25 +72,22 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
     episodes | "WriteEpisodesJson" >> WriteJsonFile(
         fileio.join(out, EPISODES_JSON), project=agent_episode, sort_key=lambda e: (e["_order"], e["episode_id"])
     )
-    dead = (read[DEAD_LETTER], unique[DEAD_LETTER], made[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
-        fileio.join(out, DEAD_LETTER_FILE)
-    )
+    dead = (read[DEAD_LETTER], unique[DEAD_LETTER], made[DEAD_LETTER])
     tallies = (
         made[STATS],
         episodes | "TallyEpisodes" >> tally("episodes"),
-        dead | "TallyDead" >> tally("dead_letters"),
     )
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "schema_version": schema_version(PROBE_EPISODES),
         "probes": list(config.probes),
         "seed": config.seed,
         "rooms": opts.rooms,
         "objects": opts.objects,
         "room_max_hops": config.room_max_hops,
-        "options": {k: v for k, v in sorted(vars(opts).items())},
+        "options": redact(settings(opts)),
     }
-    _ = tallies | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
+    _ = finish_run(out, lambda t: finish_summary(static, t), dead, tallies)
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
@@ -130,7 +107,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
     }
 
 
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir = ctx.output_dir
     rows = [
         ("instructions (alignments) read", summary["alignments"]),
         ("truncation candidates", summary["candidates"]),
@@ -144,16 +122,17 @@ def print_summary(summary: dict, output_dir: str) -> None:
     print_outputs(output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(output_dir, EPISODES_JSON)})")
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_args(argv)
-    if not opts.alignments or not opts.connectivity_dir:
-        raise JobError("--alignments and --connectivity_dir are required")
-    inputs = require_inputs("--alignments", opts.alignments)
-    require_graphs(opts.connectivity_dir)
+def outcome(summary: dict) -> Outcome:
+    return Outcome(int(summary.get("alignments", 0)), int(summary.get("dead_letters", 0)))
+
+
+def run(ctx: Run) -> dict:
+    opts = ctx.args
+    files = ctx.inputs("alignments", opts.alignments)
+    ctx.graphs(opts.connectivity_dir)
     try:
         config = ProbeConfig(
-            probes=tuple(p.strip() for p in opts.probes.split(",") if p.strip()),
+            probes=tuple(p.strip() for p in opts.probe_types.split(",") if p.strip()),
             seed=opts.seed,
             templates=load_templates(opts.templates),
             room_max_hops=opts.room_max_hops,
@@ -168,21 +147,20 @@ def main(argv=None) -> dict:
     except (ValueError, ProbeInputError) as exc:
         raise JobError(str(exc)) from None
     for flag, probe, given in (("--rooms", "room", opts.rooms), ("--objects", "object", opts.objects)):
-        if probe in config.probes and not given and opts.probes != ",".join(PROBES):
-            raise JobError(f"--probes asks for {probe} probes, which need {flag}")
-    tables = [(p, s) for p in (opts.rooms, opts.objects) if p for p, s in fileio.match(p)]
-    files = [p for p, _ in inputs]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["probes", "dead_letter"],
-        inputs + tables + connectivity_files(opts.connectivity_dir),
+        if probe in config.probes and not given and opts.probe_types != ",".join(PROBES):
+            raise JobError(f"--probe_types asks for {probe} probes, which need {flag}")
+    ctx.inputs("rooms", opts.rooms, required=False)
+    ctx.inputs("objects", opts.objects, required=False)
+    ctx.inputs("templates", opts.templates, required=False)
+    return ctx.execute(
         lambda p: build(p, files, opts, config),
-        settings=vars(opts),
+        ["probes"],
+        extra_outputs=(fileio.join(ctx.output_dir, EPISODES_JSON),),
+        outcome=outcome,
     )
-    print_summary(summary, opts.output_dir)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

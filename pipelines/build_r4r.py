@@ -14,68 +14,62 @@ from __future__ import annotations
 import os
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    default_output_dir,
-    format_table,
-    main_wrapper,
-    parse_options,
-    print_outputs,
-    require_graphs,
-    require_inputs,
-    run_job,
-)
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from pipelines.job import Job, JobError, Run, format_table, print_outputs
+from pipelines.options import add_shared
+from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
+from transforms.run_summary import finish_run
 from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary
+from transforms.write import WriteJsonFile, WriteParquetShards
 from vlnkit.datasets.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
 from vlnkit.io import fileio
 from vlnkit.io.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
 
-JOB = "build_r4r"
-DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
+
+def declare_flags(parser) -> None:
+    add_shared(
+        parser,
+        "dataset",
+        "connectivity_dir",
+        "num_shards",
+        dataset={
+            "help": "R2R JSON / JSON Lines file(s) (.gz/.bz2 too): a path, glob or comma-separated list (local or "
+            "gs://). With neither this nor --connectivity_dir, a built-in synthetic environment is used. "
+            "(--r2r_path is an alias.)"
+        },
+    )
+    parser.add_argument(
+        "--json_output", help="Also write the R4R JSON file (published generator's keys) here; default: none"
+    )
+    parser.add_argument("--distance_threshold", type=float, default=3.0, help="Max d(a_last, b_first), metres")
+    parser.add_argument(
+        "--heading_threshold", type=float, default=None, help="Max heading difference, radians (off by default)"
+    )
+    parser.add_argument(
+        "--heading_convention",
+        choices=HEADING_CONVENTIONS,
+        default="simulator",
+        help="simulator: clockwise from +y, wrapped to [0, pi]; "
+        "published_generator: the published generator's unwrapped atan2(y, x) check",
+    )
+    parser.add_argument("--synthetic_paths_per_scan", type=int, default=40, help="Size of the built-in dataset")
 
 
-class BuildR4ROptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        parser.add_argument(
-            "--r2r_path",
-            help="R2R JSON / JSON Lines file(s): a path, glob or comma-separated list (local or gs://...). "
-            "With neither this nor --connectivity_dir, a built-in synthetic environment is used.",
-        )
-        parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
-        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
-        parser.add_argument("--json_output", help="Also write the R4R JSON file (published generator's keys) here")
-        parser.add_argument("--distance_threshold", type=float, default=3.0, help="Max d(a_last, b_first), metres")
-        parser.add_argument(
-            "--heading_threshold", type=float, default=None, help="Max heading difference, radians (off by default)"
-        )
-        parser.add_argument(
-            "--heading_convention",
-            choices=HEADING_CONVENTIONS,
-            default="simulator",
-            help="simulator: clockwise from +y, wrapped to [0, pi] (default); "
-            "published_generator: the published generator's unwrapped atan2(y, x) check",
-        )
-        parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
-        parser.add_argument("--synthetic_paths_per_scan", type=int, default=40, help="Size of the built-in dataset")
+JOB = Job("build_r4r", __doc__, declare_flags)
 
 
-def resolve_inputs(opts: BuildR4ROptions) -> tuple[str, str]:
-    if opts.r2r_path is None and opts.connectivity_dir is None:
+def resolve_inputs(opts) -> tuple[str, str]:
+    if opts.dataset is None and opts.connectivity_dir is None:
         from vlnkit.navigation.synthetic import write_environment
 
         where = os.path.join(opts.output_dir, "synthetic_input")
-        print(f"No --r2r_path/--connectivity_dir given: using the built-in synthetic environment in {where}")
+        print(f"No --dataset/--connectivity_dir given: using the built-in synthetic environment in {where}")
         return write_environment(where, paths_per_scan=opts.synthetic_paths_per_scan)
-    if opts.r2r_path is None or opts.connectivity_dir is None:
-        raise JobError("--r2r_path and --connectivity_dir must be given together (or neither, for the built-in demo)")
-    return opts.r2r_path, opts.connectivity_dir
+    if opts.dataset is None or opts.connectivity_dir is None:
+        raise JobError("--dataset and --connectivity_dir must be given together (or neither, for the built-in demo)")
+    return opts.dataset, opts.connectivity_dir
 
 
 def json_order(record):
@@ -92,7 +86,7 @@ def json_record(record):
     return {k: record[k] for k in R4R_JSON_KEYS}
 
 
-def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptions, config: JoinConfig) -> None:
+def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
     out = opts.output_dir
     # DedupeBy groups by path_id right after reading, which spreads the records already.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False)
@@ -109,24 +103,16 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts: BuildR4ROptio
             side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
             batched=True,
         )
-    dead = (read[DEAD_LETTER], unique[DEAD_LETTER], join[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
-        fileio.join(out, DEAD_LETTER_FILE)
-    )
-    tallies = (
-        join["stats"],
-        unique["records"] | "TallyRead" >> tally("records_read"),
-        dead | "TallyDead" >> tally("dead_letters"),
-    )
+    dead_letters = (read[DEAD_LETTER], unique[DEAD_LETTER], join[DEAD_LETTER])
+    tallies = (join["stats"], unique["records"] | "TallyRead" >> tally("records_read"))
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "schema_version": schema_version(R4R_PATHS),
         "distance_threshold": config.distance_threshold,
         "heading_threshold": config.heading_threshold,
         "heading_convention": config.heading_convention,
     }
-    _ = tallies | "Summary" >> WriteSummary(
-        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals)
-    )
+    _ = finish_run(out, lambda totals: finish_summary(static, totals), dead_letters, tallies)
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
@@ -144,7 +130,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
     }
 
 
-def print_summary(summary: dict, output_dir: str, json_output: str | None) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir, json_output = ctx.output_dir, ctx.args.json_output
     d, j = summary["dataset"], summary["join"]
     rows = [
         ("R2R paths read", summary["records_read"]),
@@ -163,32 +150,24 @@ def print_summary(summary: dict, output_dir: str, json_output: str | None) -> No
     print_outputs(output_dir, summary["dead_letters"], f"  JSON: {json_output}" if json_output else "")
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_options(BuildR4ROptions, argv)
+def run(ctx: Run) -> dict:
+    opts = ctx.args
     try:
         config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)
     except ValueError as exc:
         raise JobError(str(exc)) from None
-    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
-    r2r_path, connectivity_dir = resolve_inputs(opts)
-    inputs = require_inputs("--r2r_path", r2r_path)
-    graphs = require_graphs(connectivity_dir)
-    files = [p for p, _ in inputs]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["paths", "dead_letter"],
-        inputs + graphs,
+    ctx.check_output_file("json_output", opts.json_output)
+    dataset, connectivity_dir = resolve_inputs(opts)
+    files = ctx.inputs("dataset", dataset)
+    ctx.graphs(connectivity_dir)
+    return ctx.execute(
         lambda p: build(p, files, connectivity_dir, opts, config),
-        job_options=opts,
+        ["paths"],
         extra_outputs=(opts.json_output,) if opts.json_output else (),
     )
-    if summary.get("skipped"):
-        return summary
-    print_summary(summary, opts.output_dir, opts.json_output)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

@@ -14,23 +14,15 @@ characters it will send and what that costs.
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    default_output_dir,
-    format_table,
-    main_wrapper,
-    parse_options,
-    print_outputs,
-    require_inputs,
-    run_job,
-)
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.options import add_shared
+from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
-from transforms.read import DedupeBy, ReadR2R
+from transforms.read import ReadR2R, ReadUniqueR2R
+from transforms.run_summary import finish_run
 from transforms.tally import tally
-from transforms.write import WriteParquetShards, WriteSummary
+from transforms.write import WriteParquetShards
 from vlnkit.datasets.r2r import RecordError, parse_r2r
 from vlnkit.io import fileio
 from vlnkit.io.schemas import schema_version
@@ -50,12 +42,7 @@ from vlnkit.paraphrases.translation import (
     estimate_cost_usd,
 )
 
-JOB = "paraphrase"
-DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
-# Defaults are applied in `settings`, not in argparse: Beam merges every job's option classes into
-# one parser, so a flag another job also defines could otherwise take that job's default.
 DEFAULTS = {
-    "output_dir": DEFAULT_OUTPUT_DIR,
     "languages": ",".join(DEFAULT_LANGUAGES),
     "source_language": "en",
     "min_bleu": 0.25,
@@ -74,55 +61,50 @@ DEFAULTS = {
 }
 
 
-class ParaphraseOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        add = parser.add_argument
-        add(
-            "--dataset",
-            help="R2R-format JSON / JSON Lines file(s): path, glob or comma-separated list (local or gs://)",
-        )
-        add("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
-        add("--languages", help=f"Comma-separated pivot languages (default {DEFAULTS['languages']})")
-        add("--source_language", help="Language of the instructions (default en)")
-        add(
-            "--translator",
-            choices=(*BACKENDS, "offline"),
-            help="google (default when --gcp_project is given) or offline-demo (alias: offline)",
-        )
-        add("--gcp_project", help="Cloud project billed for Cloud Translation (credentials: the Google auth chain)")
-        add("--translate_location", help="Cloud Translation location (default global)")
-        add("--translate_model", help="Optional model resource name (default: the service's NMT model)")
-        add("--translate_endpoint", help="HOST:PORT of a Translation v3 emulator or stand-in")
-        add("--translate_insecure", action="store_true", help="Plain gRPC channel, anonymous credentials (emulators)")
-        add("--translation_cache", help="Folder of the Parquet translation cache (local or gs://); read and extended")
-        add("--min_bleu", type=float, help="Keep paraphrases with sentence BLEU >= this (0-1, default 0.25)")
-        add("--max_bleu", type=float, help="... and <= this (0-1, default 0.7)")
-        add("--compose_from", help="R4R JSON file(s) built from --dataset: compose their paraphrases")
-        add("--max_segments_per_request", type=int, help=f"Texts per TranslateText call (<= {MAX_SEGMENTS})")
-        add("--max_codepoints_per_request", type=int, help=f"Codepoints per TranslateText call (<= {MAX_CODEPOINTS})")
-        add("--max_in_flight", type=int, help="Concurrent TranslateText calls per worker (default 8)")
-        add("--chars_per_minute", type=float, help="Client-side rate limit per worker process (default: none)")
-        add("--max_attempts", type=int, help="Attempts per request on transient errors (default 6)")
-        add("--retry_initial_delay", type=float, help="First backoff, seconds; doubles per retry (default 0.5)")
-        add("--request_timeout", type=float, help="Seconds per TranslateText call (default 60)")
-        add("--batch_texts", type=int, help="Distinct texts per translation batch in a worker (default 512)")
-        add("--num_shards", type=int, help="Parquet shards (0: let the runner decide)")
-        add("--usd_per_million_chars", type=float, help="Price for the cost estimate (default 20)")
-        add("--seed", type=int, help="Seeds retry jitter only (outputs never depend on it)")
-        # --config and --skip_if_unchanged come from pipelines.common.JobOptions.
+def declare_flags(parser) -> None:
+    add_shared(parser, "dataset", "num_shards")
+    add_shared(parser, "seed", seed={"help": "Seeds retry jitter only (outputs never depend on it)"})
+
+    def add(flag, **kwargs):
+        name = flag[2:]
+        if name in DEFAULTS and "default" not in kwargs:
+            kwargs["default"] = DEFAULTS[name]
+        parser.add_argument(flag, **kwargs)
+
+    add("--languages", help="Comma-separated pivot languages")
+    add("--source_language", help="Language of the instructions")
+    add(
+        "--translator",
+        choices=(*BACKENDS, "offline"),
+        help="google (default when --gcp_project is given) or offline-demo (alias: offline)",
+    )
+    add("--gcp_project", help="Cloud project billed for Cloud Translation (credentials: the Google auth chain)")
+    add("--translate_location", help="Cloud Translation location")
+    add("--translate_model", help="Optional model resource name (default: the service's NMT model)")
+    add("--translate_endpoint", help="HOST:PORT of a Translation v3 emulator or stand-in")
+    add("--translate_insecure", action="store_true", help="Plain gRPC channel, anonymous credentials (emulators)")
+    add("--translation_cache", help="Folder of the Parquet translation cache (local or gs://); read and extended")
+    add("--min_bleu", type=float, help="Keep paraphrases with sentence BLEU >= this (0-1)")
+    add("--max_bleu", type=float, help="... and <= this (0-1)")
+    add("--compose_from", help="R4R JSON file(s) built from --dataset: compose their paraphrases")
+    add("--max_segments_per_request", type=int, help=f"Texts per TranslateText call (<= {MAX_SEGMENTS})")
+    add("--max_codepoints_per_request", type=int, help=f"Codepoints per TranslateText call (<= {MAX_CODEPOINTS})")
+    add("--max_in_flight", type=int, help="Concurrent TranslateText calls per worker")
+    add("--chars_per_minute", type=float, help="Client-side rate limit per worker process")
+    add("--max_attempts", type=int, help="Attempts per request on transient errors")
+    add("--retry_initial_delay", type=float, help="First backoff, seconds; doubles per retry")
+    add("--request_timeout", type=float, help="Seconds per TranslateText call")
+    add("--batch_texts", type=int, help="Distinct texts per translation batch in a worker")
+    add("--usd_per_million_chars", type=float, help="Price for the cost estimate")
 
 
-def settings(opts: ParaphraseOptions) -> dict:
-    s = {}
-    for key, default in DEFAULTS.items():
-        value = getattr(opts, key, None)
-        s[key] = default if value is None else value
-    optional = ("dataset", "gcp_project", "translate_model", "translate_endpoint", "translation_cache")
-    for key in (*optional, "compose_from", "chars_per_minute"):
-        s[key] = getattr(opts, key, None)
-    s["translate_insecure"] = bool(getattr(opts, "translate_insecure", False))
-    s["translator"] = getattr(opts, "translator", None) or default_backend(s["gcp_project"])
+JOB = Job("paraphrase", __doc__, declare_flags)
+
+
+def settings(opts) -> dict:
+    """The flags as one dict, with the translator resolved and the pivots split."""
+    s = dict(vars(opts))
+    s["translator"] = s.get("translator") or default_backend(s["gcp_project"])
     if s["translator"] == "offline":
         s["translator"] = OFFLINE_DEMO
     s["languages"] = tuple(x.strip() for x in s["languages"].split(",") if x.strip())
@@ -233,16 +215,15 @@ def print_plan(p: dict, s: dict) -> None:
 def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
-    read = pipeline | "ReadDataset" >> ReadR2R(files)
-    unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
-    records = unique["records"]
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, min_path_len=0)
+    records = read["records"]
     para = records | "RoundTrip" >> RoundTripParaphrase(
         spec, s["languages"], bounds, s["source_language"], s["batch_texts"]
     )
     para["rows"] | "WriteParaphrases" >> WriteParquetShards(
         fileio.join(out, "paraphrases"), PARAPHRASES, s["num_shards"]
     )
-    dead = [read[DEAD_LETTER], unique[DEAD_LETTER], para[DEAD_LETTER]]
+    dead = [read[DEAD_LETTER], para[DEAD_LETTER]]
     tallies = [
         para[STATS],
         records | "TallyRecords" >> tally("records_read"),
@@ -258,11 +239,7 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
         )
         dead += [r4r_read[DEAD_LETTER], r4r[DEAD_LETTER]]
         tallies.append(r4r[STATS])
-    dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
-    tallies.append(dead_all | "TallyDead" >> tally("dead_letters"))
-    _ = tuple(tallies) | "Summary" >> WriteSummary(
-        fileio.join(out, "summary.json"), lambda totals: finish_summary(static, totals)
-    )
+    _ = finish_run(out, lambda totals: finish_summary(static, totals), dead, tallies)
 
 
 def _per_language(totals: dict, languages, prefix: str = "") -> dict:
@@ -323,7 +300,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
     return summary
 
 
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir = ctx.output_dir
     tr = summary["translation"]
     rows = [
         ("instructions read", summary["instructions"]),
@@ -348,12 +326,24 @@ def print_summary(summary: dict, output_dir: str) -> None:
     print_outputs(output_dir, summary["dead_letters"])
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_options(ParaphraseOptions, argv)
-    s = settings(opts)
-    if not s["dataset"]:
-        raise JobError("--dataset is required (an R2R-format JSON file, glob or comma-separated list)")
+def outcome(summary: dict) -> Outcome:
+    """A paraphrase run counts when records were read and enough translations came back.
+
+    A record whose translations all failed is not a dead letter (its rows say `failed`), so the
+    failed share of rows is judged here too: with no network, every translation fails and the run
+    must not look complete.
+    """
+    rows = int(summary.get("rows", 0))
+    failed = sum(int(v.get("failed", 0)) for v in summary.get("per_language", {}).values())
+    read = int(summary.get("records_read", 0))
+    dead = int(summary.get("dead_letters", 0))
+    if read and rows and failed / rows > summary.get("max_failure_fraction", 0.5):
+        return Outcome(read, dead, f"{failed} of {rows} translations failed (see the reasons in summary.json)")
+    return Outcome(read, dead)
+
+
+def run(ctx: Run) -> dict:
+    s = settings(ctx.args)
     try:
         bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
     except ValueError as exc:
@@ -363,12 +353,11 @@ def main(argv=None) -> dict:
         print("warning: --translator=offline-demo was chosen explicitly; --gcp_project is ignored", flush=True)
     if spec.google is not None and not spec.google.insecure:
         check_credentials()
-    inputs = require_inputs("--dataset", s["dataset"])
-    files = [p for p, _ in inputs]
-    compose_inputs = require_inputs("--compose_from", s["compose_from"]) if s["compose_from"] else []
+    files = ctx.inputs("dataset", s["dataset"])
+    compose_files = ctx.inputs("compose_from", s["compose_from"], required=False)
     print_plan(plan(files, s), s)
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "schema_version": schema_version(PARAPHRASES),
         "translator": s["translator"],
         "languages": list(s["languages"]),
@@ -378,20 +367,16 @@ def main(argv=None) -> dict:
         "translation_cache": s["translation_cache"],
         "compose_from": s["compose_from"],
         "usd_per_million_chars": s["usd_per_million_chars"],
+        "max_failure_fraction": s["max_failure_fraction"],
     }
-    summary = run_job(
-        JOB,
-        options,
-        s["output_dir"],
-        ["paraphrases", "r4r_paraphrases", "dead_letter"],
-        inputs + compose_inputs,
-        lambda p: build(p, files, [c for c, _ in compose_inputs], s, spec, static),
-        job_options=opts,
+    return ctx.execute(
+        lambda p: build(p, files, compose_files, s, spec, static),
+        ["paraphrases", "r4r_paraphrases"],
+        outcome=outcome,
     )
-    if summary.get("skipped"):
-        return summary
-    print_summary(summary, s["output_dir"])
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

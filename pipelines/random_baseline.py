@@ -13,63 +13,48 @@ Writes `summary.json` (mean of every metric over all walks), `dead_letter-00000-
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    default_output_dir,
-    format_table,
-    main_wrapper,
-    parse_options,
-    print_outputs,
-    require_flags,
-    require_graphs,
-    require_inputs,
-    run_job,
-)
-from pipelines.score import scoring_config, summary_rows
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.options import add_shared
+from pipelines.score_tables import summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.scoring import (
     TOTALS,
     RandomBaseline,
     ReadDataset,
-    ScoringConfig,
     WriteTables,
 )
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit.evaluation.metrics import SPL_REFERENCES, means
+from vlnkit.evaluation.metrics import means
+from vlnkit.evaluation.scoring_config import ScoringConfig, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
 
-JOB = "random_baseline"
-DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
+
+def declare_flags(parser) -> None:
+    add_shared(
+        parser,
+        "dataset",
+        "connectivity_dir",
+        "seed",
+        "success_distance",
+        "keep_repeats",
+        "spl_reference",
+        "num_shards",
+        dataset={"help": "Evaluation dataset: R2R/R4R JSON or JSON Lines, or build_r4r Parquet"},
+        seed={"help": "Global seed (each episode also uses its instr_id)"},
+        keep_repeats={"help": "Score walks as generated (no effect: walks never repeat in place)"},
+    )
+    parser.add_argument(
+        "--steps_from",
+        help="Training split of the same dataset: walk lengths are drawn from its paths' edge counts",
+    )
+    parser.add_argument("--num_trajectories", type=int, default=1_000_000, help="Total walks, shared by episodes")
+    parser.add_argument("--write_episodes", action="store_true", help="Also write one Parquet row per walk")
 
 
-class RandomBaselineOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        parser.add_argument("--dataset", help="Evaluation dataset: R2R/R4R JSON or JSON Lines, or build_r4r Parquet")
-        parser.add_argument(
-            "--steps_from",
-            help="Training split of the same dataset: walk lengths are drawn from its paths' edge counts",
-        )
-        parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
-        parser.add_argument("--output_dir", help=f"Folder for summary, manifest, shards (default {DEFAULT_OUTPUT_DIR})")
-        parser.add_argument("--num_trajectories", type=int, default=1_000_000, help="Total walks, shared by episodes")
-        parser.add_argument("--seed", type=int, default=0, help="Global seed (each episode also uses its instr_id)")
-        parser.add_argument("--success_distance", type=float, default=3.0, help="d_th (m)")
-        parser.add_argument(
-            "--keep_repeats",
-            action="store_true",
-            default=False,
-            help="Score walks as generated (no effect: walks never repeat in place)",
-        )
-        parser.add_argument("--spl_reference", choices=SPL_REFERENCES, default="shortest", help="SPL reference length")
-        parser.add_argument(
-            "--write_episodes", action="store_true", default=False, help="Also write one Parquet row per walk"
-        )
-        parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
+JOB = Job("random_baseline", __doc__, declare_flags)
 
 
 def edge_count(record: dict) -> int:
@@ -104,7 +89,7 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
         dead | "TallyDead" >> tally("dead_letters"),
     )
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "schema_version": schema_version(RANDOM_EPISODE_SCORES),
         "options": {**config.to_dict(), "seed": opts.seed, "num_trajectories": opts.num_trajectories},
         "dataset": dataset_files,
@@ -129,7 +114,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
     }
 
 
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir = ctx.output_dir
     rows = [("random walks scored", summary["count"]), *summary_rows(summary)]
     rows += [
         ("evaluation paths", summary["evaluation_paths"]),
@@ -140,33 +126,31 @@ def print_summary(summary: dict, output_dir: str) -> None:
     print_outputs(output_dir, summary["dead_letters"])
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_options(RandomBaselineOptions, argv)
-    require_flags(opts, "dataset", "steps_from", "connectivity_dir")
+def outcome(summary: dict) -> Outcome:
+    return Outcome(int(summary.get("evaluation_paths", 0)), int(summary.get("dead_letters", 0)))
+
+
+def run(ctx: Run) -> dict:
+    opts = ctx.args
     if opts.num_trajectories < 0:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")
     if opts.seed < 0:
         raise JobError(f"--seed must be >= 0, got {opts.seed}")
-    config = scoring_config(opts)
-    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
-    data_inputs = require_inputs("--dataset", opts.dataset)
-    steps_inputs = require_inputs("--steps_from", opts.steps_from)
-    graphs = require_graphs(opts.connectivity_dir)
-    data_files, steps_files = [p for p, _ in data_inputs], [p for p, _ in steps_inputs]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["episodes", "dead_letter"],
-        data_inputs + steps_inputs + graphs,
+    try:
+        config = scoring_config(opts)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    data_files = ctx.inputs("dataset", opts.dataset)
+    steps_files = ctx.inputs("steps_from", opts.steps_from)
+    ctx.graphs(opts.connectivity_dir)
+    return ctx.execute(
         lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),
-        job_options=opts,
+        ["episodes"],
+        outcome=outcome,
     )
-    if summary.get("skipped"):
-        return summary
-    print_summary(summary, opts.output_dir)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

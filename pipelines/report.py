@@ -12,24 +12,13 @@ perturb `perturbations-*.parquet`, paraphrase `paraphrases-*.parquet`. Writes `i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    connectivity_files,
-    expand_config,
-    format_table,
-    main_wrapper,
-    require_flags,
-    require_graphs,
-    run_job,
-)
+from pipelines.job import Job, JobError, Outcome, Run, format_table
+from pipelines.options import add_shared
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.graphs import worker_graph_store
 from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
@@ -48,7 +37,6 @@ from vlnkit.reports.stats import (
     input_label,
 )
 
-JOB = "report"
 INDEX = "index.html"
 TABLES = "report_tables.json"
 # What a job's output folder holds that a report reads (summary.json only for score-like jobs).
@@ -56,7 +44,7 @@ FOLDER_PATTERNS = ("paths-*.parquet", "episodes-*.parquet", "perturbations-*.par
 SCORE_JOBS = ("score", "random_baseline")
 
 
-def add_arguments(parser) -> None:
+def declare_flags(parser) -> None:
     parser.add_argument(
         "--inputs",
         help="Job outputs to report on: files, globs or output folders, comma-separated (local or gs://)",
@@ -64,25 +52,12 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--compare", help="A second set of inputs shown side by side with --inputs (another dataset or agent)"
     )
-    parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
-    parser.add_argument("--output_dir", help="Folder for index.html, figures/, tables, summary, manifest")
+    add_shared(parser, "connectivity_dir", "seed", seed={"help": "Seeds the choice of drawn episodes (with their ids)"})
     parser.add_argument("--draw", type=int, default=6, help="Episodes to draw on their navigation graph (0: none)")
-    parser.add_argument("--seed", type=int, default=0, help="Seeds the choice of drawn episodes (with their ids)")
     parser.add_argument("--title", default="vlnkit report", help="Page title")
 
 
-def job_parser() -> argparse.ArgumentParser:
-    """This job's own flags, on a plain parser: Beam merges every PipelineOptions subclass into one
-    parser, so flags shared with other jobs (--output_dir, --seed, ...) would clash once imported."""
-    parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
-    add_arguments(parser)
-    return parser
-
-
-def parse_args(argv):
-    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    opts, rest = job_parser().parse_known_args(argv)
-    return PipelineOptions(rest), opts
+JOB = Job("report", __doc__, declare_flags)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -247,7 +222,7 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> N
     )
 
 
-def print_summary(summary: dict) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
     rows = [(f"{kind} files", n) for kind, n in summary["inputs"].items()]
     rows += [(f"dataset {k}: paths", v.get("paths", 0)) for k, v in summary["datasets"].items()]
     rows += [(f"score set {k}: episodes", v) for k, v in summary["score_sets"].items()]
@@ -259,13 +234,19 @@ def print_summary(summary: dict) -> None:
         print(f"Could not draw path {failed['path_id']} ({failed['scan']}): {failed['reason']}")
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_args(argv)
-    require_flags(opts, "inputs", "connectivity_dir", "output_dir")
+def outcome(summary: dict) -> Outcome:
+    """A report counts when it read its inputs; rows it could not use are listed, as in every job."""
+    read = sum(int(n) for n in summary.get("inputs", {}).values())
+    return Outcome(read, 0)
+
+
+def run(ctx: Run) -> dict:
+    opts = ctx.args
+    if not opts.inputs:
+        raise JobError("--inputs is required")
     if opts.draw < 0:
         raise JobError("--draw must be 0 or more")
-    require_graphs(opts.connectivity_dir)
+    ctx.graphs(opts.connectivity_dir)
     taken: set[str] = set()
     inputs, skipped = classify(opts.inputs, False, taken)
     more, skipped_more = classify(opts.compare, True, taken)
@@ -276,25 +257,21 @@ def main(argv=None) -> dict:
         print(f"Not a report input, ignored: {path}")
     summaries = {i.label: _read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
     band = keep_band(inputs)
-    files = [(i.path, size) for i in inputs for _, size in fileio.match(i.path)]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["dead_letter"],
-        files + connectivity_files(opts.connectivity_dir),
+    for i in inputs:
+        ctx.inputs("inputs" if not i.compare else "compare", i.path)
+    return ctx.execute(
         lambda p: build(p, inputs, opts, summaries, band),
-        settings=vars(opts),
+        [],
         extra_outputs=(
             fileio.join(opts.output_dir, INDEX),
             fileio.join(opts.output_dir, TABLES),
             fileio.join(opts.output_dir, FIGURES_DIR, "*.png"),
         ),
+        outcome=outcome,
     )
-    if summary.get("skipped"):
-        return summary
-    print_summary(summary)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

@@ -12,20 +12,10 @@ Writes `episodes-SSSSS-of-NNNNN.parquet` (instr_id, scan, one column per metric,
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import (
-    JobError,
-    default_output_dir,
-    format_table,
-    main_wrapper,
-    parse_options,
-    print_outputs,
-    require_flags,
-    require_graphs,
-    require_inputs,
-    run_job,
-)
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.options import add_shared
+from pipelines.score_tables import summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.scoring import (
     MISSING,
@@ -34,52 +24,39 @@ from transforms.scoring import (
     ReadDataset,
     ReadPredictions,
     ScoreByScan,
-    ScoringConfig,
     WriteLines,
     WriteTables,
     reference_episodes,
 )
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit.evaluation.metrics import METRICS, SPL_REFERENCES, means
+from vlnkit.evaluation.metrics import means
+from vlnkit.evaluation.scoring_config import ScoringConfig, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import EPISODE_SCORES, schema_version
 
-JOB = "score"
-DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
-RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")
 
 
-class ScoreOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        parser.add_argument(
-            "--predictions",
-            help="Prediction file(s): JSON list or JSON Lines of {instr_id, trajectory}, or Parquet with "
-            "instr_id and path; a path, glob or comma-separated list (local or gs://...)",
-        )
-        parser.add_argument(
-            "--dataset", help="Reference dataset(s): R2R/R4R JSON or JSON Lines, or build_r4r paths-*.parquet"
-        )
-        parser.add_argument("--connectivity_dir", help="Folder of <scan>_connectivity.json files")
-        parser.add_argument("--output_dir", help=f"Folder for shards, summary, manifest (default {DEFAULT_OUTPUT_DIR})")
-        parser.add_argument(
-            "--success_distance", type=float, default=3.0, help="d_th: success threshold and CLS/nDTW scale (m)"
-        )
-        parser.add_argument(
-            "--keep_repeats",
-            action="store_true",
-            default=False,
-            help="Score trajectories as given (HAMT/DUET); default: collapse consecutive repeated viewpoints",
-        )
-        parser.add_argument(
-            "--spl_reference",
-            choices=SPL_REFERENCES,
-            default="shortest",
-            help="SPL reference length: shortest = d(q_1, r_last) (default); path = the reference path's length",
-        )
-        parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
+def declare_flags(parser) -> None:
+    parser.add_argument(
+        "--predictions",
+        help="Prediction file(s): JSON list or JSON Lines of {instr_id, trajectory}, or Parquet with "
+        "instr_id and path; a path, glob or comma-separated list (local or gs://)",
+    )
+    add_shared(
+        parser,
+        "dataset",
+        "connectivity_dir",
+        "success_distance",
+        "keep_repeats",
+        "spl_reference",
+        "num_shards",
+        dataset={"help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, or build_r4r paths-*.parquet"},
+    )
+
+
+JOB = Job("score", __doc__, declare_flags)
 
 
 def build(pipeline, prediction_files, dataset_files, connectivity_dir, opts, config: ScoringConfig) -> None:
@@ -104,7 +81,7 @@ def build(pipeline, prediction_files, dataset_files, connectivity_dir, opts, con
         dead | "TallyDead" >> tally("dead_letters"),
     )
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "schema_version": schema_version(EPISODE_SCORES),
         "options": config.to_dict(),
         "predictions": prediction_files,
@@ -130,21 +107,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
     }
 
 
-def summary_rows(summary: dict) -> list[tuple[str, object]]:
-    """Metric rows of a summary table: rates as percentages, distances in metres."""
-    rows = []
-    for m in METRICS:
-        v = summary["metrics"].get(m)
-        if v is None:
-            rows.append((m.upper(), "n/a"))
-        elif m in RATES:
-            rows.append((f"{m.upper()} (%)", round(100 * v, 2)))
-        else:
-            rows.append((f"{m.upper()} (m)", v))
-    return rows
-
-
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir = ctx.output_dir
     o = summary["options"]
     rows = [("episodes scored", summary["count"]), *summary_rows(summary)]
     rows += [
@@ -164,37 +128,28 @@ def print_summary(summary: dict, output_dir: str) -> None:
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")
 
 
-def scoring_config(opts) -> ScoringConfig:
-    """The scoring conventions from the flags shared by score and random_baseline."""
+def outcome(summary: dict) -> Outcome:
+    """Scoring reads predictions: the run counts when enough of them could be scored."""
+    return Outcome(int(summary.get("predictions_read", 0)), int(summary.get("dead_letters", 0)))
+
+
+def run(ctx: Run) -> dict:
+    opts = ctx.args
     try:
-        return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
+        config = scoring_config(opts)
     except ValueError as exc:
         raise JobError(str(exc)) from None
-
-
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_options(ScoreOptions, argv)
-    require_flags(opts, "predictions", "dataset", "connectivity_dir")
-    config = scoring_config(opts)
-    opts.output_dir = opts.output_dir or DEFAULT_OUTPUT_DIR
-    pred_inputs = require_inputs("--predictions", opts.predictions)
-    data_inputs = require_inputs("--dataset", opts.dataset)
-    graphs = require_graphs(opts.connectivity_dir)
-    pred_files, data_files = [p for p, _ in pred_inputs], [p for p, _ in data_inputs]
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["episodes", "dead_letter", "missing_predictions"],
-        pred_inputs + data_inputs + graphs,
+    pred_files = ctx.inputs("predictions", opts.predictions)
+    data_files = ctx.inputs("dataset", opts.dataset)
+    ctx.graphs(opts.connectivity_dir)
+    return ctx.execute(
         lambda p: build(p, pred_files, data_files, opts.connectivity_dir, opts, config),
-        job_options=opts,
+        ["episodes", "missing_predictions"],
+        outcome=outcome,
     )
-    if summary.get("skipped"):
-        return summary
-    print_summary(summary, opts.output_dir)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

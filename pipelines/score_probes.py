@@ -12,24 +12,20 @@ without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `man
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.common import JobError, expand_config, format_table, main_wrapper, require_inputs, run_job
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+from pipelines.job import Job, JobError, Outcome, Run, format_table
+from pipelines.options import add_shared, settings
+from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE
 from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
-from transforms.tally import SumDicts
-from transforms.write import WriteParquetShards, write_json
+from transforms.run_summary import finish_run
+from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
+from vlnkit.io.redact import redact
 from vlnkit.io.schemas import versioned_schema
 from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key
 
-JOB = "score_probes"
 MISSING_FILE = "missing_episodes.txt"
 SCORES = versioned_schema(
     "probe_scores",
@@ -48,23 +44,14 @@ SCORES = versioned_schema(
 EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
 
 
-def job_parser() -> argparse.ArgumentParser:
-    """This job's own flags (a plain parser; see `pipelines.build_probes.job_parser` for why)."""
-    parser = argparse.ArgumentParser(prog=f"python -m pipelines.{JOB}", allow_abbrev=False)
-    parser.add_argument("--config", help="YAML profile of flags (see configs/); explicit flags override it")
+def declare_flags(parser) -> None:
     parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
     parser.add_argument("--agent_outputs", help="Agent output JSON Lines file(s): path, glob or list")
-    parser.add_argument("--output_dir", default=os.path.join("output", JOB), help="Folder for all outputs")
-    parser.add_argument("--seed", type=int, default=0, help="Seeds the bootstrap")
+    add_shared(parser, "seed", "num_shards", seed={"help": "Seeds the bootstrap"})
     parser.add_argument("--n_boot", type=int, default=N_BOOT, help="Bootstrap replicates")
-    parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
-    return parser
 
 
-def parse_args(argv):
-    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    opts, rest = job_parser().parse_known_args(argv)
-    return PipelineOptions(rest), opts
+JOB = Job("score_probes", __doc__, declare_flags)
 
 
 def build(pipeline, probe_files, output_files, opts) -> None:
@@ -77,31 +64,23 @@ def build(pipeline, probe_files, output_files, opts) -> None:
     agent = pipeline | "ReadAgentOutputs" >> ReadAgentOutputs(output_files)
     scored = (episodes, agent["outputs"]) | "Score" >> ScoreProbeEpisodes()
     scored["scored"] | "WriteScores" >> WriteParquetShards(fileio.join(out, "scores"), SCORES, opts.num_shards)
-    dead = (agent[DEAD_LETTER], scored[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
-        fileio.join(out, DEAD_LETTER_FILE)
-    )
+    dead = (agent[DEAD_LETTER], scored[DEAD_LETTER])
     skills = scored["scored"] | "Skills" >> SummarizeSkills(opts.seed, opts.n_boot)
     missing = scored[MISSING] | "MissingList" >> beam.combiners.ToList()
-    counts = (
-        (
-            episodes | "TallyEpisodes" >> beam.Map(lambda _: {"episodes": 1}),
-            scored["scored"]
-            | "TallyScored" >> beam.Map(lambda r: {"scored": 1, "renormalized": int(r["renormalized"])}),
-            dead | "TallyDead" >> beam.Map(lambda _: {"dead_letters": 1}),
-        )
-        | "FlattenTallies" >> beam.Flatten()
-        | "Totals" >> beam.CombineGlobally(SumDicts())
+    tallies = (
+        episodes | "TallyEpisodes" >> beam.Map(lambda _: {"episodes": 1}),
+        scored["scored"] | "TallyScored" >> beam.Map(lambda r: {"scored": 1, "renormalized": int(r["renormalized"])}),
     )
     static = {
-        "job": JOB,
+        "job": JOB.name,
         "seed": opts.seed,
         "n_boot": opts.n_boot,
         "level": LEVEL,
-        "options": dict(sorted(vars(opts).items())),
+        "options": redact(settings(opts)),
     }
-    missing_path, summary_path = fileio.join(out, MISSING_FILE), fileio.join(out, "summary.json")
+    missing_path = fileio.join(out, MISSING_FILE)
 
-    def write(totals, skills, missing):
+    def summarize(totals, skills, missing):
         missing = sorted(missing)
         with fileio.open_write(missing_path) as f:
             f.write("".join(m + "\n" for m in missing).encode())
@@ -116,12 +95,14 @@ def build(pipeline, probe_files, output_files, opts) -> None:
             "missing_file": missing_path,
             "dead_letters": totals.get("dead_letters", 0),
         }
-        write_json(summary_path, summary, indent=True)
+        return summary
 
-    _ = counts | "WriteSummary" >> beam.Map(write, beam.pvalue.AsSingleton(skills), beam.pvalue.AsSingleton(missing))
+    side = {"skills": beam.pvalue.AsSingleton(skills), "missing": beam.pvalue.AsSingleton(missing)}
+    _ = finish_run(out, summarize, dead, tallies, side)
 
 
-def print_summary(summary: dict, output_dir: str) -> None:
+def print_summary(summary: dict, ctx: Run) -> None:
+    output_dir = ctx.output_dir
     title = f"{'skill':<22}{'score':>8}{'95% CI':>18}{'shift':>9}{'shift 95% CI':>20}{'episodes':>10}"
     lines = ["Probe scores", title, "-" * len(title)]
     for skill in sorted(summary["skills"], key=skill_sort_key):
@@ -148,26 +129,26 @@ def print_summary(summary: dict, output_dir: str) -> None:
         print(f"Some agent outputs could not be used: see {output_dir}/{DEAD_LETTER_FILE}")
 
 
-@main_wrapper
-def main(argv=None) -> dict:
-    options, opts = parse_args(argv)
-    if not opts.probes or not opts.agent_outputs:
-        raise JobError("--probes and --agent_outputs are required")
+def outcome(summary: dict) -> Outcome:
+    """Agent outputs are what this job reads: enough of them must be usable."""
+    return Outcome(int(summary.get("scored", 0)), int(summary.get("dead_letters", 0)))
+
+
+def run(ctx: Run) -> dict:
+    opts = ctx.args
     if opts.n_boot < 1:
         raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
-    probe_inputs = require_inputs("--probes", opts.probes)
-    output_inputs = require_inputs("--agent_outputs", opts.agent_outputs)
-    summary = run_job(
-        JOB,
-        options,
-        opts.output_dir,
-        ["scores", "dead_letter"],
-        probe_inputs + output_inputs,
-        lambda p: build(p, [f for f, _ in probe_inputs], [f for f, _ in output_inputs], opts),
-        settings=vars(opts),
+    probe_files = ctx.inputs("probes", opts.probes)
+    output_files = ctx.inputs("agent_outputs", opts.agent_outputs)
+    return ctx.execute(
+        lambda p: build(p, probe_files, output_files, opts),
+        ["scores"],
+        extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
+        outcome=outcome,
     )
-    print_summary(summary, opts.output_dir)
-    return summary
+
+
+main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":

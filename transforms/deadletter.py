@@ -7,6 +7,7 @@ import json
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.gather import GatherToOne
 from vlnkit.datasets.r2r import RecordError
 from vlnkit.io import fileio
 
@@ -38,17 +39,11 @@ class WriteDeadLetters(beam.PTransform):
         counter = Metrics.counter("dead_letter", "records")
         path = self.path
 
-        def write(kv):
-            lines = sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in kv[1] if d is not None)
+        def write(records):
+            lines = sorted(json.dumps(d, sort_keys=True, ensure_ascii=False) for d in records)
             counter.inc(len(lines))
             with fileio.open_write(path) as f:
                 f.write("".join(line + "\n" for line in lines).encode("utf-8"))
 
-        always = flat.pipeline | "AlwaysOneGroup" >> beam.Create([(0, None)])
-        _ = (
-            (flat | "KeyAll" >> beam.Map(lambda d: (0, d)), always)
-            | "FlattenForFile" >> beam.Flatten()
-            | "Gather" >> beam.GroupByKey()
-            | "WriteDeadLetterJsonl" >> beam.Map(write)
-        )
+        _ = flat | "Gather" >> GatherToOne() | "WriteDeadLetterJsonl" >> beam.Map(write)
         return flat

@@ -124,3 +124,22 @@ class DedupeBy(beam.PTransform):
             | "KeepFirst" >> beam.ParDo(_KeepFirst(self.what)).with_outputs(DEAD_LETTER, main="records")
         )
         return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
+
+
+class ReadUniqueR2R(beam.PTransform):
+    """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
+
+    Unique path ids make instruction ids unique, which every per-instruction job relies on.
+    """
+
+    def __init__(self, files: list[str], min_path_len: int = 1, **read_kwargs):
+        super().__init__()
+        self.files = list(files)
+        self.min_path_len = min_path_len
+        self.read_kwargs = read_kwargs
+
+    def expand(self, pbegin):
+        read = pbegin | "Read" >> ReadR2R(self.files, min_path_len=self.min_path_len, **self.read_kwargs)
+        unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
+        dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
+        return {"records": unique["records"], DEAD_LETTER: dead}

@@ -9,7 +9,6 @@ one Python dict per episode.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
@@ -25,7 +24,6 @@ from vlnkit.datasets.r2r import validate_record
 from vlnkit.datasets.trajectories import episode_ids, is_parquet, parse_predictions, parse_predictions_parquet
 from vlnkit.evaluation.metrics import (
     METRICS,
-    SPL_REFERENCES,
     collapse_repeats_padded,
     non_adjacent_steps,
     pack,
@@ -33,34 +31,13 @@ from vlnkit.evaluation.metrics import (
     totals,
 )
 from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk
+from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io import fileio
 from vlnkit.io.schemas import EPISODE_SCORES, RANDOM_EPISODE_SCORES
 from vlnkit.navigation.graph import GraphError
 
 MISSING = "missing"
 TOTALS = "totals"
-
-
-@dataclass(frozen=True)
-class ScoringConfig:
-    """The conventions a score depends on (recorded in every summary)."""
-
-    success_distance: float = 3.0
-    keep_repeats: bool = False
-    spl_reference: str = "shortest"
-
-    def __post_init__(self) -> None:
-        if not (self.success_distance > 0 and np.isfinite(self.success_distance)):
-            raise ValueError(f"success_distance must be a finite number > 0, got {self.success_distance}")
-        if self.spl_reference not in SPL_REFERENCES:
-            raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {self.spl_reference!r}")
-
-    def to_dict(self) -> dict:
-        return {
-            "success_distance": self.success_distance,
-            "keep_repeats": self.keep_repeats,
-            "spl_reference": self.spl_reference,
-        }
 
 
 def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:

@@ -12,6 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.gather import GatherToOne
 from transforms.tally import SumDicts
 from vlnkit.io import fileio
 from vlnkit.io.schemas import row
@@ -119,7 +120,7 @@ class _WriteFragments(beam.DoFn):
             return
         self._file.close()
         self._file = None
-        yield WindowedValue((0, (self._path, self._index)), MIN_TIMESTAMP, [GlobalWindow()])
+        yield WindowedValue((self._path, self._index), MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class WriteJsonFile(beam.PTransform):
@@ -148,10 +149,10 @@ class WriteJsonFile(beam.PTransform):
         path, final_key = self.path, self.final_key
         temp_dir = f"{path}.fragments-{uuid.uuid4().hex[:12]}"
 
-        def write(kv, **side):
+        def write(indexes, **side):
             entries = sorted(
                 (final_key(key, **side), frag, offset, length)
-                for frag, index in (x for x in kv[1] if x)
+                for frag, index in (x for x in indexes if x)
                 for key, offset, length in index
             )
             blobs = {frag: fileio.read_bytes(frag) for frag in {e[1] for e in entries}}
@@ -166,31 +167,30 @@ class WriteJsonFile(beam.PTransform):
         batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
         keyed = batches | "Serialize" >> beam.ParDo(_WriteFragments(temp_dir, self.project, self.sort_key))
         # Always one group, so an empty input still writes `[]`.
-        always = records.pipeline | "AlwaysOneGroup" >> beam.Create([(0, None)])
-        return (
-            (keyed, always)
-            | "FlattenForJson" >> beam.Flatten()
-            | "Gather" >> beam.GroupByKey()
-            | "WriteJson" >> beam.Map(write, **self.side_values)
-        )
+        return keyed | "Gather" >> GatherToOne() | "WriteJson" >> beam.Map(write, **self.side_values)
 
 
 class WriteSummary(beam.PTransform):
     """Sum {name: number} dicts (one PCollection or several) into totals; write `finish(totals)` as `summary.json`."""
 
-    def __init__(self, path: str, finish):
+    def __init__(self, path: str, finish, side_inputs: dict | None = None):
         super().__init__()
         self.path = path
         self.finish = finish
+        self.side_values = side_inputs or {}
 
     def expand(self, tallies):
         path, finish = self.path, self.finish
 
-        def write(totals):
-            summary = finish(totals)
+        def write(totals, **side):
+            summary = finish(totals, **side)
             write_json(path, summary, indent=True)
             return summary
 
         if isinstance(tallies, (tuple, list)):
             tallies = tuple(tallies) | "FlattenTallies" >> beam.Flatten()
-        return tallies | "Totals" >> beam.CombineGlobally(SumDicts()) | "WriteSummary" >> beam.Map(write)
+        return (
+            tallies
+            | "Totals" >> beam.CombineGlobally(SumDicts())
+            | "WriteSummary" >> beam.Map(write, **self.side_values)
+        )

@@ -100,8 +100,8 @@ def test_command_line_entry_point_runs(tmp_path):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--alignments=/nonexistent/*.json", "--connectivity_dir=/tmp"], "no file matches"),
-        (["--connectivity_dir="], "are required"),
+        (["--alignments=/nonexistent/*.json", "--connectivity_dir=/tmp"], "matches no file"),
+        (["--connectivity_dir="], "--connectivity_dir is required"),
         (["--probes=stop,jump"], "probes must be a non-empty subset"),
         (["--probes=room"], "need --rooms"),
     ],

@@ -160,7 +160,7 @@ def test_missing_graphs_and_bad_records_go_to_dead_letters(tmp_path):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--r2r_path=/nonexistent/*.json", "--connectivity_dir=/tmp"], "no file matches"),
+        (["--r2r_path=/nonexistent/*.json", "--connectivity_dir=/tmp"], "matches no file"),
         (["--r2r_path=/nonexistent.json"], "must be given together"),
         (["--distance_threshold=-1"], "distance_threshold must be"),
     ],
@@ -181,17 +181,22 @@ def test_empty_connectivity_dir_is_structural(tmp_path, capsys):
     assert "no *_connectivity.json files" in capsys.readouterr().err
 
 
-def test_empty_input_file_gives_an_empty_complete_run(tmp_path):
+def test_empty_input_file_is_a_failed_run_not_a_complete_one(tmp_path, capsys):
+    """Nothing read is never success: no _SUCCESS, exit 3, and the manifest says why."""
     from vlnkit.navigation.synthetic import write_environment
 
     _, conn_dir = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=1)
     (tmp_path / "in.json").write_text("[]")
-    out, summary = run(
-        tmp_path,
-        f"--r2r_path={tmp_path}/in.json",
-        f"--connectivity_dir={conn_dir}",
-        f"--json_output={tmp_path}/r4r.json",
-    )
-    assert summary["dataset"]["paths"] == 0 and summary["dataset"]["mean_distance"] is None
-    assert json.loads((tmp_path / "r4r.json").read_text()) == []
-    assert (out / "_SUCCESS").exists()
+    with pytest.raises(SystemExit) as exc:
+        run(
+            tmp_path,
+            f"--r2r_path={tmp_path}/in.json",
+            f"--connectivity_dir={conn_dir}",
+            f"--json_output={tmp_path}/r4r.json",
+        )
+    assert exc.value.code == 3
+    assert "nothing was read" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert not (out / "_SUCCESS").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "nothing was read" in manifest["failure"]

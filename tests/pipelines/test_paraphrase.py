@@ -123,7 +123,7 @@ def test_command_line_prints_the_plan_with_a_cost_and_keeps_credentials_out(tmp_
     "flags,message",
     [
         ([], "--dataset is required"),
-        (["--dataset=/nonexistent/*.json"], "no file matches"),
+        (["--dataset=/nonexistent/*.json"], "matches no file"),
         (["--dataset={r2r}", "--min_bleu=0.8", "--max_bleu=0.7"], "BLEU bounds"),
         (["--dataset={r2r}", "--translator=google"], "cloud project"),
         (["--dataset={r2r}", "--gcp_project=p", "--translate_insecure"], "needs --translate_endpoint"),

@@ -141,4 +141,4 @@ def test_structural_errors_stop_with_one_line(outputs, tmp_path, capsys):
     assert "cannot tell the kind" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run(tmp_path / "o", str(tmp_path / "nothing*.json"), conn)
-    assert "no file matches" in capsys.readouterr().err
+    assert "matches no file" in capsys.readouterr().err

@@ -94,8 +94,8 @@ def test_structural_errors_are_one_clear_line(env, tmp_path):
     )
     assert (
         proc.returncode == 2
-        and proc.stderr.strip().startswith("error: --predictions=")
-        and "no file matches" in proc.stderr
+        and proc.stderr.strip().startswith("error: score: --predictions:")
+        and "matches no file" in proc.stderr
     )
     with pytest.raises(SystemExit):
         run(

@@ -74,13 +74,52 @@ def match(patterns: str | list[str]) -> list[tuple[str, int]]:
     return sorted(found.items())
 
 
+GLOB_CHARS = frozenset("*?[")
+
+
+def is_glob(pattern: str) -> bool:
+    return any(c in pattern for c in GLOB_CHARS)
+
+
+def expand_inputs(flag: str, patterns: str | list[str]) -> list[tuple[str, int]]:
+    """Like `match`, but strict, for inputs a user named: every named file must exist and every glob
+    must match at least one file. Raises FileNotFoundError naming the flag and the pattern.
+
+        >>> expand_inputs("--dataset", "/nonexistent/a.json")
+        Traceback (most recent call last):
+        ...
+        FileNotFoundError: --dataset: /nonexistent/a.json does not exist
+    """
+    if isinstance(patterns, str):
+        patterns = [p for p in (s.strip() for s in patterns.split(",")) if p]
+    if not patterns:
+        raise FileNotFoundError(f"{flag}: no file named")
+    found: dict[str, int] = {}
+    for pattern in patterns:
+        matched = match([pattern])
+        if not matched:
+            if is_glob(pattern):
+                raise FileNotFoundError(f"{flag}: {pattern} matches no file")
+            what = (
+                "is a folder, not a file" if not _has_scheme(pattern) and os.path.isdir(pattern) else "does not exist"
+            )
+            raise FileNotFoundError(f"{flag}: {pattern} {what}")
+        found.update(matched)
+    return sorted(found.items())
+
+
 def remove_tree(path: str) -> None:
-    """Delete a folder and everything in it (no error if it does not exist)."""
+    """Delete a folder and everything in it (no error if it does not exist).
+
+    On object stores a "folder" is only a name prefix, so every object under it is deleted by name.
+    """
     if _has_scheme(path):
         from apache_beam.io.filesystems import FileSystems
 
-        if FileSystems.exists(path):
-            FileSystems.delete([path if path.endswith("/") else path + "/"])
+        prefix = path.rstrip("/") + "/"
+        objects = [m.path for r in FileSystems.match([prefix + "**"]) for m in r.metadata_list]
+        if objects:
+            FileSystems.delete(objects)
         return
     import shutil
 

