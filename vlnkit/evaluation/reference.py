@@ -1,116 +1,40 @@
-"""Path metrics of VLN (DESIGN.md, "Path metrics"): one pair at a time, or a whole batch at once.
+"""The numpy implementation of the path metrics: the reference the compiled kernels are tested against.
 
-Paths are sequences of node indices into a scan's all-pairs distance matrix (`NavGraph.distances`);
-the single-pair functions also accept viewpoint ids when given the `NavGraph` itself. Both APIs run
-the same vectorized code: the batch API pads a batch of (reference, query) pairs into arrays and
-computes every metric with numpy over the whole batch (the DTW and edit-distance dynamic programmes
-sweep anti-diagonals, so Python loops run |R| + |Q| times per batch, not per pair).
+This was the library's implementation before the compiled kernels (`vlnkit.evaluation.kernels`). It
+stays because it is written differently (whole-batch array operations, dynamic programmes swept by
+anti-diagonals) and so checks the kernels independently; it is not used by the library's hot paths.
+Use `vlnkit.evaluation.batch.score_batch` / `vlnkit.evaluation.metrics` instead.
 
-    from vlnkit.evaluation.metrics import ndtw, score_batch
-    reward = ndtw(reference, query, graph)                       # viewpoint ids and a NavGraph
-    scores = score_batch(graph.distances, references, queries)   # {"pl": array, ..., "md": array}
+Conventions are those of `vlnkit.evaluation.metrics`. The DTW and edit-distance programmes sweep
+anti-diagonals k = i + j over the whole batch (Python loops run |R| + |Q| times per batch, not per pair).
 
-Conventions
------------
-- The query's consecutive repeated viewpoints (turning in place) are collapsed first unless
-  `keep_repeats=True`; the reference is used as given.
-- `spl_reference="shortest"` (default) uses d(q_1, r_last) as SPL's reference length;
-  `"path"` uses PL(R), the reference path's own length (as the HAMT/DUET scorers do).
-
-Degenerate cases (all give finite numbers or +inf, never NaN, never an exception)
--------------------------------------------------------------------------------
-- Empty paths are rejected with ValueError: a metric of nothing is meaningless.
-- Single-node paths: PL = 0; edge sequences are empty. SED with both edge sequences empty is SR
-  (the empty sequences are identical); with one empty it is 0.
-- Zero lengths: SPL is SR when both its reference length and PL(Q) are 0 (already at the goal).
-  LS is 1 when both EPL and PL(Q) are 0 (e.g. single-node reference and query), so CLS = PC.
-- Unreachable nodes (another connected component, or a multi-step jump across one): distances are
-  +inf and so are the distance metrics built from them (PL, NE, ONE, DTW, AD, MD); the scores
-  stay in [0, 1]: SR/OSR = 0 when the distance is inf, exp(-inf) = 0 for PC and nDTW, LS = 0 when
-  PL(Q) or EPL is inf, SPL = 0 when its reference length is inf. Jobs write +inf as null.
+>>> import numpy as np
+>>> d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+>>> float(score_batch(d, [[0, 1, 2]], [[0, 1]], metrics=("dtw",))["dtw"][0])
+1.0
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
-from operator import itemgetter
 
 import numpy as np
 
-from vlnkit.io.exactsum import SUM_SCALE, exact_sum  # noqa: F401  (re-exported)
-
-METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
-EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
-SPL_REFERENCES = ("shortest", "path")
-DEFAULT_THRESHOLD = 3.0
-DEFAULT_CHUNK = 8192
-
-
-# ----------------------------------------------------------------------------- packing
-def pack(paths, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Variable-length index sequences -> (padded (B, L) int64 array, lengths (B,))."""
-    lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
-    width = int(lengths.max()) if len(lengths) else 0
-    out = np.full((len(paths), max(width, 1)), pad, dtype=np.int64)
-    if len(paths):
-        mask = np.arange(out.shape[1]) < lengths[:, None]
-        if lengths.sum():
-            out[mask] = np.concatenate([np.asarray(p, dtype=np.int64).ravel() for p in paths])
-    return out, lengths
-
-
-def pack_viewpoints(index: dict[str, int], paths) -> tuple[np.ndarray, np.ndarray]:
-    """Viewpoint-id sequences -> (padded index array, lengths) in one pass (no per-path arrays).
-
-    `index` maps viewpoint id -> node index (`NavGraph.index`); an unknown id raises ValueError.
-    """
-    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
-    flat_ids = list(chain.from_iterable(paths))
-    try:
-        if len(flat_ids) > 1:
-            flat = np.fromiter(itemgetter(*flat_ids)(index), dtype=np.int64, count=len(flat_ids))
-        else:
-            flat = np.asarray([index[v] for v in flat_ids], dtype=np.int64)
-    except KeyError as exc:
-        raise ValueError(f"viewpoint {exc.args[0]!r} is not in the graph") from None
-    out = np.zeros((len(paths), max(int(lengths.max(initial=1)), 1)), dtype=np.int64)
-    out[np.arange(out.shape[1]) < lengths[:, None]] = flat
-    return out, lengths
-
-
-def collapse_repeats_padded(paths: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Drop consecutive repeated nodes of every padded path (vectorized). Returns (paths, lengths)."""
-    paths = np.asarray(paths)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    valid = np.arange(paths.shape[1]) < lengths[:, None]
-    keep = valid.copy()
-    keep[:, 1:] &= paths[:, 1:] != paths[:, :-1]
-    new_len = keep.sum(axis=1)
-    out = np.zeros_like(paths)
-    rows = np.broadcast_to(np.arange(len(paths))[:, None], paths.shape)
-    out[rows[keep], (np.cumsum(keep, axis=1) - 1)[keep]] = paths[keep]
-    return out, new_len
-
-
-def non_adjacent_steps(adjacent: np.ndarray, paths: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per path, how many consecutive pairs are neither equal nor a graph edge (multi-step jumps)."""
-    if paths.shape[1] < 2:
-        return np.zeros(len(paths), dtype=np.int64)
-    u, v = paths[:, :-1], paths[:, 1:]
-    valid = np.arange(1, paths.shape[1]) < lengths[:, None]
-    return ((u != v) & ~adjacent[u, v] & valid).sum(axis=1)
+from vlnkit.evaluation.common import (
+    DEFAULT_CHUNK,
+    DEFAULT_THRESHOLD,
+    EXTRA,
+    METRICS,
+    SPL_REFERENCES,
+    check_paths,
+    collapse_repeats_padded,
+    pack,
+)
 
 
 def _check(distances: np.ndarray, paths: np.ndarray, lengths: np.ndarray, what: str) -> None:
-    if len(lengths) and lengths.min() < 1:
-        raise ValueError(f"{what} #{int(np.argmin(lengths))} is empty; metrics need at least one node")
-    valid = np.arange(paths.shape[1]) < lengths[:, None]
-    bad = valid & ((paths < 0) | (paths >= len(distances)))
-    if bad.any():
-        b = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"{what} #{b} has a node index outside [0, {len(distances)})")
+    check_paths(len(distances), paths, lengths, what)
 
 
 # ----------------------------------------------------------------------------- dynamic programmes
@@ -433,83 +357,3 @@ def score_batch(
     if "sed" in metrics:
         out["sed"] = gated_edit_score(len(distances), refs, ref_len, qs, q_len, out["sr"] > 0)
     return {m: out[m] for m in metrics}
-
-
-# ----------------------------------------------------------------------------- one pair
-def _pair(reference, query, distances):
-    """(distances matrix, [reference indices], [query indices]); a NavGraph maps viewpoint ids."""
-    if hasattr(distances, "indices") and hasattr(distances, "distances"):  # a NavGraph
-        return distances.distances, [distances.indices(reference)], [distances.indices(query)]
-    return np.asarray(distances), [np.asarray(reference, dtype=np.int64)], [np.asarray(query, dtype=np.int64)]
-
-
-def score(
-    reference,
-    query,
-    distances,
-    threshold: float = DEFAULT_THRESHOLD,
-    *,
-    keep_repeats: bool = False,
-    spl_reference: str = "shortest",
-    metrics=METRICS,
-) -> dict[str, float]:
-    """All (or the named) metrics of one pair, as floats. `distances`: (n, n) matrix or a NavGraph."""
-    dist, refs, qs = _pair(reference, query, distances)
-    out = score_batch(
-        dist, refs, qs, threshold, keep_repeats=keep_repeats, spl_reference=spl_reference, metrics=metrics
-    )
-    return {m: float(v[0]) for m, v in out.items()}
-
-
-def _single(name: str):
-    def metric(reference, query, distances, threshold: float = DEFAULT_THRESHOLD, **kwargs) -> float:
-        return score(reference, query, distances, threshold, metrics=(name,), **kwargs)[name]
-
-    metric.__name__ = name
-    metric.__qualname__ = name
-    metric.__doc__ = f"{name.upper()} of one (reference, query) pair (see the module docstring for conventions)."
-    return metric
-
-
-pl = _single("pl")
-ne = _single("ne")
-one = _single("one")
-sr = _single("sr")
-osr = _single("osr")
-spl = _single("spl")
-sed = _single("sed")
-pc = _single("pc")
-ls = _single("ls")
-cls = _single("cls")
-dtw = _single("dtw")
-ndtw = _single("ndtw")
-sdtw = _single("sdtw")
-ad = _single("ad")
-md = _single("md")
-
-
-# ----------------------------------------------------------------------------- aggregation
-# Sums for summaries are exact (see `vlnkit.io.exactsum`), so a mean does not depend on the order in
-# which a runner combines partial sums.
-
-
-def totals(scores: dict[str, np.ndarray]) -> dict[str, int]:
-    """Summable totals: `count`, and per metric the exact sum (`exact_sum`) and count of its finite values."""
-    out: dict[str, int] = {}
-    for name, values in scores.items():
-        finite = np.isfinite(values)
-        out[f"sum_{name}"] = exact_sum(values[finite])
-        out[f"finite_{name}"] = int(finite.sum())
-        out["count"] = len(values)
-    return out
-
-
-def means(summed: dict, metrics=METRICS) -> tuple[dict[str, float | None], dict[str, int]]:
-    """(mean of each metric's finite values or None, count of non-finite values) from summed `totals`."""
-    count = int(summed.get("count", 0))
-    mean, nulls = {}, {}
-    for m in metrics:
-        n = int(summed.get(f"finite_{m}", 0))
-        mean[m] = summed.get(f"sum_{m}", 0) / (n << SUM_SCALE) if n else None  # one correctly rounded division
-        nulls[m] = count - n
-    return mean, nulls

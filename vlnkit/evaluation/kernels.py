@@ -1,0 +1,248 @@
+"""Compiled (numba) kernels behind the single-pair metrics, `score_batch` and the rewards.
+
+Why compiled: every metric that loops (DTW, the edit distance behind SED, coverage for CLS, the
+distance reductions of AD/MD/ONE) is a small dynamic programme or reduction over |R| x |Q| cells.
+In numpy those cost a Python-level call per row or diagonal; here one pass over the cells computes
+DTW, every reference node's distance to the query (PC) and every query node's distance to the
+reference (AD, MD) together, for one pair or for a whole batch in one call.
+
+The arithmetic is the reference implementation's (`vlnkit.evaluation.reference`, numpy), operation
+for operation: the same distance-matrix orientation d[r, q], DTW cells as cost + min(...) (min is
+exact, so the traversal order does not matter), sums added left to right. Results are therefore
+bit-identical to it except where numpy's own summation order differs (see the tests for the bound).
+
+Compiled functions are cached on disk (`cache=True`): a process pays the compilation once, and
+later processes load the machine code (the cold-start cost is reported in benchmarks/RESULTS.md).
+
+Output rows follow `common.ALL`: pl ne one sr osr spl sed cls dtw ndtw sdtw ad md pc ls.
+Status codes (returned instead of raising, so the caller can word the error):
+0 ok, 1 empty reference, 2 empty query, 3 reference node out of range, 4 query node out of range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+PL, NE, ONE, SR, OSR, SPL, SED, CLS, DTW, NDTW, SDTW, AD, MD, PC, LS = range(15)
+N_OUT = 15
+INF = np.inf
+
+
+@njit(cache=True)
+def collapse_into(path, length, keep_repeats, out):
+    """Copy path[:length] to out, dropping consecutive repeats unless keep_repeats; returns the new length."""
+    if keep_repeats:
+        for j in range(length):
+            out[j] = path[j]
+        return length
+    m = 0
+    for j in range(length):
+        if m == 0 or path[j] != out[m - 1]:
+            out[m] = path[j]
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def check_path(path, length, n):
+    """0 if path[:length] is non-empty with every node in [0, n); 1 if empty; 2 if a node is out of range."""
+    if length < 1:
+        return 1
+    for j in range(length):
+        if path[j] < 0 or path[j] >= n:
+            return 2
+    return 0
+
+
+@njit(cache=True)
+def path_length(dist, path, length):
+    """Sum of d(p_k, p_k+1), added left to right."""
+    total = 0.0
+    for k in range(length - 1):
+        total += dist[path[k], path[k + 1]]
+    return total
+
+
+@njit(cache=True)
+def edge_edit_distance(r, lr, q, lq, prev):
+    """Levenshtein distance between the edge sequences of r[:lr] and q[:lq]; prev: int64 work, >= lq entries."""
+    la, lb = lr - 1, lq - 1
+    if la <= 0 or lb <= 0:
+        return max(la, lb, 0)
+    for j in range(lb + 1):
+        prev[j] = j
+    for i in range(1, la + 1):
+        diag = prev[0]
+        prev[0] = i
+        for j in range(1, lb + 1):
+            same = r[i - 1] == q[j - 1] and r[i] == q[j]
+            sub = diag + (0 if same else 1)
+            gap = min(prev[j], prev[j - 1]) + 1
+            diag = prev[j]
+            prev[j] = min(sub, gap)
+    return prev[lb]
+
+
+@njit(cache=True)
+def dtw_row_step(dist, r, lr, node, row_prev, row_next):
+    """One DTW column for a new query node: row_next[i] = d(r_i, node) + min(neighbours), i = 0..lr.
+
+    row_prev holds C[.][j-1] (row_prev[0] = 0 only before the first query node), row_next
+    receives C[.][j]; the DTW so far is row_next[lr]. Costs O(|R|): used by the rewards.
+    """
+    row_next[0] = INF
+    left = INF
+    for i in range(1, lr + 1):
+        best = min(min(row_prev[i], row_prev[i - 1]), left)
+        left = dist[r[i - 1], node] + best
+        row_next[i] = left
+    return row_next[lr]
+
+
+@njit(cache=True)
+def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, out):
+    """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
+
+    Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= lq ints).
+    need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
+    """
+    g = r[lr - 1]
+    pl = path_length(dist, q, lq)
+    pl_ref = path_length(dist, r, lr)
+    ne = dist[q[lq - 1], g]
+    one = INF
+    for j in range(lq):
+        one = min(one, dist[q[j], g])
+    sr = 1.0 if ne <= th else 0.0
+    ref = pl_ref if spl_path else dist[q[0], g]
+    longest = max(pl, ref)
+    ratio = ref / longest if longest > 0 else 1.0
+    if not math.isfinite(ref):
+        ratio = 0.0
+    out[PL] = pl
+    out[NE] = ne
+    out[ONE] = one
+    out[SR] = sr
+    out[OSR] = 1.0 if one <= th else 0.0
+    out[SPL] = ratio if sr > 0 else 0.0
+    sed = 0.0
+    if need_ed and sr > 0:
+        longest_edges = max(lr - 1, lq - 1)
+        if longest_edges > 0:
+            ed = edge_edit_distance(r, lr, q, lq, ed_work)
+            sed = 1.0 - float(ed) / float(longest_edges)
+        else:
+            sed = 1.0
+    out[SED] = sed
+    if not need_grid:
+        return
+    # One pass over the cells: DTW by rows of R, the row minima (PC) and column minima (AD, MD).
+    row[0] = 0.0
+    for j in range(1, lq + 1):
+        row[j] = INF
+        colmin[j - 1] = INF
+    cover = 0.0
+    for i in range(lr):
+        ri = r[i]
+        diag = row[0]
+        row[0] = INF
+        left = INF
+        rmin = INF
+        for j in range(1, lq + 1):
+            c = dist[ri, q[j - 1]]
+            up = row[j]
+            left = c + min(min(up, diag), left)
+            diag = up
+            row[j] = left
+            rmin = min(rmin, c)
+            colmin[j - 1] = min(colmin[j - 1], c)
+        cover += math.exp(rmin / -th)
+    dtw = row[lq]
+    ndtw = math.exp(-dtw / (lr * th))
+    pc = cover / lr
+    epl = pc * pl_ref if pc > 0 else 0.0
+    denom = epl + abs(epl - pl)
+    if denom == 0:
+        ls = 1.0
+    elif math.isfinite(denom) and math.isfinite(epl):
+        ls = epl / (denom if denom > 0 else 1.0)
+    else:
+        ls = 0.0
+    total = 0.0
+    worst = -INF
+    for j in range(lq):
+        total += colmin[j]
+        worst = max(worst, colmin[j])
+    out[DTW] = dtw
+    out[NDTW] = ndtw
+    out[SDTW] = ndtw if sr > 0 else 0.0
+    out[PC] = pc
+    out[LS] = ls
+    out[CLS] = pc * ls
+    out[AD] = total / lq
+    out[MD] = worst
+
+
+KEEP_REPEATS, SPL_PATH, NEED_GRID, NEED_ED = 1, 2, 4, 8  # bits of `flags` (fewer arguments: cheaper calls)
+
+
+@njit(cache=True)
+def score_one(dist, nodes, split, th, flags, out):
+    """All metrics of one pair into out (15,); returns a status code (0 ok, see the module docstring).
+
+    nodes = reference then query node indices, split = |R| (one array: one conversion, one argument).
+    """
+    n = dist.shape[0]
+    r = nodes[:split]
+    q = nodes[split:]
+    status = check_path(r, len(r), n)
+    if status:
+        return 1 if status == 1 else 3
+    status = check_path(q, len(q), n)
+    if status:
+        return 2 if status == 1 else 4
+    qq = np.empty(len(q), dtype=np.int64)
+    lq = collapse_into(q, len(q), flags & KEEP_REPEATS, qq)
+    row = np.empty(lq + 1)
+    colmin = np.empty(lq)
+    ed_work = np.empty(lq + 1, dtype=np.int64)
+    grid, ed, spl_path = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH
+    pair_scores(dist, r, len(r), qq, lq, th, spl_path, grid, ed, row, colmin, ed_work, out)
+    return 0
+
+
+@njit(cache=True)
+def metric_one(dist, nodes, split, th, flags, which):
+    """One metric (output row `which`) of one pair; a negative value -s is status code s (metrics are >= 0)."""
+    out = np.empty(N_OUT)
+    status = score_one(dist, nodes, split, th, flags, out)
+    return -float(status) if status else out[which]
+
+
+@njit(cache=True)
+def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_grid, need_ed, out):
+    """All metrics of B padded pairs into out (15, B); returns (status, first bad pair) or (0, -1)."""
+    n = dist.shape[0]
+    B = refs.shape[0]
+    for b in range(B):
+        s = check_path(refs[b], ref_len[b], n)
+        if s:
+            return (1 if s == 1 else 3), b
+        s = check_path(qs[b], q_len[b], n)
+        if s:
+            return (2 if s == 1 else 4), b
+    width = qs.shape[1]
+    qq = np.empty(width, dtype=np.int64)
+    row = np.empty(width + 1)
+    colmin = np.empty(width)
+    ed_work = np.empty(width + 1, dtype=np.int64)
+    vals = np.empty(N_OUT)
+    for b in range(B):
+        lq = collapse_into(qs[b], q_len[b], keep_repeats, qq)
+        pair_scores(dist, refs[b], ref_len[b], qq, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, vals)
+        for k in range(N_OUT):
+            out[k, b] = vals[k]
+    return 0, -1
