@@ -53,7 +53,7 @@ def grid():
 
 
 def test_kernels_are_cached_on_disk():
-    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, kernels.dtw_row_step):
+    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, kernels.rewards_step):
         assert fn._cache.__class__.__name__ != "NullCache", fn  # compiled once per machine, not per process
 
 
