@@ -15,28 +15,33 @@
 1.0
 """
 
-from vlnkit.evaluation.batch import means, score_batch, totals
-from vlnkit.evaluation.common import DEFAULT_THRESHOLD, EXTRA, METRICS, SPL_REFERENCES, pack, pack_viewpoints
-from vlnkit.evaluation.metrics import (
-    ad,
-    cls,
-    dtw,
-    ls,
-    md,
-    ndtw,
-    ne,
-    one,
-    osr,
-    pc,
-    pl,
-    score,
-    sdtw,
-    sed,
-    spl,
-    sr,
-)
-from vlnkit.evaluation.random_baseline import allocate, draw, episode_rng, neighbour_table, step_pool, walk
-from vlnkit.evaluation.rewards import RewardBatch, RewardEpisode
+from __future__ import annotations
+
+import importlib
+
+# Names resolve on first use (PEP 562), so importing one submodule does not import the others
+# (the random baseline pulls in scipy through the graph module; the metrics do not need it).
+_HOME = {
+    **dict.fromkeys(("pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls"), "metrics"),
+    **dict.fromkeys(("dtw", "ndtw", "sdtw", "ad", "md", "score"), "metrics"),
+    **dict.fromkeys(("score_batch", "totals", "means"), "batch"),
+    **dict.fromkeys(("pack", "pack_viewpoints", "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD"), "common"),
+    **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
+    **dict.fromkeys(("step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk"), "random_baseline"),
+}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"vlnkit.evaluation.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vlnkit.evaluation' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     # single-pair metrics
@@ -49,3 +54,5 @@ __all__ = [
     # random baseline
     "step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk",
 ]  # fmt: skip
+
+assert set(__all__) == set(_HOME)

@@ -76,9 +76,9 @@ def as_indices(path, graph) -> np.ndarray:
 
 
 def distance_matrix(graph) -> np.ndarray:
-    """The float64 distance matrix of a NavGraph, or the given matrix itself."""
+    """The float64 distance matrix of a NavGraph, or the given matrix itself (converted if need be)."""
     dist = getattr(graph, "distances", graph)
-    if type(dist) is np.ndarray and dist.dtype == np.float64 and dist.flags.c_contiguous:
+    if type(dist) is np.ndarray and dist.dtype is _F64:  # any memory layout: the kernels index it directly
         return dist
     return np.ascontiguousarray(dist, dtype=np.float64)
 
@@ -95,6 +95,7 @@ def pair_nodes(reference, query, graph) -> tuple[np.ndarray, int]:
     return np.concatenate((r, q)), len(r)
 
 
+_F64 = np.dtype(np.float64)
 _NEEDS = {K.SED: K.NEED_ED, **{getattr(K, m.upper()): K.NEED_GRID for m in GRID}}
 
 
@@ -109,8 +110,17 @@ def _options(threshold, keep_repeats, spl_reference) -> int:
 def _metric(which: int, reference, query, graph, threshold, keep_repeats, spl_reference="shortest") -> float:
     """One metric of one pair: one id lookup, one kernel call computing only what that metric needs."""
     flags = _options(threshold, keep_repeats, spl_reference) | _NEEDS.get(which, 0)
-    dist = distance_matrix(graph)
-    nodes, split = pair_nodes(reference, query, graph)
+    dist = getattr(graph, "distances", graph)
+    if type(dist) is not np.ndarray or dist.dtype is not _F64:
+        dist = np.ascontiguousarray(dist, dtype=np.float64)
+    index = getattr(graph, "index", None)
+    if index is not None and type(reference) is list and type(query) is list and reference and query:
+        try:  # the common case, viewpoint ids of a NavGraph: both paths in one lookup
+            nodes, split = np.array(itemgetter(*reference, *query)(index), dtype=np.int64), len(reference)
+        except (KeyError, TypeError):
+            nodes, split = pair_nodes(reference, query, graph)
+    else:
+        nodes, split = pair_nodes(reference, query, graph)
     value = K.metric_one(dist, nodes, split, float(threshold), flags, which)
     if value < 0:  # a status code: empty path or node out of range
         raise_status(int(-value), 0, len(dist))
