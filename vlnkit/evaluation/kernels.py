@@ -206,7 +206,7 @@ def metric_one(dist, nodes, split, th, flags, which):
     return -float(status) if status else out[which]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: threads of one worker can score batches in parallel
 def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_grid, need_ed, out):
     """All metrics of B padded pairs into out (15, B); returns (status, first bad pair) or (0, -1)."""
     n = dist.shape[0]
