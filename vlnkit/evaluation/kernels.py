@@ -67,19 +67,29 @@ def path_length(dist, path, length):
 
 
 @njit(cache=True)
-def edge_edit_distance(r, lr, q, lq, prev):
-    """Levenshtein distance between the edge sequences of r[:lr] and q[:lq]; prev: int64 work, >= lq entries."""
+def edge_edit_distance(r, lr, q, lq, n, work):
+    """Levenshtein distance between the edge sequences of r[:lr] and q[:lq]; work: int64, >= 2 * lq + lr.
+
+    An edge (u, v) is the one integer u * n + v (n nodes), so a cell compares one pair of integers.
+    """
     la, lb = lr - 1, lq - 1
     if la <= 0 or lb <= 0:
         return max(la, lb, 0)
+    prev = work[: lb + 1]
+    eq = work[lb + 1 : 2 * lb + 1]
+    er = work[2 * lb + 1 : 2 * lb + 1 + la]
+    for j in range(lb):
+        eq[j] = q[j] * n + q[j + 1]
+    for i in range(la):
+        er[i] = r[i] * n + r[i + 1]
     for j in range(lb + 1):
         prev[j] = j
     for i in range(1, la + 1):
         diag = prev[0]
         prev[0] = i
+        e = er[i - 1]
         for j in range(1, lb + 1):
-            same = r[i - 1] == q[j - 1] and r[i] == q[j]
-            sub = diag + (0 if same else 1)
+            sub = diag + (eq[j - 1] != e)
             gap = min(prev[j], prev[j - 1]) + 1
             diag = prev[j]
             prev[j] = min(sub, gap)
@@ -90,7 +100,7 @@ def edge_edit_distance(r, lr, q, lq, prev):
 def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, out):
     """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
 
-    Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= lq ints).
+    Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= 2 lq + lr ints).
     need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
     """
     g = r[lr - 1]
@@ -116,7 +126,7 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
     if need_ed and sr > 0:
         longest_edges = max(lr - 1, lq - 1)
         if longest_edges > 0:
-            ed = edge_edit_distance(r, lr, q, lq, ed_work)
+            ed = edge_edit_distance(r, lr, q, lq, dist.shape[0], ed_work)
             sed = 1.0 - float(ed) / float(longest_edges)
         else:
             sed = 1.0
@@ -143,7 +153,10 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
             row[j] = left
             rmin = min(rmin, c)
             colmin[j - 1] = min(colmin[j - 1], c)
-        cover += math.exp(rmin / -th)
+        if rmin == 0.0:  # exp(-0) = 1 and exp(-inf) = 0 exactly: skip the call, same bits
+            cover += 1.0
+        elif rmin != INF:
+            cover += math.exp(rmin / -th)
     dtw = row[lq]
     ndtw = math.exp(-dtw / (lr * th))
     pc = cover / lr
@@ -192,7 +205,7 @@ def score_one(dist, nodes, split, th, flags, out):
     lq = collapse_into(q, len(q), flags & KEEP_REPEATS, qq)
     row = np.empty(lq + 1)
     colmin = np.empty(lq)
-    ed_work = np.empty(lq + 1, dtype=np.int64)
+    ed_work = np.empty(2 * lq + len(r), dtype=np.int64)
     grid, ed, spl_path = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH
     pair_scores(dist, r, len(r), qq, lq, th, spl_path, grid, ed, row, colmin, ed_work, out)
     return 0
@@ -222,7 +235,7 @@ def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_
     qq = np.empty(width, dtype=np.int64)
     row = np.empty(width + 1)
     colmin = np.empty(width)
-    ed_work = np.empty(width + 1, dtype=np.int64)
+    ed_work = np.empty(2 * width + refs.shape[1], dtype=np.int64)
     vals = np.empty(N_OUT)
     for b in range(B):
         lq = collapse_into(qs[b], q_len[b], keep_repeats, qq)
