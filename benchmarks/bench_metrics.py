@@ -144,15 +144,17 @@ class PublishedStyleCLS:
         return coverage * score
 
 
-def per_call_us(fn, loops: int, repeats: int) -> float:
-    """Microseconds per call: CPU time of this process over `loops` calls, best of `repeats`."""
-    best = math.inf
-    for _ in range(repeats):
-        start = time.process_time()
-        for _ in range(loops):
-            fn()
-        best = min(best, time.process_time() - start)
-    return best / loops * 1e6
+def per_call_us(fns, loops, rounds: int) -> list[float]:
+    """Microseconds of CPU per call of each function: best of `rounds`, the functions taking turns
+    within each round so that load from other jobs on the machine falls on all of them alike."""
+    best = [math.inf] * len(fns)
+    for _ in range(rounds):
+        for k, (fn, n) in enumerate(zip(fns, loops)):
+            start = time.process_time()
+            for _ in range(n):
+                fn()
+            best[k] = min(best[k], (time.process_time() - start) / n)
+    return [b * 1e6 for b in best]
 
 
 def single_pair(workload, repeats: int) -> dict:
@@ -169,8 +171,7 @@ def single_pair(workload, repeats: int) -> dict:
         ("cls", lambda: metrics.cls(R, Q, graph), lambda: cls_style(Q, R)),
     ):
         assert math.isclose(ours(), float(theirs()), rel_tol=1e-12, abs_tol=1e-12), name
-        base = per_call_us(theirs, 300, repeats)
-        lib = per_call_us(ours, 5000, repeats)
+        base, lib = per_call_us([theirs, ours], [100, 2000], repeats)
         rows[name] = {
             "library_us": round(lib, 2),
             "published_style_us": round(base, 1),
@@ -312,7 +313,7 @@ def main(argv=None) -> dict:
                 worst = max(worst, 0.0 if got == want else abs(got - want))
                 assert math.isclose(got, want, abs_tol=1e-9), (scan, b, m, got, want)
 
-    single = single_pair(workload, max(args.repeats, 5))
+    single = single_pair(workload, max(args.repeats, 15))
     cold = cold_start() if args.cold_start else None
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

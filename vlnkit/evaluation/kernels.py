@@ -96,6 +96,16 @@ def edge_edit_distance(r, lr, q, lq, n, work):
     return prev[lb]
 
 
+@njit(cache=True, inline="always")
+def _add_cover(cover, rmin, th):
+    """cover + exp(-rmin / d_th), skipping the call where it is exactly 1 (rmin = 0) or 0 (rmin = inf)."""
+    if rmin == 0.0:
+        return cover + 1.0
+    if rmin == INF:
+        return cover
+    return cover + math.exp(rmin / -th)
+
+
 @njit(cache=True)
 def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, out):
     """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
@@ -134,12 +144,40 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
     if not need_grid:
         return
     # One pass over the cells: DTW by rows of R, the row minima (PC) and column minima (AD, MD).
+    # Rows go two at a time: row b's cell (b, j) needs row a's (a, j) and (a, j - 1), so the two
+    # dependency chains (left to right along each row) interleave and the CPU overlaps them.
     row[0] = 0.0
     for j in range(1, lq + 1):
         row[j] = INF
         colmin[j - 1] = INF
     cover = 0.0
-    for i in range(lr):
+    i = 0
+    while i + 1 < lr:
+        ra, rb = r[i], r[i + 1]
+        diag_a = row[0]
+        row[0] = INF
+        left_a = INF  # C[a, j - 1]
+        left_b = INF  # C[b, j - 1]
+        rmin_a = INF
+        rmin_b = INF
+        for j in range(1, lq + 1):
+            qj = q[j - 1]
+            ca = dist[ra, qj]
+            cb = dist[rb, qj]
+            up = row[j]
+            cur_a = ca + min(min(up, diag_a), left_a)
+            cur_b = cb + min(min(cur_a, left_a), left_b)  # up = C[a, j], diagonal = C[a, j - 1]
+            diag_a = up
+            left_a = cur_a
+            left_b = cur_b
+            row[j] = cur_b
+            rmin_a = min(rmin_a, ca)
+            rmin_b = min(rmin_b, cb)
+            colmin[j - 1] = min(colmin[j - 1], min(ca, cb))
+        cover = _add_cover(cover, rmin_a, th)
+        cover = _add_cover(cover, rmin_b, th)
+        i += 2
+    if i < lr:  # an odd row left over
         ri = r[i]
         diag = row[0]
         row[0] = INF
@@ -153,10 +191,7 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
             row[j] = left
             rmin = min(rmin, c)
             colmin[j - 1] = min(colmin[j - 1], c)
-        if rmin == 0.0:  # exp(-0) = 1 and exp(-inf) = 0 exactly: skip the call, same bits
-            cover += 1.0
-        elif rmin != INF:
-            cover += math.exp(rmin / -th)
+        cover = _add_cover(cover, rmin, th)
     dtw = row[lq]
     ndtw = math.exp(-dtw / (lr * th))
     pc = cover / lr
