@@ -1,0 +1,58 @@
+"""Evaluation of VLN agents: path metrics, batch scoring, rewards for training loops, the random baseline.
+
+- `metrics`: one (reference, query) pair at a time, each metric a function with its formula
+  (`ndtw(reference, query, graph)`, ...), viewpoint ids with a NavGraph or indices with a matrix.
+- `batch`: `score_batch` scores many pairs of one scan in one compiled call; `totals` / `means`
+  give exact, order-independent summaries.
+- `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
+  `RewardEpisode` for one), each step O(|R|).
+- `random_baseline`: the published random-walk baseline, generated in vectorized batches.
+- `kernels` (compiled, cached on disk) and `reference` (the numpy implementation the kernels are
+  tested against) are internals.
+
+>>> from vlnkit.evaluation import ndtw
+>>> ndtw([0, 1], [0, 1], [[0.0, 1.0], [1.0, 0.0]])
+1.0
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Names resolve on first use (PEP 562), so importing one submodule does not import the others
+# (the random baseline pulls in scipy through the graph module; the metrics do not need it).
+_HOME = {
+    **dict.fromkeys(("pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls"), "metrics"),
+    **dict.fromkeys(("dtw", "ndtw", "sdtw", "ad", "md", "score"), "metrics"),
+    **dict.fromkeys(("score_batch", "totals", "means"), "batch"),
+    **dict.fromkeys(("pack", "pack_viewpoints", "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD"), "common"),
+    **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
+    **dict.fromkeys(("step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk"), "random_baseline"),
+}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"vlnkit.evaluation.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vlnkit.evaluation' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = [
+    # single-pair metrics
+    "pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls", "dtw", "ndtw", "sdtw", "ad", "md", "score",
+    # batches and summaries
+    "score_batch", "pack", "pack_viewpoints", "totals", "means",
+    "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD",
+    # rewards
+    "RewardBatch", "RewardEpisode",
+    # random baseline
+    "step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk",
+]  # fmt: skip
+
+assert set(__all__) == set(_HOME)

@@ -1,0 +1,102 @@
+"""Names, options and path packing shared by the metric, batch and reward modules.
+
+Paths are sequences of node indices into a scan's all-pairs distance matrix (`NavGraph.distances`).
+Many paths are handled as one padded (B, L) int64 array plus a (B,) array of lengths, so that whole
+batches move between numpy and the compiled kernels without a Python loop per path.
+
+>>> padded, lengths = pack([[3, 3, 4], [5]])
+>>> padded.tolist(), lengths.tolist()
+([[3, 3, 4], [5, 0, 0]], [3, 1])
+>>> collapse_repeats_padded(padded, lengths)[1].tolist()
+[2, 1]
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from operator import itemgetter
+
+import numpy as np
+
+METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
+EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
+ALL = METRICS + EXTRA  # the kernels' output rows, in this order
+SPL_REFERENCES = ("shortest", "path")
+DEFAULT_THRESHOLD = 3.0
+DEFAULT_CHUNK = 8192
+
+
+def check_options(threshold: float, spl_reference: str = "shortest", metrics=()) -> None:
+    """Raise ValueError for a threshold that is not a finite number > 0, an unknown SPL mode or metric."""
+    if not (threshold > 0 and np.isfinite(threshold)):
+        raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
+    if spl_reference not in SPL_REFERENCES:
+        raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
+    for name in metrics:
+        if name not in ALL:
+            raise ValueError(f"unknown metric {name!r}; known: {ALL}")
+
+
+def pack(paths, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Variable-length index sequences -> (padded (B, L) int64 array, lengths (B,))."""
+    lengths = np.fromiter((len(p) for p in paths), dtype=np.int64, count=len(paths))
+    width = int(lengths.max()) if len(lengths) else 0
+    out = np.full((len(paths), max(width, 1)), pad, dtype=np.int64)
+    if len(paths):
+        mask = np.arange(out.shape[1]) < lengths[:, None]
+        if lengths.sum():
+            out[mask] = np.concatenate([np.asarray(p, dtype=np.int64).ravel() for p in paths])
+    return out, lengths
+
+
+def pack_viewpoints(index: dict[str, int], paths) -> tuple[np.ndarray, np.ndarray]:
+    """Viewpoint-id sequences -> (padded index array, lengths) in one pass (no per-path arrays).
+
+    `index` maps viewpoint id -> node index (`NavGraph.index`); an unknown id raises ValueError.
+    """
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    flat_ids = list(chain.from_iterable(paths))
+    try:
+        if len(flat_ids) > 1:
+            flat = np.fromiter(itemgetter(*flat_ids)(index), dtype=np.int64, count=len(flat_ids))
+        else:
+            flat = np.asarray([index[v] for v in flat_ids], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"viewpoint {exc.args[0]!r} is not in the graph") from None
+    out = np.zeros((len(paths), max(int(lengths.max(initial=1)), 1)), dtype=np.int64)
+    out[np.arange(out.shape[1]) < lengths[:, None]] = flat
+    return out, lengths
+
+
+def collapse_repeats_padded(paths: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop consecutive repeated nodes of every padded path (vectorized). Returns (paths, lengths)."""
+    paths = np.asarray(paths)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    valid = np.arange(paths.shape[1]) < lengths[:, None]
+    keep = valid.copy()
+    keep[:, 1:] &= paths[:, 1:] != paths[:, :-1]
+    new_len = keep.sum(axis=1)
+    out = np.zeros_like(paths)
+    rows = np.broadcast_to(np.arange(len(paths))[:, None], paths.shape)
+    out[rows[keep], (np.cumsum(keep, axis=1) - 1)[keep]] = paths[keep]
+    return out, new_len
+
+
+def non_adjacent_steps(adjacent: np.ndarray, paths: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per path, how many consecutive pairs are neither equal nor a graph edge (multi-step jumps)."""
+    if paths.shape[1] < 2:
+        return np.zeros(len(paths), dtype=np.int64)
+    u, v = paths[:, :-1], paths[:, 1:]
+    valid = np.arange(1, paths.shape[1]) < lengths[:, None]
+    return ((u != v) & ~adjacent[u, v] & valid).sum(axis=1)
+
+
+def check_paths(n: int, paths: np.ndarray, lengths: np.ndarray, what: str) -> None:
+    """Raise ValueError naming the first empty path or node index outside [0, n) (padding is ignored)."""
+    if len(lengths) and lengths.min() < 1:
+        raise ValueError(f"{what} #{int(np.argmin(lengths))} is empty; metrics need at least one node")
+    valid = np.arange(paths.shape[1]) < lengths[:, None]
+    bad = valid & ((paths < 0) | (paths >= n))
+    if bad.any():
+        b = int(np.argwhere(bad)[0][0])
+        raise ValueError(f"{what} #{b} has a node index outside [0, {n})")

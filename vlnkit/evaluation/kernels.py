@@ -1,0 +1,414 @@
+"""Compiled (numba) kernels behind the single-pair metrics, `score_batch` and the rewards.
+
+Why compiled: every metric that loops (DTW, the edit distance behind SED, coverage for CLS, the
+distance reductions of AD/MD/ONE) is a small dynamic programme or reduction over |R| x |Q| cells.
+In numpy those cost a Python-level call per row or diagonal; here one pass over the cells computes
+DTW, every reference node's distance to the query (PC) and every query node's distance to the
+reference (AD, MD) together, for one pair or for a whole batch in one call.
+
+The arithmetic is the reference implementation's (`vlnkit.evaluation.reference`, numpy), operation
+for operation: the same distance-matrix orientation d[r, q], DTW cells as cost + min(...) (min is
+exact, so the traversal order does not matter), sums added left to right. Results are therefore
+bit-identical to it except where numpy's own summation order differs (see the tests for the bound).
+
+Compiled functions are cached on disk (`cache=True`): a process pays the compilation once, and
+later processes load the machine code (the cold-start cost is reported in benchmarks/RESULTS.md).
+
+Output rows follow `common.ALL`: pl ne one sr osr spl sed cls dtw ndtw sdtw ad md pc ls.
+Status codes (returned instead of raising, so the caller can word the error):
+0 ok, 1 empty reference, 2 empty query, 3 reference node out of range, 4 query node out of range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+PL, NE, ONE, SR, OSR, SPL, SED, CLS, DTW, NDTW, SDTW, AD, MD, PC, LS = range(15)
+N_OUT = 15
+INF = np.inf
+
+
+@njit(cache=True)
+def collapse_into(path, length, keep_repeats, out):
+    """Copy path[:length] to out, dropping consecutive repeats unless keep_repeats; returns the new length."""
+    if keep_repeats:
+        for j in range(length):
+            out[j] = path[j]
+        return length
+    m = 0
+    for j in range(length):
+        if m == 0 or path[j] != out[m - 1]:
+            out[m] = path[j]
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def check_path(path, length, n):
+    """0 if path[:length] is non-empty with every node in [0, n); 1 if empty; 2 if a node is out of range."""
+    if length < 1:
+        return 1
+    for j in range(length):
+        if path[j] < 0 or path[j] >= n:
+            return 2
+    return 0
+
+
+@njit(cache=True)
+def path_length(dist, path, length):
+    """Sum of d(p_k, p_k+1), added left to right."""
+    total = 0.0
+    for k in range(length - 1):
+        total += dist[path[k], path[k + 1]]
+    return total
+
+
+@njit(cache=True)
+def edge_edit_distance(r, lr, q, lq, n, work):
+    """Levenshtein distance between the edge sequences of r[:lr] and q[:lq]; work: int64, >= 2 * lq + lr.
+
+    An edge (u, v) is the one integer u * n + v (n nodes), so a cell compares one pair of integers.
+    """
+    la, lb = lr - 1, lq - 1
+    if la <= 0 or lb <= 0:
+        return max(la, lb, 0)
+    prev = work[: lb + 1]
+    eq = work[lb + 1 : 2 * lb + 1]
+    er = work[2 * lb + 1 : 2 * lb + 1 + la]
+    for j in range(lb):
+        eq[j] = q[j] * n + q[j + 1]
+    for i in range(la):
+        er[i] = r[i] * n + r[i + 1]
+    for j in range(lb + 1):
+        prev[j] = j
+    for i in range(1, la + 1):
+        diag = prev[0]
+        prev[0] = i
+        e = er[i - 1]
+        for j in range(1, lb + 1):
+            sub = diag + (eq[j - 1] != e)
+            gap = min(prev[j], prev[j - 1]) + 1
+            diag = prev[j]
+            prev[j] = min(sub, gap)
+    return prev[lb]
+
+
+@njit(cache=True, inline="always")
+def _add_cover(cover, rmin, th):
+    """cover + exp(-rmin / d_th), skipping the call where it is exactly 1 (rmin = 0) or 0 (rmin = inf)."""
+    if rmin == 0.0:
+        return cover + 1.0
+    if rmin == INF:
+        return cover
+    return cover + math.exp(rmin / -th)
+
+
+@njit(cache=True)
+def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, out):
+    """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
+
+    Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= 2 lq + lr ints).
+    need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
+    """
+    g = r[lr - 1]
+    pl = path_length(dist, q, lq)
+    pl_ref = path_length(dist, r, lr)
+    ne = dist[q[lq - 1], g]
+    one = INF
+    for j in range(lq):
+        one = min(one, dist[q[j], g])
+    sr = 1.0 if ne <= th else 0.0
+    ref = pl_ref if spl_path else dist[q[0], g]
+    longest = max(pl, ref)
+    ratio = ref / longest if longest > 0 else 1.0
+    if not math.isfinite(ref):
+        ratio = 0.0
+    out[PL] = pl
+    out[NE] = ne
+    out[ONE] = one
+    out[SR] = sr
+    out[OSR] = 1.0 if one <= th else 0.0
+    out[SPL] = ratio if sr > 0 else 0.0
+    sed = 0.0
+    if need_ed and sr > 0:
+        longest_edges = max(lr - 1, lq - 1)
+        if longest_edges > 0:
+            ed = edge_edit_distance(r, lr, q, lq, dist.shape[0], ed_work)
+            sed = 1.0 - float(ed) / float(longest_edges)
+        else:
+            sed = 1.0
+    out[SED] = sed
+    if not need_grid:
+        return
+    # One pass over the cells: DTW by rows of R, the row minima (PC) and column minima (AD, MD).
+    # Rows go two at a time: row b's cell (b, j) needs row a's (a, j) and (a, j - 1), so the two
+    # dependency chains (left to right along each row) interleave and the CPU overlaps them.
+    row[0] = 0.0
+    for j in range(1, lq + 1):
+        row[j] = INF
+        colmin[j - 1] = INF
+    cover = 0.0
+    i = 0
+    while i + 1 < lr:
+        ra, rb = r[i], r[i + 1]
+        diag_a = row[0]
+        row[0] = INF
+        left_a = INF  # C[a, j - 1]
+        left_b = INF  # C[b, j - 1]
+        rmin_a = INF
+        rmin_b = INF
+        for j in range(1, lq + 1):
+            qj = q[j - 1]
+            ca = dist[ra, qj]
+            cb = dist[rb, qj]
+            up = row[j]
+            cur_a = ca + min(min(up, diag_a), left_a)
+            cur_b = cb + min(min(cur_a, left_a), left_b)  # up = C[a, j], diagonal = C[a, j - 1]
+            diag_a = up
+            left_a = cur_a
+            left_b = cur_b
+            row[j] = cur_b
+            rmin_a = min(rmin_a, ca)
+            rmin_b = min(rmin_b, cb)
+            colmin[j - 1] = min(colmin[j - 1], min(ca, cb))
+        cover = _add_cover(cover, rmin_a, th)
+        cover = _add_cover(cover, rmin_b, th)
+        i += 2
+    if i < lr:  # an odd row left over
+        ri = r[i]
+        diag = row[0]
+        row[0] = INF
+        left = INF
+        rmin = INF
+        for j in range(1, lq + 1):
+            c = dist[ri, q[j - 1]]
+            up = row[j]
+            left = c + min(min(up, diag), left)
+            diag = up
+            row[j] = left
+            rmin = min(rmin, c)
+            colmin[j - 1] = min(colmin[j - 1], c)
+        cover = _add_cover(cover, rmin, th)
+    dtw = row[lq]
+    ndtw = math.exp(-dtw / (lr * th))
+    pc = cover / lr
+    epl = pc * pl_ref if pc > 0 else 0.0
+    denom = epl + abs(epl - pl)
+    if denom == 0:
+        ls = 1.0
+    elif math.isfinite(denom) and math.isfinite(epl):
+        ls = epl / (denom if denom > 0 else 1.0)
+    else:
+        ls = 0.0
+    total = 0.0
+    worst = -INF
+    for j in range(lq):
+        total += colmin[j]
+        worst = max(worst, colmin[j])
+    out[DTW] = dtw
+    out[NDTW] = ndtw
+    out[SDTW] = ndtw if sr > 0 else 0.0
+    out[PC] = pc
+    out[LS] = ls
+    out[CLS] = pc * ls
+    out[AD] = total / lq
+    out[MD] = worst
+
+
+KEEP_REPEATS, SPL_PATH, NEED_GRID, NEED_ED = 1, 2, 4, 8  # bits of `flags` (fewer arguments: cheaper calls)
+
+
+@njit(cache=True)
+def score_one(dist, nodes, split, th, flags, out):
+    """All metrics of one pair into out (15,); returns a status code (0 ok, see the module docstring).
+
+    nodes = reference then query node indices, split = |R| (one array: one conversion, one argument).
+    """
+    n = dist.shape[0]
+    r = nodes[:split]
+    q = nodes[split:]
+    status = check_path(r, len(r), n)
+    if status:
+        return 1 if status == 1 else 3
+    status = check_path(q, len(q), n)
+    if status:
+        return 2 if status == 1 else 4
+    qq = np.empty(len(q), dtype=np.int64)
+    lq = collapse_into(q, len(q), flags & KEEP_REPEATS, qq)
+    row = np.empty(lq + 1)
+    colmin = np.empty(lq)
+    ed_work = np.empty(2 * lq + len(r), dtype=np.int64)
+    grid, ed, spl_path = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH
+    pair_scores(dist, r, len(r), qq, lq, th, spl_path, grid, ed, row, colmin, ed_work, out)
+    return 0
+
+
+@njit(cache=True)
+def metric_one(dist, nodes, split, th, flags, which):
+    """One metric (output row `which`) of one pair; a negative value -s is status code s (metrics are >= 0)."""
+    out = np.empty(N_OUT)
+    status = score_one(dist, nodes, split, th, flags, out)
+    return -float(status) if status else out[which]
+
+
+@njit(cache=True, nogil=True)  # releases the GIL: threads of one worker can score batches in parallel
+def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_grid, need_ed, out):
+    """All metrics of B padded pairs into out (15, B); returns (status, first bad pair) or (0, -1)."""
+    n = dist.shape[0]
+    B = refs.shape[0]
+    for b in range(B):
+        s = check_path(refs[b], ref_len[b], n)
+        if s:
+            return (1 if s == 1 else 3), b
+        s = check_path(qs[b], q_len[b], n)
+        if s:
+            return (2 if s == 1 else 4), b
+    width = qs.shape[1]
+    qq = np.empty(width, dtype=np.int64)
+    row = np.empty(width + 1)
+    colmin = np.empty(width)
+    ed_work = np.empty(2 * width + refs.shape[1], dtype=np.int64)
+    vals = np.empty(N_OUT)
+    for b in range(B):
+        lq = collapse_into(qs[b], q_len[b], keep_repeats, qq)
+        pair_scores(dist, refs[b], ref_len[b], qq, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, vals)
+        for k in range(N_OUT):
+            out[k, b] = vals[k]
+    return 0, -1
+
+
+# ----------------------------------------------------------------------------- rewards
+# B environments, each with its own distance matrix: scan matrices are ravelled into one flat array,
+# env b reads d(u, v) = flat[off[b] + u * n[b] + v]. Per env the state is the last DTW column over
+# its reference (rows[b, 0..|R|]), every reference node's distance to the path so far (cover[b]),
+# PL of the path so far (pl_q[b]) and of the reference (pl_r[b]), the current node, and the current
+# nDTW or CLS (value[b]), so that a step costs O(|R|).
+GOAL, FIDELITY_NDTW, FIDELITY_CLS = 0, 1, 2
+BAD_NODE, GOAL_UNREACHABLE, BAD_REFERENCE = 5, 6, 7  # status codes of the reward kernels
+
+
+@njit(cache=True)
+def _fidelity_value(kind, flat, o, nb, ref, lr, row, cover, pl_q, pl_r, th):
+    """nDTW (from the DTW column) or CLS (from the coverage minima and path lengths) of the path so far."""
+    if kind == FIDELITY_NDTW:
+        return math.exp(-row[lr] / (lr * th))
+    total = 0.0
+    for i in range(lr):
+        total += math.exp(cover[i] / -th)
+    pc = total / lr
+    epl = pc * pl_r if pc > 0 else 0.0
+    denom = epl + abs(epl - pl_q)
+    if denom == 0:
+        return pc
+    if math.isfinite(denom) and math.isfinite(epl):
+        return pc * (epl / (denom if denom > 0 else 1.0))
+    return 0.0
+
+
+@njit(cache=True)
+def _add_node(kind, flat, o, nb, ref, lr, node, row, cover):
+    """Extend the path by `node`: update the DTW column or coverage minima."""
+    if kind == FIDELITY_NDTW:
+        diag = row[0]
+        row[0] = INF
+        left = INF
+        for i in range(1, lr + 1):
+            up = row[i]
+            left = flat[o + ref[i - 1] * nb + node] + min(min(up, diag), left)
+            diag = up
+            row[i] = left
+    elif kind == FIDELITY_CLS:
+        for i in range(lr):
+            cover[i] = min(cover[i], flat[o + ref[i] * nb + node])
+
+
+@njit(cache=True)
+def rewards_reset(flat, off, n, refs, ref_len, kind, th, rows, cover, pl_q, pl_r, pos, value, finished):
+    """Start every environment at its reference's first node; returns (status, env) or (0, -1)."""
+    B = refs.shape[0]
+    for b in range(B):
+        lr = ref_len[b]
+        if lr < 1:
+            return BAD_REFERENCE, b
+        for i in range(lr):
+            if refs[b, i] < 0 or refs[b, i] >= n[b]:
+                return BAD_REFERENCE, b
+        s, g, o, nb = refs[b, 0], refs[b, lr - 1], off[b], n[b]
+        if kind == GOAL and not math.isfinite(flat[o + s * nb + g]):
+            return GOAL_UNREACHABLE, b
+    for b in range(B):
+        lr, o, nb = ref_len[b], off[b], n[b]
+        ref = refs[b]
+        s = ref[0]
+        row = rows[b]
+        row[0] = 0.0
+        for i in range(1, lr + 1):
+            row[i] = INF
+        for i in range(lr):
+            cover[b, i] = INF
+        total = 0.0
+        for i in range(lr - 1):
+            total += flat[o + ref[i] * nb + ref[i + 1]]
+        pl_r[b] = total
+        pl_q[b] = 0.0
+        _add_node(kind, flat, o, nb, ref, lr, s, row, cover[b])
+        pos[b] = s
+        finished[b] = False
+        value[b] = 0.0 if kind == GOAL else _fidelity_value(kind, flat, o, nb, ref, lr, row, cover[b], 0.0, total, th)
+    return 0, -1
+
+
+@njit(cache=True)
+def rewards_step(
+    flat, off, n, refs, ref_len, kind, th, signed_end, shaping, keep_repeats,
+    rows, cover, pl_q, pl_r, pos, value, finished, nodes, stop, out,
+):  # fmt: skip
+    """One step of every environment; rewards into out (B,). Returns (status, env) or (0, -1).
+
+    Every input is checked before any state changes, so an error leaves all environments as they were.
+    """
+    B = refs.shape[0]
+    for b in range(B):
+        if finished[b] or stop[b]:
+            continue
+        node, nb = nodes[b], n[b]
+        if node < 0 or node >= nb:
+            return BAD_NODE, b
+        if kind == GOAL and not math.isfinite(flat[off[b] + node * nb + refs[b, ref_len[b] - 1]]):
+            return GOAL_UNREACHABLE, b
+    for b in range(B):
+        out[b] = 0.0
+        if finished[b]:
+            continue
+        lr, o, nb = ref_len[b], off[b], n[b]
+        ref = refs[b]
+        g = ref[lr - 1]
+        here = pos[b]
+        if stop[b]:
+            d = flat[o + here * nb + g]
+            success = d <= th
+            if kind == GOAL:
+                out[b] = 1.0 if success else (-1.0 if signed_end else 0.0)
+            elif kind == FIDELITY_NDTW:
+                out[b] = 1.0 - d / th if success else 0.0
+            else:
+                out[b] = (1.0 if success else 0.0) + value[b]
+            finished[b] = True
+            continue
+        node = nodes[b]
+        if node == here and not keep_repeats:
+            continue  # turning in place: the path (and every reward's state) is unchanged
+        if kind == GOAL:
+            out[b] = flat[o + here * nb + g] - flat[o + node * nb + g]
+        else:
+            pl_q[b] += flat[o + here * nb + node]
+            _add_node(kind, flat, o, nb, ref, lr, node, rows[b], cover[b])
+            new = _fidelity_value(kind, flat, o, nb, ref, lr, rows[b], cover[b], pl_q[b], pl_r[b], th)
+            if kind == FIDELITY_NDTW or shaping:
+                out[b] = new - value[b]
+            value[b] = new
+        pos[b] = node
+    return 0, -1
