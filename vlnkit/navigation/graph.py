@@ -203,6 +203,14 @@ class NavGraph:
         return csr_matrix((weights, (rows, cols)), shape=(n, n))
 
     @cached_property
+    def adjacent(self) -> np.ndarray:
+        """(n, n) dense booleans: True where an edge joins the two viewpoints (a few hundred KB per scan)."""
+        dense = np.zeros((len(self), len(self)), dtype=bool)
+        dense[self.edges[:, 0], self.edges[:, 1]] = True
+        dense[self.edges[:, 1], self.edges[:, 0]] = True
+        return dense
+
+    @cached_property
     def _all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         dist, pred = _csgraph_shortest_path(self.adjacency, method="D", directed=False, return_predecessors=True)
         return dist, pred
@@ -266,6 +274,19 @@ class NavGraph:
         nb = self.neighbours[self.idx(u)]
         k = np.searchsorted(nb, j)
         return bool(k < len(nb) and nb[k] == j)
+
+    def first_non_adjacent_step(self, path) -> int | None:
+        """Index k of the first step path[k] -> path[k + 1] not joined by an edge (a repeat counts), or None.
+
+        Raises GraphError for a viewpoint not in the graph.
+
+            >>> g = NavGraph("s", ("a", "b", "c"), np.zeros((3, 3)), np.array([[0, 1], [1, 2]]))
+            >>> g.first_non_adjacent_step(["a", "b", "c"]), g.first_non_adjacent_step(["a", "c"])
+            (None, 0)
+        """
+        idx = self.indices(path)
+        bad = np.flatnonzero(~self.adjacent[idx[:-1], idx[1:]])
+        return int(bad[0]) if len(bad) else None
 
     def path_length(self, path) -> float:
         """Sum of shortest-path distances between consecutive viewpoints (edge weights for a walk)."""
