@@ -36,6 +36,7 @@ BOM = "\ufeff"
 @dataclass(frozen=True)
 class _Documents:
     items: list | None = None  # parsed items (a _BadLine for a JSON Lines line that does not parse)
+    lines: list | None = None  # for JSON Lines, the 1-based line number of each item
     error: str | None = None  # the whole file is unusable, and why
     single: bool = False  # the file is one top-level JSON object (indented, or a one-line JSON Lines file)
 
@@ -71,10 +72,11 @@ def _parse_documents(text: str) -> _Documents:
         if isinstance(whole, dict):
             return _Documents(items=[whole], single=True)
         return _Documents(items=whole)  # a bare scalar: json_items says what it got
-    items, bad = [], 0
+    items, lines, bad = [], [], 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        lines.append(lineno)
         try:
             items.append(json.loads(line))
         except (ValueError, RecursionError) as exc:
@@ -85,7 +87,7 @@ def _parse_documents(text: str) -> _Documents:
             error=f"neither a JSON list, one JSON object nor JSON Lines ({bad} of {len(items)} lines are not "
             f"JSON objects; parsed as one document: {whole_error})"
         )
-    return _Documents(items=items)
+    return _Documents(items=items, lines=lines)
 
 
 @dataclass(frozen=True)
@@ -94,17 +96,15 @@ class _BadLine:
     error: str
 
 
-def json_items(
+def labelled_json_items(
     data: bytes | str, source: str, what: str = "records", validate=None
-) -> Iterator[tuple[int, object] | RecordError]:
-    """(index, item) of a JSON list or JSON Lines file; a broken file or line is a RecordError.
+) -> Iterator[tuple[int, str, object] | RecordError]:
+    """(index, label, item) of a JSON list, one JSON object, or JSON Lines; a broken file or line is a RecordError.
 
+    `label` says where the item is for a person: "line N" in JSON Lines, "#index" otherwise.
     `validate(item) -> reason | None`, when given, is used on a file that is one JSON object:
     if that object is not a valid item, the file as a whole is the error ("the file is one JSON
     object, not a list of records"), rather than a record-level error about a missing field.
-
-        >>> list(json_items('\ufeff[\n  {"a": 1}\n]', "f.json"))
-        [(0, {'a': 1})]
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -134,7 +134,19 @@ def json_items(
         if isinstance(obj, _BadLine):
             yield RecordError(source, f"line {obj.lineno}", f"invalid JSON ({obj.error})")
         else:
-            yield index, obj
+            yield index, (f"line {docs.lines[index]}" if docs.lines else f"#{index}"), obj
+
+
+def json_items(
+    data: bytes | str, source: str, what: str = "records", validate=None
+) -> Iterator[tuple[int, object] | RecordError]:
+    """(index, item) of a JSON list, one JSON object, or JSON Lines (see `labelled_json_items`).
+
+    >>> list(json_items('\ufeff[\n  {"a": 1}\n]', "f.json"))
+    [(0, {'a': 1})]
+    """
+    for item in labelled_json_items(data, source, what, validate):
+        yield item if isinstance(item, RecordError) else (item[0], item[2])
 
 
 def _is_number(x) -> bool:
