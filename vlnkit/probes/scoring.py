@@ -27,6 +27,58 @@ class ScoreError(ValueError):
     """An agent output cannot be scored against its episode (the message says why)."""
 
 
+class ProbeFileError(ValueError):
+    """A `--probes` input is not a probe-episode Parquet file from build_probes (the message names flag, file, reason)."""
+
+
+# Columns the scorer reads from a probe file, with the Arrow types build_probes writes (`PROBE_EPISODES`).
+PROBE_COLUMNS = ("episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct")
+
+
+def validate_probe_file(path: str, flag: str = "--probes") -> None:
+    """Raise ProbeFileError unless `path` is a readable Parquet file with the probe columns the scorer needs.
+
+    Called from the job's input checks, so a corrupt file, a file of another kind (a `score` output,
+    a `build_r4r` table, JSON renamed .parquet) or one from an incompatible build stops the job with
+    one line instead of a worker traceback. Only the footer is read, never the rows.
+
+        validate_probe_file("output/probes/probes-00000-of-00001.parquet")   # fine: returns None
+        validate_probe_file("scores.parquet")
+        # ProbeFileError: --probes scores.parquet: not a probe-episode file from build_probes:
+        #   missing column(s) 'candidates', 'correct', ... (it has 'instr_id', 'scan', 'pl', ...)
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlnkit.io import fileio
+    from vlnkit.probes.episodes import PROBE_EPISODES
+
+    where = f"{flag} {path}"
+    try:
+        with fileio.open_read(path) as f:
+            schema = pq.ParquetFile(f).schema_arrow
+    except Exception as exc:  # OSError, ArrowInvalid ("not a Parquet file"), a filesystem's own errors
+        raise ProbeFileError(f"{where}: cannot read it as Parquet ({type(exc).__name__}: {exc})") from None
+    missing = [c for c in PROBE_COLUMNS if c not in schema.names]
+    if missing:
+        has = ", ".join(repr(n) for n in schema.names[:8]) + (", ..." if len(schema.names) > 8 else "")
+        raise ProbeFileError(
+            f"{where}: not a probe-episode file from build_probes: missing column(s) "
+            f"{', '.join(repr(c) for c in missing)} (it has {has or 'no columns'})"
+        )
+    for name in PROBE_COLUMNS:
+        want, got = PROBE_EPISODES.field(name).type, schema.field(name).type
+        same = got == want or (pa.types.is_large_string(got) and pa.types.is_string(want))
+        if not same and pa.types.is_list(want) and (pa.types.is_list(got) or pa.types.is_large_list(got)):
+            same = pa.types.is_string(got.value_type) or pa.types.is_large_string(got.value_type)
+        if not same and pa.types.is_integer(want):
+            same = pa.types.is_integer(got)
+        if not same:
+            raise ProbeFileError(
+                f"{where}: column {name!r} has type {got}, expected {want} (as build_probes writes it)"
+            )
+
+
 def _kind(x) -> str:
     """A short description of a bad value for an error message (a 400-digit integer is cut, not printed)."""
     if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**20:
