@@ -44,12 +44,22 @@ def _finite_number(x) -> bool:
         return False
 
 
+_NUMBER_TYPES = {int, float}  # exact JSON number types: bool is a subclass of int and is excluded
+
+
+def _raise_bad_pose(where: str, label: str, pose: list) -> None:
+    """Raise the GraphError naming the first pose value that is not a finite number (no-op if there is none)."""
+    bad = next((m for m, x in enumerate(pose) if not _finite_number(x)), None)
+    if bad is not None:
+        raise GraphError(f"{where}: {label}: field 'pose' value {bad} must be a finite number, got {_kind(pose[bad])}")
+
+
 def _kind(x) -> str:
     return f"{x!r:.40}" if isinstance(x, (str, int, float, bool)) or x is None else type(x).__name__
 
 
-def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], list[bool], list[list[bool]]]:
-    """Check a parsed connectivity list and return (image ids, pose translations, included, unobstructed rows).
+def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], list[bool], np.ndarray]:
+    """Check a parsed connectivity list and return (image ids, pose translations, included, (n, n) unobstructed).
 
     Strict JSON types, because a lenient reading silently changes results: `included` and each
     `unobstructed` entry must be JSON booleans (`"false"` would read as true), `pose` a list of 16
@@ -68,7 +78,7 @@ def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], 
         raise GraphError(f"{where}: expected a non-empty JSON list of viewpoints, got {got}")
     n = len(entries)
     ids: list[str] = []
-    poses: list[tuple] = []
+    poses: list[list] = []
     included: list[bool] = []
     rows: list[list[bool]] = []
     first_seen: dict[str, int] = {}
@@ -94,28 +104,44 @@ def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], 
         if not isinstance(pose, list) or len(pose) != POSE_LENGTH:
             size = f"{len(pose)} values" if isinstance(pose, list) else _kind(pose)
             raise GraphError(f"{where}: {label}: field 'pose' must be a list of {POSE_LENGTH} numbers, got {size}")
-        bad = next((m for m, x in enumerate(pose) if not _finite_number(x)), None)
-        if bad is not None:
-            raise GraphError(
-                f"{where}: {label}: field 'pose' value {bad} must be a finite number, got {_kind(pose[bad])}"
-            )
+        if not set(map(type, pose)) <= _NUMBER_TYPES:  # C-level type scan; str, bool, None, list fail it
+            _raise_bad_pose(where, label, pose)
         row = entry["unobstructed"]
         if not isinstance(row, list) or len(row) != n:
             size = f"{len(row)} entries" if isinstance(row, list) else _kind(row)
             raise GraphError(
                 f"{where}: {label}: field 'unobstructed' must be a list of {n} booleans (one per viewpoint), got {size}"
             )
-        if not all(type(x) is bool for x in row):
-            bad = next(m for m, x in enumerate(row) if type(x) is not bool)
-            raise GraphError(
-                f"{where}: {label}: field 'unobstructed' entry {bad} must be a JSON boolean (true/false), "
-                f"got {_kind(row[bad])}"
-            )
         ids.append(image_id)
-        poses.append((float(pose[3]), float(pose[7]), float(pose[11])))
+        poses.append(pose)
         included.append(inc)
         rows.append(row)
-    return ids, poses, included, rows
+    # Finiteness of all 16 * n pose numbers at once; an int too large for a float overflows the conversion.
+    try:
+        pose_array = np.asarray(poses, dtype=np.float64)
+        finite = bool(np.isfinite(pose_array).all())
+    except OverflowError:
+        finite = False
+    if not finite:
+        for k, pose in enumerate(poses):
+            _raise_bad_pose(where, f"viewpoint #{k} (image_id {ids[k]!r})", pose)
+    translations = [tuple(xyz) for xyz in pose_array[:, [3, 7, 11]].tolist()]
+    # One C-level conversion checks every entry: the array is boolean only if all n * n entries are JSON
+    # booleans (a 1 makes it int, "yes" str, null object). The Python scan below runs only to name the culprit.
+    try:
+        matrix = np.asarray(rows)
+    except ValueError:  # a nested list somewhere: ragged
+        matrix = None
+    if matrix is None or matrix.dtype != np.bool_:
+        for k, row in enumerate(rows):
+            bad = next((m for m, x in enumerate(row) if type(x) is not bool), None)
+            if bad is not None:
+                label = f"viewpoint #{k} (image_id {ids[k]!r})"
+                raise GraphError(
+                    f"{where}: {label}: field 'unobstructed' entry {bad} must be a JSON boolean (true/false), "
+                    f"got {_kind(row[bad])}"
+                )
+    return ids, translations, included, matrix
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,7 +181,7 @@ class NavGraph:
         where = source or f"connectivity of {scan}"
         viewpoints_all, poses, included, unobstructed = validate_connectivity(entries, where)
         keep = np.flatnonzero(np.asarray(included, dtype=bool))
-        matrix = np.asarray(unobstructed, dtype=bool).reshape(len(entries), len(entries))[np.ix_(keep, keep)]
+        matrix = unobstructed[np.ix_(keep, keep)]
         matrix = matrix | matrix.T  # an edge exists if either direction says so
         np.fill_diagonal(matrix, False)
         i, j = np.nonzero(np.triu(matrix, k=1))
