@@ -85,7 +85,9 @@ class _ProbeEpisodes(GraphDoFn):
         scan = alignment["scan"]
         try:
             graph = self.graphs.get(scan)
-            graph.indices(alignment["path"])
+            problem = graph.walk_problem(alignment["path"])  # unknown viewpoints, steps that are not edges
+            if problem is not None:
+                raise GraphError(problem)
             rooms = self.rooms.get(scan)
             if rooms and scan not in self.hops:
                 self.hops[scan] = hop_matrix(graph)

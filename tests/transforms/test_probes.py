@@ -68,6 +68,10 @@ def test_unknown_scans_and_viewpoints_are_dead_lettered(tmp_path):
     path, conn = write_fgr2r(tmp_path, scans=1, paths_per_scan=2, seed=1)
     records = json.load(open(path))
     records[0]["scan"] = "nowhere"
+    g = GraphStore(conn).get(records[1]["scan"])
+    path = list(records[1]["path"])
+    path[1] = next(v for v in g.viewpoints if not g.is_edge(path[0], v) and v != path[0])
+    records.append({**records[1], "path_id": 77, "path": path})  # step 0 -> 1 is not an edge: wrong geometry
     records[1]["path"][-1] = "vp_unknown"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(records))
@@ -82,6 +86,7 @@ def test_unknown_scans_and_viewpoints_are_dead_lettered(tmp_path):
                 [("read", "", "cannot")]
                 + [("graph", "#0", f"{conn}/nowhere_connectivity.json:")] * 3
                 + [("graph", "#1", "viewpoint")] * 3
+                + [("graph", "#2", "path")] * 3
             ),
         )
 

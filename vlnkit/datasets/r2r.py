@@ -170,7 +170,9 @@ def validate_record(obj, *, require_instructions: bool = True, min_path_len: int
         return "'scan' must be a non-empty string"
     pid = obj["path_id"]
     if not isinstance(pid, int) or isinstance(pid, bool):
-        return f"'path_id' must be an integer, got {pid!r}"
+        return f"'path_id' must be an integer, got {pid!r:.40}"
+    if not -(2**63) <= pid < 2**63:  # every output stores it as a 64-bit integer
+        return f"'path_id' must fit in a 64-bit integer, got one of {len(str(abs(pid)))} digits"
     path = obj["path"]
     if not isinstance(path, list) or not all(isinstance(v, str) and v for v in path):
         return "'path' must be a list of viewpoint id strings"

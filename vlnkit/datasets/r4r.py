@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from vlnkit.io.exactsum import exact_mean, exact_sum
-from vlnkit.navigation.graph import GraphError, NavGraph, angle_difference, simulator_heading
+from vlnkit.navigation.graph import NavGraph, angle_difference, simulator_heading
 
 HEADING_CONVENTIONS = ("simulator", "published_generator")
 
@@ -91,17 +91,7 @@ def path_problem(graph: NavGraph, record: dict) -> str | None:
         >>> path_problem(g, {"path": ["a", "c"]})
         "path step 0 -> 1 ('a' -> 'c') is not an edge of scan 's' (consecutive viewpoints must be adjacent)"
     """
-    try:
-        k = graph.first_non_adjacent_step(record["path"])
-    except GraphError as exc:
-        return str(exc)
-    if k is None:
-        return None
-    a, b = record["path"][k], record["path"][k + 1]
-    return (
-        f"path step {k} -> {k + 1} ({a!r} -> {b!r}) is not an edge of scan {graph.scan!r} "
-        "(consecutive viewpoints must be adjacent)"
-    )
+    return graph.walk_problem(record["path"])
 
 
 def end_keys(graph: NavGraph, record: dict, distance_threshold: float) -> list[str]:

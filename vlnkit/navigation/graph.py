@@ -314,6 +314,24 @@ class NavGraph:
         bad = np.flatnonzero(~self.adjacent[idx[:-1], idx[1:]])
         return int(bad[0]) if len(bad) else None
 
+    def walk_problem(self, path) -> str | None:
+        """Why `path` is not a walk on this graph (an unknown viewpoint, or a step that is not an edge), or None.
+
+        >>> g = NavGraph("s", ("a", "b", "c"), np.zeros((3, 3)), np.array([[0, 1], [1, 2]]))
+        >>> g.walk_problem(["a", "b", "c"]) is None, g.walk_problem(["a", "c"])[:27]
+        (True, "path step 0 -> 1 ('a' -> 'c")
+        """
+        try:
+            k = self.first_non_adjacent_step(path)
+        except GraphError as exc:
+            return str(exc)
+        if k is None:
+            return None
+        return (
+            f"path step {k} -> {k + 1} ({path[k]!r} -> {path[k + 1]!r}) is not an edge of scan {self.scan!r} "
+            "(consecutive viewpoints must be adjacent)"
+        )
+
     def path_length(self, path) -> float:
         """Sum of shortest-path distances between consecutive viewpoints (edge weights for a walk)."""
         idx = self.indices(path)

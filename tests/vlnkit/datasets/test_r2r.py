@@ -24,6 +24,8 @@ def test_json_list_and_json_lines_give_the_same_records():
         ({**GOOD, "scan": ""}, "'scan' must be a non-empty string"),
         ({**GOOD, "path_id": "7"}, "'path_id' must be an integer"),
         ({**GOOD, "path_id": True}, "'path_id' must be an integer"),
+        ({**GOOD, "path_id": 2**63}, "'path_id' must fit in a 64-bit integer"),
+        ({**GOOD, "path_id": -(10**400)}, "'path_id' must fit in a 64-bit integer, got one of 401 digits"),
         ({**GOOD, "path": "a b"}, "'path' must be a list"),
         ({**GOOD, "path": []}, "'path' has 0 viewpoints"),
         ({**GOOD, "heading": float("nan")}, "'heading' must be a number"),
