@@ -125,6 +125,7 @@ def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], 
     if not finite:
         for k, pose in enumerate(poses):
             _raise_bad_pose(where, f"viewpoint #{k} (image_id {ids[k]!r})", pose)
+        raise GraphError(f"{where}: field 'pose' holds a number that is not finite")  # not reached
     translations = [tuple(xyz) for xyz in pose_array[:, [3, 7, 11]].tolist()]
     # One C-level conversion checks every entry: the array is boolean only if all n * n entries are JSON
     # booleans (a 1 makes it int, "yes" str, null object). The Python scan below runs only to name the culprit.
@@ -141,6 +142,7 @@ def validate_connectivity(entries, where: str) -> tuple[list[str], list[tuple], 
                     f"{where}: {label}: field 'unobstructed' entry {bad} must be a JSON boolean (true/false), "
                     f"got {_kind(row[bad])}"
                 )
+        raise GraphError(f"{where}: field 'unobstructed' is not a matrix of JSON booleans")  # not reached
     return ids, translations, included, matrix
 
 
