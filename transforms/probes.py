@@ -85,7 +85,9 @@ class _ProbeEpisodes(GraphDoFn):
         scan = alignment["scan"]
         try:
             graph = self.graphs.get(scan)
-            graph.indices(alignment["path"])
+            problem = graph.walk_problem(alignment["path"])  # unknown viewpoints, steps that are not edges
+            if problem is not None:
+                raise GraphError(problem)
             rooms = self.rooms.get(scan)
             if rooms and scan not in self.hops:
                 self.hops[scan] = hop_matrix(graph)
@@ -95,12 +97,13 @@ class _ProbeEpisodes(GraphDoFn):
                 made = probe_episodes(cand, graph, self.config, rooms, self.objects.get(scan), self.hops.get(scan))
                 stats["candidates"] = stats.get("candidates", 0) + 1
                 episodes += made
-        except GraphError as exc:
+        except Exception as exc:  # noqa: BLE001 -- a refused scan, or anything else one alignment provokes
             self.bad.inc()
             label = f"#{alignment.get('_index', '?')} ({alignment.get('instr_id')})"
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, dead_letter("graph", alignment.get("_source", ""), label, str(exc))
+            stage, reason = (
+                ("graph", str(exc)) if isinstance(exc, GraphError) else ("probe", f"{type(exc).__name__}: {exc}")
             )
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, alignment.get("_source", ""), label, reason))
             return
         for ep in episodes:
             if ep["variant"] == "intervention":
@@ -143,7 +146,11 @@ class _ParseAgentOutputFile(beam.DoFn):
                 DEAD_LETTER, dead_letter("agent_output", path, "", f"cannot read file ({exc})")
             )
             return
-        for item in parse_agent_outputs(data, path):
+        try:
+            items = list(parse_agent_outputs(data, path))
+        except Exception as exc:  # noqa: BLE001 -- a file the parser cannot handle is that file's dead letter
+            items = [RecordError(path, "", f"cannot parse ({type(exc).__name__}: {exc})", stage="agent_output")]
+        for item in items:
             if isinstance(item, RecordError):
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
@@ -178,7 +185,17 @@ class _ScoreEpisode(beam.DoFn):
         self.renormalized = Metrics.counter("score", "renormalized")
 
     def process(self, element):
-        episode_id, groups = element
+        episode_id = element[0]
+        try:
+            yield from self._score(*element)
+        except Exception as exc:  # noqa: BLE001 -- whatever one record provokes, it is that record's dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER,
+                dead_letter("score", "", str(episode_id), f"cannot score this episode ({type(exc).__name__}: {exc})"),
+            )
+
+    def _score(self, episode_id, groups):
         episodes, outputs = list(groups["episodes"]), sorted(groups["outputs"], key=lambda o: o[0])
 
         def dead(source, reason):
@@ -203,9 +220,7 @@ class _ScoreEpisode(beam.DoFn):
         except ScoreError as exc:
             yield dead(outputs[0][0], str(exc))
             return
-        self.scored.inc()
-        self.renormalized.inc(int(renormalized))
-        yield {
+        row = {
             "episode_id": episode_id,
             "pair_id": episode["pair_id"],
             "variant": episode["variant"],
@@ -215,6 +230,9 @@ class _ScoreEpisode(beam.DoFn):
             "mass": mass,
             "renormalized": renormalized,
         }
+        self.scored.inc()
+        self.renormalized.inc(int(renormalized))
+        yield row
 
 
 class ScoreProbeEpisodes(beam.PTransform):

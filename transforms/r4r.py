@@ -14,7 +14,16 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from vlnkit.datasets.r4r import JoinConfig, JoinError, add_totals, build_joined, end_keys, group_totals, passes_heading
+from vlnkit.datasets.r4r import (
+    JoinConfig,
+    JoinError,
+    add_totals,
+    build_joined,
+    end_keys,
+    group_totals,
+    passes_heading,
+    path_problem,
+)
 from vlnkit.navigation.graph import GraphError
 
 FIRST, SECOND = "first", "second"
@@ -39,14 +48,20 @@ class _KeyForJoin(GraphDoFn):
         scan = record["scan"]
         try:
             graph = self.graphs.get(scan)
-            graph.indices(record["path"])  # every viewpoint must be in the scan's graph
-            keys = end_keys(graph, record, self.distance_threshold)
-        except GraphError as exc:
+        except GraphError as exc:  # a refused scan: every one of its records, with the one reason
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(
                 DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), str(exc))
             )
             return
+        problem = path_problem(graph, record)  # unknown viewpoints, steps that are not edges
+        if problem is not None:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), problem)
+            )
+            return
+        keys = end_keys(graph, record, self.distance_threshold)
         self.keyed.inc()
         self.progress.tick()
         yield beam.pvalue.TaggedOutput(SCANS, (scan, record["_order"]))

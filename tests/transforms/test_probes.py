@@ -68,6 +68,10 @@ def test_unknown_scans_and_viewpoints_are_dead_lettered(tmp_path):
     path, conn = write_fgr2r(tmp_path, scans=1, paths_per_scan=2, seed=1)
     records = json.load(open(path))
     records[0]["scan"] = "nowhere"
+    g = GraphStore(conn).get(records[1]["scan"])
+    path = list(records[1]["path"])
+    path[1] = next(v for v in g.viewpoints if not g.is_edge(path[0], v) and v != path[0])
+    records.append({**records[1], "path_id": 77, "path": path})  # step 0 -> 1 is not an edge: wrong geometry
     records[1]["path"][-1] = "vp_unknown"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(records))
@@ -82,6 +86,7 @@ def test_unknown_scans_and_viewpoints_are_dead_lettered(tmp_path):
                 [("read", "", "cannot")]
                 + [("graph", "#0", f"{conn}/nowhere_connectivity.json:")] * 3
                 + [("graph", "#1", "viewpoint")] * 3
+                + [("graph", "#2", "path")] * 3
             ),
         )
 
@@ -116,3 +121,62 @@ def test_scoring_transforms_match_the_core_and_report_missing_and_bad_outputs(tm
         )
         skills = scored["scored"] | SummarizeSkills(seed=3, n_boot=100)
         assert_that(skills, equal_to([expected]), label="skills")
+
+
+def test_every_output_that_cannot_be_scored_is_a_dead_letter_whatever_raised(tmp_path):
+    """Unusable probabilities (bool, string, NaN, 400-digit integer, overflowing sum) and episode rows that
+    break scoring each give one dead letter with the reason; the good outputs are still scored."""
+    path, conn = write_fgr2r(tmp_path, scans=1, paths_per_scan=3, seed=2)
+    eps = core_episodes(path, conn, ProbeConfig(probes=("stop",)))
+    assert len(eps) >= 8
+    bad_values = ["true", '"0.5"', "NaN", "1" + "0" * 400, "-0.5", "1e400"]
+    lines = []
+    for e, raw in zip(eps, bad_values):
+        lines.append(f'{{"episode_id": {json.dumps(e["episode_id"])}, "probs": {{"STOP": {raw}}}}}')
+    overflow = eps[len(bad_values)]
+    lines.append(
+        json.dumps({"episode_id": overflow["episode_id"], "probs": {"STOP": 1e308, overflow["candidates"][0]: 1e308}})
+    )
+    broken = {**eps[len(bad_values) + 1], "candidates": None}  # a probe row that makes scoring itself fail
+    lines.append(json.dumps({"episode_id": broken["episode_id"], "probs": {"STOP": 1.0}}))
+    good = eps[len(bad_values) + 2 :]
+    lines += [
+        json.dumps({"episode_id": e["episode_id"], "probs": {"STOP": 0.25, e["candidates"][0]: 0.75}}) for e in good
+    ]
+    (tmp_path / "out.jsonl").write_text("\n".join(lines))
+    rows = eps[: len(bad_values) + 1] + [broken] + good
+    with TestPipeline() as p:
+        episodes = p | "Eps" >> beam.Create(rows)
+        agent = p | ReadAgentOutputs([str(tmp_path / "out.jsonl")])
+        scored = (episodes, agent["outputs"]) | ScoreProbeEpisodes()
+        dead = (agent[DEAD_LETTER], scored[DEAD_LETTER]) | beam.Flatten()
+        assert_that(
+            dead | beam.Map(lambda d: (d["stage"], d["record"].split(" ")[0], d["reason"].split(",")[0])),
+            equal_to(
+                [
+                    ("agent_output", "line", "probability of 'STOP' must be a number"),
+                    ("agent_output", "line", "probability of 'STOP' must be a number"),
+                    ("agent_output", "line", "probability of 'STOP' must be finite"),
+                    ("agent_output", "line", "probability of 'STOP' overflows a float (an integer of 401 digits)"),
+                    ("agent_output", "line", "probability of 'STOP' must be >= 0"),
+                    ("agent_output", "line", "probability of 'STOP' must be finite"),
+                    ("agent_output", "line", "probs sum overflows a float (probabilities too large to normalize)"),
+                    (
+                        "score",
+                        broken["episode_id"],
+                        "cannot score this episode (TypeError: 'NoneType' object is not iterable)",
+                    ),
+                ]
+            ),
+            label="dead letters",
+        )
+        assert_that(
+            scored["scored"] | beam.Map(lambda r: (r["episode_id"], r["mass"])),
+            equal_to([(e["episode_id"], 0.25) for e in good]),
+            label="good outputs scored",
+        )
+        assert_that(
+            scored[MISSING],
+            equal_to([e["episode_id"] for e in eps[: len(bad_values) + 1]]),
+            label="refused outputs leave their episodes unanswered",
+        )

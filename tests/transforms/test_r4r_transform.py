@@ -66,3 +66,36 @@ def test_unknown_viewpoints_missing_scans_and_duplicates_are_dead_lettered(tmp_p
                 ]
             ),
         )
+
+
+def test_negative_distances_and_non_adjacent_steps_are_dead_lettered(tmp_path):
+    r2r_path, conn_dir = write_environment(str(tmp_path), scans=1, paths_per_scan=6, seed=2)
+    with open(r2r_path) as f:
+        records = json.load(f)
+    jump = {**records[0], "path_id": 900, "path": [records[0]["path"][0], records[0]["path"][2]]}
+    negative = {**records[1], "path_id": 901, "distance": -4.0}
+    (tmp_path / "extra.jsonl").write_text("\n".join(json.dumps(r) for r in (jump, negative)))
+    good = expected_joins(r2r_path, conn_dir, JoinConfig())
+    with TestPipeline() as p:
+        read = p | ReadR2R([r2r_path, str(tmp_path / "extra.jsonl")], require_distance=True)
+        join = read["records"] | JoinR4R(conn_dir, JoinConfig())
+        dead = (read[DEAD_LETTER], join[DEAD_LETTER]) | beam.Flatten()
+        assert_that(
+            dead | beam.Map(lambda d: (d["stage"], d["record"], d["reason"].rsplit(" (consecutive", 1)[0])),
+            equal_to(
+                [
+                    (
+                        "graph",
+                        "#0 (path_id=900)",
+                        f"path step 0 -> 1 ({jump['path'][0]!r} -> {jump['path'][1]!r}) is not an edge of scan {jump['scan']!r}",
+                    ),
+                    ("read", "#1 (path_id=901)", "'distance' must be a finite number >= 0, got -4.0"),
+                ]
+            ),
+            label="dead letters",
+        )
+        assert_that(
+            join["joined"] | beam.FlatMap(lambda batch: batch) | beam.Map(strip),
+            equal_to([strip(r) for r in good]),
+            label="the bad records join nothing",
+        )

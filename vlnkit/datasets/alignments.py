@@ -108,6 +108,9 @@ def _fgr2r_alignments(record: dict, source: str) -> Iterator[dict | RecordError]
         try:
             if len(token_lists) != len(views):
                 raise ValueError(f"{len(token_lists)} sub-instructions but {len(views)} 'chunk_view' entries")
+            for v in views:  # 1-based [first, last] viewpoint numbers: JSON integers, not "3", 3.5 or true
+                if not (isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)):
+                    raise ValueError(f"'chunk_view' entry {v!r:.40} must be a [first, last] pair of integers")
             ends = segment_ends(text, token_lists)
             starts = [0] + ends[:-1]
             segments = [

@@ -30,26 +30,64 @@ class RecordError:
         return {"stage": self.stage, "source": self.source, "record": self.record, "reason": self.reason}
 
 
-def _parse_documents(text: str) -> tuple[list | None, str | None]:
-    """A JSON list, or JSON Lines (one object per non-empty line). Returns (items, error)."""
+BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class _Documents:
+    items: list | None = None  # parsed items (a _BadLine for a JSON Lines line that does not parse)
+    lines: list | None = None  # for JSON Lines, the 1-based line number of each item
+    error: str | None = None  # the whole file is unusable, and why
+    single: bool = False  # the file is one top-level JSON object (indented, or a one-line JSON Lines file)
+
+
+def _parse_documents(text: str) -> _Documents:
+    """A JSON list, one JSON object, or JSON Lines, told apart by content, not by file name.
+
+    The first non-space character decides (after a UTF-8 byte-order mark, which editors on
+    Windows add): `[` is a JSON list; `{` is one object if the whole text parses as one, else
+    JSON Lines. An indented object must not be read line by line (every line would be a dead
+    letter), so when most lines of a `{` file fail to parse on their own the file is refused
+    as a whole with the JSON error.
+    """
+    text = text.removeprefix(BOM)
     stripped = text.lstrip()
     if not stripped:
-        return [], None
+        return _Documents(items=[])
     if stripped[0] == "[":
         try:
-            data = json.loads(text)
+            return _Documents(items=json.loads(text))
         except ValueError as exc:
-            return None, f"invalid JSON ({exc})"
-        return data, None
-    items = []
+            return _Documents(error=f"invalid JSON ({exc})")
+        except RecursionError:
+            return _Documents(error="invalid JSON (nested too deeply)")
+    whole_error = None
+    try:
+        whole = json.loads(text)
+    except ValueError as exc:
+        whole_error = exc
+    except RecursionError:
+        return _Documents(error="invalid JSON (nested too deeply)")
+    else:
+        if isinstance(whole, dict):
+            return _Documents(items=[whole], single=True)
+        return _Documents(items=whole)  # a bare scalar: json_items says what it got
+    items, lines, bad = [], [], 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        lines.append(lineno)
         try:
             items.append(json.loads(line))
-        except ValueError as exc:
-            items.append(_BadLine(lineno, str(exc)))
-    return items, None
+        except (ValueError, RecursionError) as exc:
+            bad += 1
+            items.append(_BadLine(lineno, str(exc) if isinstance(exc, ValueError) else "nested too deeply"))
+    if bad > 1 and 2 * bad > len(items):
+        return _Documents(
+            error=f"neither a JSON list, one JSON object nor JSON Lines ({bad} of {len(items)} lines are not "
+            f"JSON objects; parsed as one document: {whole_error})"
+        )
+    return _Documents(items=items, lines=lines)
 
 
 @dataclass(frozen=True)
@@ -58,29 +96,67 @@ class _BadLine:
     error: str
 
 
-def json_items(data: bytes | str, source: str, what: str = "records") -> Iterator[tuple[int, object] | RecordError]:
-    """(index, item) of a JSON list or JSON Lines file; a broken file or line is a RecordError."""
+def labelled_json_items(
+    data: bytes | str, source: str, what: str = "records", validate=None
+) -> Iterator[tuple[int, str, object] | RecordError]:
+    """(index, label, item) of a JSON list, one JSON object, or JSON Lines; a broken file or line is a RecordError.
+
+    `label` says where the item is for a person: "line N" in JSON Lines, "#index" otherwise.
+    `validate(item) -> reason | None`, when given, is used on a file that is one JSON object:
+    if that object is not a valid item, the file as a whole is the error ("the file is one JSON
+    object, not a list of records"), rather than a record-level error about a missing field.
+    """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as exc:
         yield RecordError(source, "", f"not UTF-8 text ({exc})")
         return
-    items, error = _parse_documents(text)
-    if error is not None:
-        yield RecordError(source, "", error)
+    docs = _parse_documents(text)
+    if docs.error is not None:
+        yield RecordError(source, "", docs.error)
         return
+    items = docs.items
     if not isinstance(items, list):
-        yield RecordError(source, "", f"expected a JSON list of {what}, got {type(items).__name__}")
+        yield RecordError(source, "", f"expected a JSON list of {what} or JSON Lines, got {type(items).__name__}")
         return
+    if docs.single and validate is not None:
+        reason = validate(items[0])
+        if reason is not None:
+            keys = ", ".join(repr(k) for k in list(items[0])[:5]) or "no keys"
+            yield RecordError(
+                source,
+                "",
+                f"the file is one JSON object ({keys}), not a JSON list of {what} or JSON Lines; "
+                f"as a single item it is unusable: {reason}",
+            )
+            return
     for index, obj in enumerate(items):
         if isinstance(obj, _BadLine):
             yield RecordError(source, f"line {obj.lineno}", f"invalid JSON ({obj.error})")
         else:
-            yield index, obj
+            yield index, (f"line {docs.lines[index]}" if docs.lines else f"#{index}"), obj
+
+
+def json_items(
+    data: bytes | str, source: str, what: str = "records", validate=None
+) -> Iterator[tuple[int, object] | RecordError]:
+    """(index, item) of a JSON list, one JSON object, or JSON Lines (see `labelled_json_items`).
+
+    >>> list(json_items('\ufeff[\n  {"a": 1}\n]', "f.json"))
+    [(0, {'a': 1})]
+    """
+    for item in labelled_json_items(data, source, what, validate):
+        yield item if isinstance(item, RecordError) else (item[0], item[2])
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A finite JSON number: not a bool, not a string, not NaN/Infinity, not an int too large for a float."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def validate_record(obj, *, require_instructions: bool = True, min_path_len: int = 1) -> str | None:
@@ -94,16 +170,18 @@ def validate_record(obj, *, require_instructions: bool = True, min_path_len: int
         return "'scan' must be a non-empty string"
     pid = obj["path_id"]
     if not isinstance(pid, int) or isinstance(pid, bool):
-        return f"'path_id' must be an integer, got {pid!r}"
+        return f"'path_id' must be an integer, got {pid!r:.40}"
+    if not -(2**63) <= pid < 2**63:  # every output stores it as a 64-bit integer
+        return f"'path_id' must fit in a 64-bit integer, got one of {len(str(abs(pid)))} digits"
     path = obj["path"]
     if not isinstance(path, list) or not all(isinstance(v, str) and v for v in path):
         return "'path' must be a list of viewpoint id strings"
     if len(path) < min_path_len:
         return f"'path' has {len(path)} viewpoints, at least {min_path_len} required"
     if not _is_number(obj["heading"]):
-        return f"'heading' must be a finite number, got {obj['heading']!r}"
-    if "distance" in obj and not _is_number(obj["distance"]):
-        return f"'distance' must be a finite number, got {obj['distance']!r}"
+        return f"'heading' must be a number (radians, finite), got {obj['heading']!r}"
+    if "distance" in obj and not (_is_number(obj["distance"]) and obj["distance"] >= 0):
+        return f"'distance' must be a finite number >= 0, got {obj['distance']!r}"
     if require_instructions:
         ins = obj.get("instructions")
         if not isinstance(ins, list) or not ins or not all(isinstance(s, str) for s in ins):
@@ -121,7 +199,11 @@ def parse_r2r(
     data: bytes | str, source: str, *, require_distance: bool = False, min_path_len: int = 1
 ) -> Iterator[dict | RecordError]:
     """Yield each valid record as a dict (with `_source` and `_index` added) or a RecordError."""
-    for item in json_items(data, source):
+
+    def check(obj):
+        return validate_record(obj, min_path_len=min_path_len)
+
+    for item in json_items(data, source, validate=check):
         if isinstance(item, RecordError):
             yield item
             continue
@@ -144,3 +226,64 @@ def parse_r2r(
 def public(record: dict) -> dict:
     """The record without the bookkeeping fields this library adds (`_source`, `_index`, ...)."""
     return {k: v for k, v in record.items() if not k.startswith("_")}
+
+
+class NoUsableRecords(ValueError):
+    """An input flag's files hold no record a job can use (the message names flag, files and why)."""
+
+
+def _parquet_records(data: bytes, source: str) -> Iterator[dict | RecordError]:
+    """Rows of a Parquet table (e.g. build_r4r's paths-*.parquet) validated like JSON records."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(io.BytesIO(data)).to_pylist()
+    except Exception as exc:  # ArrowInvalid and friends: the whole file is the problem
+        yield RecordError(source, "", f"cannot read Parquet ({type(exc).__name__}: {exc})")
+        return
+    for index, row in enumerate(rows):
+        reason = validate_record(row)
+        yield RecordError(source, f"#{index}", reason) if reason else row
+
+
+def require_usable_records(
+    flag: str, paths: list[str], *, min_path_len: int = 1, require_distance: bool = False
+) -> int:
+    """Raise NoUsableRecords unless the files hold at least one valid R2R-format record; return how many they hold.
+
+    For inputs a job cannot run without (a random baseline draws walk lengths from `--steps_from`;
+    with no usable record it would fail deep in a worker with `ValueError: high <= 0`). JSON,
+    JSON Lines and Parquet (by content: Parquet files start with `PAR1`) are read as the jobs read them.
+
+        require_usable_records("--steps_from", ["../shared/data/r2r/R2R_train.json"])   # 4675
+        require_usable_records("--steps_from", ["empty.json"])
+        # NoUsableRecords: --steps_from: no usable record in empty.json (the files hold no records)
+    """
+    from vlnkit.io import fileio
+
+    usable, refused, first_reason = 0, 0, None
+    for path in paths:
+        try:
+            data = fileio.read_bytes(path)
+        except Exception as exc:  # any filesystem error
+            refused += 1
+            first_reason = first_reason or f"{path}: cannot read ({exc})"
+            continue
+        items = (
+            _parquet_records(data, path)
+            if data[:4] == b"PAR1"
+            else parse_r2r(data, path, min_path_len=min_path_len, require_distance=require_distance)
+        )
+        for item in items:
+            if isinstance(item, RecordError):
+                refused += 1
+                first_reason = first_reason or item.message()
+            else:
+                usable += 1
+    if not usable:
+        files = ", ".join(paths[:3]) + (f" (+{len(paths) - 3} more)" if len(paths) > 3 else "")
+        why = f"{refused} refused; first: {first_reason}" if refused else "the files hold no records"
+        raise NoUsableRecords(f"{flag}: no usable record in {files} ({why})")
+    return usable

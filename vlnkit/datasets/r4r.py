@@ -80,6 +80,20 @@ def heading_difference(graph: NavGraph, first: dict, second: dict, convention: s
     return angle_difference(final_heading(graph, first), second["heading"])
 
 
+def path_problem(graph: NavGraph, record: dict) -> str | None:
+    """Why a record's reference path cannot take part in a join on this graph, or None.
+
+    Every viewpoint must be an included viewpoint of the scan and consecutive viewpoints must be
+    joined by an edge: a joined path is A + connector + B, so a jump inside A or B would make an
+    R4R path that no agent can follow (the real R2R train / val paths have no such step).
+
+        >>> g = NavGraph("s", ("a", "b", "c"), np.zeros((3, 3)), np.array([[0, 1], [1, 2]]))
+        >>> path_problem(g, {"path": ["a", "c"]})
+        "path step 0 -> 1 ('a' -> 'c') is not an edge of scan 's' (consecutive viewpoints must be adjacent)"
+    """
+    return graph.walk_problem(record["path"])
+
+
 def end_keys(graph: NavGraph, record: dict, distance_threshold: float) -> list[str]:
     """Viewpoints within the threshold of the path's end: the keys under which it meets second paths."""
     return graph.within(record["path"][-1], distance_threshold)
@@ -118,7 +132,15 @@ def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
 
 
 def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> tuple[list[dict], dict]:
-    """Join every qualifying pair of one scan's records in memory. Returns (joined, counts)."""
+    """Join every qualifying pair of one scan's records in memory. Returns (joined, counts).
+
+    A record whose path is unusable (see `path_problem`) raises JoinError: the Beam transform
+    dead-letters such records instead.
+    """
+    for rec in records:
+        problem = path_problem(graph, rec)
+        if problem is not None:
+            raise JoinError(f"path_id={rec.get('path_id')!r}: {problem}")
     by_start: dict[str, list[dict]] = defaultdict(list)
     for rec in records:
         by_start[rec["path"][0]].append(rec)
@@ -188,6 +210,7 @@ __all__ = [
     "heading_difference",
     "join_paths",
     "pair_path_id",
+    "path_problem",
     "summarize",
     "passes_heading",
     "simulator_heading",

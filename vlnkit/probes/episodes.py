@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import math
+import string
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -222,35 +223,107 @@ def choose(phrasings: list[str], seed: int, key: str) -> str:
     return phrasings[int.from_bytes(digest, "big") % len(phrasings)]
 
 
-def load_templates(path: str | None) -> dict:
-    """DEFAULT_TEMPLATES, with the entries of a YAML/JSON file (same layout) replacing the defaults."""
+# The one placeholder each probe's phrasings may (and, for room and object, must) use.
+PLACEHOLDERS = {"stop": None, "direction": None, "room": "room", "object": "object"}
+
+
+def _check_phrasing(phrasing: str, placeholder: str | None) -> str | None:
+    """Why a phrasing cannot be filled in with its probe's placeholder, or None."""
+    if placeholder is None:  # used as written: a brace would show in the instruction
+        if "{" in phrasing or "}" in phrasing:
+            return "has a brace; " + _allowed(None)
+        return None
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(phrasing) if f is not None]
+    except ValueError as exc:  # a lone "{" or "}"
+        return f"is not a valid template ({exc}; write {{{{ and }}}} for literal braces)"
+    allowed = {placeholder} if placeholder else set()
+    for f in fields:
+        if f == "" or f.isdigit():
+            return "has a positional placeholder {" + f + "}; " + _allowed(placeholder)
+        if f not in allowed:
+            return f"has an unknown placeholder {{{f}}}; " + _allowed(placeholder)
+    if placeholder and placeholder not in fields:
+        return f"must contain {{{placeholder}}}"
+    try:
+        phrasing.format(**({placeholder: "x"} if placeholder else {}))
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        return f"cannot be filled in ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _allowed(placeholder: str | None) -> str:
+    return f"only {{{placeholder}}} is allowed" if placeholder else "this probe's phrasings take no placeholder"
+
+
+def validate_templates(templates: dict, source: str = "templates") -> None:
+    """Raise ProbeInputError unless every phrasing of every probe can be filled in.
+
+    Phrasings are Python format strings filled in on the workers (`"Go to the {room}."`); an
+    unknown name (`{place}`), a positional `{}` / `{0}` or a lone brace would fail there, once per
+    record, with a KeyError. Checking them all up front turns that into one line at job start.
+
+        >>> validate_templates({"room": ["Go to the {place}."]}, "t.yaml")
+        Traceback (most recent call last):
+        vlnkit.probes.episodes.ProbeInputError: t.yaml: room phrasing 'Go to the {place}.' has an unknown placeholder {place}; only {room} is allowed
+    """
+    if not isinstance(templates, dict):
+        raise ProbeInputError(f"{source}: expected a mapping of probe -> phrasings")
+    for probe, value in templates.items():
+        if probe not in PLACEHOLDERS:
+            raise ProbeInputError(f"{source}: unknown probe {probe!r}; expected among {PROBES}")
+        if probe == "direction":
+            if not isinstance(value, dict) or set(value) - set(REGIONS):
+                raise ProbeInputError(f"{source}: 'direction' must map regions among {REGIONS} to phrasings")
+        groups = value.items() if probe == "direction" else [(None, value)]
+        for region, phrasings in groups:
+            where = f"direction.{region}" if region else probe
+            if not isinstance(phrasings, list) or not phrasings:
+                raise ProbeInputError(f"{source}: {where} must be a non-empty list of phrasings")
+            for phrasing in phrasings:
+                if not isinstance(phrasing, str) or not phrasing.strip():
+                    raise ProbeInputError(f"{source}: {where} phrasing {phrasing!r} must be a non-empty string")
+                reason = _check_phrasing(phrasing, PLACEHOLDERS[probe])
+                if reason is not None:
+                    raise ProbeInputError(f"{source}: {where} phrasing {phrasing!r} {reason}")
+
+
+def load_templates(path: str | None, flag: str = "--templates") -> dict:
+    """DEFAULT_TEMPLATES, with the entries of a YAML/JSON file (same layout) replacing the defaults.
+
+    Every problem is one ProbeInputError starting with `flag` and the file, e.g.
+    `--templates t.yaml: room phrasing 'Go to the {place}.' has an unknown placeholder {place}; ...`.
+    """
     templates = json.loads(json.dumps(DEFAULT_TEMPLATES))
     if not path:
         return templates
     import yaml
 
+    where = f"{flag} {path}" if flag else path
+
     try:
         data = yaml.safe_load(fileio.read_bytes(path)) or {}
     except Exception as exc:
-        raise ProbeInputError(f"{path}: cannot read templates ({exc})") from exc
+        raise ProbeInputError(f"{where}: cannot read templates ({exc})") from exc
     if not isinstance(data, dict) or set(data) - set(PROBES):
-        raise ProbeInputError(f"{path}: expected a mapping with keys among {PROBES}")
+        raise ProbeInputError(f"{where}: expected a mapping with keys among {PROBES}")
 
-    def phrasings(value, where, placeholder=None):
+    def phrasings(value, what, placeholder=None):
         if not isinstance(value, list) or not value or not all(isinstance(s, str) and s.strip() for s in value):
-            raise ProbeInputError(f"{path}: {where} must be a non-empty list of phrasings")
+            raise ProbeInputError(f"{where}: {what} must be a non-empty list of phrasings")
         if placeholder and not all(placeholder in s for s in value):
-            raise ProbeInputError(f"{path}: every {where} phrasing must contain {placeholder}")
+            raise ProbeInputError(f"{where}: every {what} phrasing must contain {placeholder}")
         return value
 
     for probe, value in data.items():
         if probe == "direction":
             if not isinstance(value, dict) or set(value) - set(REGIONS):
-                raise ProbeInputError(f"{path}: 'direction' must map regions among {REGIONS} to phrasings")
+                raise ProbeInputError(f"{where}: 'direction' must map regions among {REGIONS} to phrasings")
             for region, v in value.items():
                 templates["direction"][region] = phrasings(v, f"direction.{region}")
         else:
             templates[probe] = phrasings(value, probe, {"room": "{room}", "object": "{object}"}.get(probe))
+    validate_templates(templates, where)
     return templates
 
 
@@ -339,6 +412,7 @@ class ProbeConfig:
             raise ValueError(f"probes must be a non-empty subset of {PROBES}, got {list(self.probes)}")
         if self.room_max_hops < 1:
             raise ValueError(f"room_max_hops must be >= 1, got {self.room_max_hops}")
+        validate_templates(self.templates)
 
 
 def skill_of(probe: str, target: str) -> str:

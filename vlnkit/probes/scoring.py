@@ -9,14 +9,13 @@ with replacement, and takes all episodes of the drawn trajectories.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterator
 
 import numpy as np
 
-from vlnkit.datasets.r2r import RecordError
+from vlnkit.datasets.r2r import RecordError, labelled_json_items
 
 N_BOOT = 1000
 LEVEL = 0.95
@@ -28,60 +27,146 @@ class ScoreError(ValueError):
     """An agent output cannot be scored against its episode (the message says why)."""
 
 
-def parse_agent_outputs(data: bytes | str, source: str) -> Iterator[tuple[str, dict] | RecordError]:
-    """JSON Lines of {"episode_id": str, "probs": {action: p}} (a JSON list is accepted too)."""
+class ProbeFileError(ValueError):
+    """A `--probes` input is not a probe-episode Parquet file from build_probes (the message names flag, file, reason)."""
+
+
+# Columns the scorer reads from a probe file, with the Arrow types build_probes writes (`PROBE_EPISODES`).
+PROBE_COLUMNS = ("episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct")
+
+
+def validate_probe_file(path: str, flag: str = "--probes") -> None:
+    """Raise ProbeFileError unless `path` is a readable Parquet file with the probe columns the scorer needs.
+
+    Called from the job's input checks, so a corrupt file, a file of another kind (a `score` output,
+    a `build_r4r` table, JSON renamed .parquet) or one from an incompatible build stops the job with
+    one line instead of a worker traceback. Only the footer is read, never the rows.
+
+        validate_probe_file("output/probes/probes-00000-of-00001.parquet")   # fine: returns None
+        validate_probe_file("scores.parquet")
+        # ProbeFileError: --probes scores.parquet: not a probe-episode file from build_probes:
+        #   missing column(s) 'candidates', 'correct', ... (it has 'instr_id', 'scan', 'pl', ...)
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlnkit.io import fileio
+    from vlnkit.probes.episodes import PROBE_EPISODES
+
+    where = f"{flag} {path}"
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        yield RecordError(source, "", f"not UTF-8 text ({exc})", stage="agent_output")
-        return
-    if text.lstrip().startswith("["):
-        try:
-            items = list(enumerate(json.loads(text), start=1))
-        except ValueError as exc:
-            yield RecordError(source, "", f"invalid JSON ({exc})", stage="agent_output")
-            return
-        label = "#{}"
-    else:
-        items, label = [], "line {}"
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append((n, json.loads(line)))
-            except ValueError as exc:
-                items.append((n, RecordError(source, label.format(n), f"invalid JSON ({exc})", stage="agent_output")))
-    for n, obj in items:
-        where = label.format(n)
-        if isinstance(obj, RecordError):
-            yield obj
-        elif not isinstance(obj, dict) or not isinstance(obj.get("episode_id"), str):
-            yield RecordError(source, where, "expected an object with a string 'episode_id'", stage="agent_output")
-        elif not isinstance(obj.get("probs"), dict) or not obj["probs"]:
-            yield RecordError(
-                source, f"{where} ({obj['episode_id']})", "'probs' must be a non-empty object", stage="agent_output"
+        with fileio.open_read(path) as f:
+            schema = pq.ParquetFile(f).schema_arrow
+    except Exception as exc:  # OSError, ArrowInvalid ("not a Parquet file"), a filesystem's own errors
+        raise ProbeFileError(f"{where}: cannot read it as Parquet ({type(exc).__name__}: {exc})") from None
+    missing = [c for c in PROBE_COLUMNS if c not in schema.names]
+    if missing:
+        has = ", ".join(repr(n) for n in schema.names[:8]) + (", ..." if len(schema.names) > 8 else "")
+        raise ProbeFileError(
+            f"{where}: not a probe-episode file from build_probes: missing column(s) "
+            f"{', '.join(repr(c) for c in missing)} (it has {has or 'no columns'})"
+        )
+    for name in PROBE_COLUMNS:
+        want, got = PROBE_EPISODES.field(name).type, schema.field(name).type
+        same = got == want or (pa.types.is_large_string(got) and pa.types.is_string(want))
+        if not same and pa.types.is_list(want) and (pa.types.is_list(got) or pa.types.is_large_list(got)):
+            same = pa.types.is_string(got.value_type) or pa.types.is_large_string(got.value_type)
+        if not same and pa.types.is_integer(want):
+            same = pa.types.is_integer(got)
+        if not same:
+            raise ProbeFileError(
+                f"{where}: column {name!r} has type {got}, expected {want} (as build_probes writes it)"
             )
-        else:
-            yield obj["episode_id"], obj["probs"]
+
+
+def _kind(x) -> str:
+    """A short description of a bad value for an error message (a 400-digit integer is cut, not printed)."""
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 10**20:
+        return f"an integer of {len(str(abs(x)))} digits"
+    return f"{x!r:.40}" if isinstance(x, (str, int, float, bool)) or x is None else type(x).__name__
+
+
+def probability_values(probs: dict) -> np.ndarray:
+    """The probabilities of `probs` as finite floats >= 0, in key order; ScoreError naming the first bad one.
+
+    JSON allows what a probability must not be: `true` (a bool is an int in Python), `"0.5"`,
+    `NaN` / `Infinity`, and integers too large for a float (json reads `1` followed by 400 zeros
+    exactly). Each of these would either crash the job or score silently wrong, so each is refused
+    here, and a sum that overflows to infinity is refused too (it would score every action as 0).
+
+        >>> probability_values({"a": 0.25, "STOP": 3})
+        array([0.25, 3.  ])
+    """
+    if not isinstance(probs, dict) or not probs:
+        raise ScoreError("'probs' must be a non-empty object of {action: probability}")
+    values = np.empty(len(probs), dtype=np.float64)
+    for k, (action, p) in enumerate(probs.items()):  # a handful of actions per output
+        if isinstance(p, bool) or not isinstance(p, (int, float)):
+            raise ScoreError(f"probability of {action!r} must be a number, got {_kind(p)}")
+        try:
+            x = float(p)
+        except OverflowError:
+            raise ScoreError(f"probability of {action!r} overflows a float ({_kind(p)})") from None
+        if not math.isfinite(x):
+            raise ScoreError(f"probability of {action!r} must be finite, got {x!r}")
+        if x < 0:
+            raise ScoreError(f"probability of {action!r} must be >= 0, got {x!r}")
+        values[k] = x
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise ScoreError("probs sum overflows a float (probabilities too large to normalize)")
+    return values
+
+
+def parse_agent_outputs(data: bytes | str, source: str) -> Iterator[tuple[str, dict] | RecordError]:
+    """JSON Lines of {"episode_id": str, "probs": {action: p}} (a JSON list, a BOM, indentation are fine).
+
+    An output whose probabilities are unusable (see `probability_values`) is a RecordError here,
+    with its line and episode id, before it reaches scoring.
+    """
+    for item in labelled_json_items(data, source, "agent outputs"):
+        if isinstance(item, RecordError):
+            yield RecordError(item.source, item.record, item.reason, stage="agent_output")
+            continue
+        _, where, obj = item
+        if not isinstance(obj, dict) or not isinstance(obj.get("episode_id"), str):
+            yield RecordError(source, where, "expected an object with a string 'episode_id'", stage="agent_output")
+            continue
+        where = f"{where} ({obj['episode_id']})"
+        if not isinstance(obj.get("probs"), dict) or not obj["probs"]:
+            yield RecordError(source, where, "'probs' must be a non-empty object", stage="agent_output")
+            continue
+        try:
+            probability_values(obj["probs"])
+        except ScoreError as exc:
+            yield RecordError(source, where, str(exc), stage="agent_output")
+            continue
+        yield obj["episode_id"], obj["probs"]
 
 
 def correct_mass(probs: dict, candidates: list[str], correct: list[str]) -> tuple[float, bool]:
     """(probability mass on `correct`, whether `probs` had to be renormalized to sum to 1).
 
-    Actions the agent leaves out have probability 0; an action that is not a candidate, or a
-    negative / non-finite probability, or an all-zero distribution is a ScoreError.
+    Actions the agent leaves out have probability 0; an action that is not a candidate, a
+    probability that is not a finite number >= 0 (see `probability_values`), or an all-zero
+    distribution is a ScoreError.
+
+        >>> correct_mass({"a": 0.5, "b": 0.25, "STOP": 0.25}, ["a", "b", "STOP"], ["a", "STOP"])
+        (0.75, False)
     """
     allowed = set(candidates)
-    unknown = [a for a in probs if a not in allowed]
+    unknown = [a for a in probs if a not in allowed] if isinstance(probs, dict) else []
     if unknown:
         raise ScoreError(f"probs name action(s) {sorted(unknown)[:3]} that are not candidates of the episode")
-    values = np.array([probs[a] if isinstance(probs[a], (int, float)) else np.nan for a in probs], dtype=np.float64)
-    if not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ScoreError("probs must be finite numbers >= 0")
-    total = float(values.sum())
+    values = probability_values(probs)
+    total = math.fsum(values)
     if total <= 0:
         raise ScoreError("probs sum to 0")
-    mass = sum(float(probs.get(a, 0.0)) for a in set(correct))
+    wanted = set(correct)
+    mass = math.fsum(v for a, v in zip(probs, values) if a in wanted)
     return mass / total, abs(total - 1.0) > SUM_TOLERANCE
 
 

@@ -94,6 +94,12 @@ def test_fgr2r_record_gives_one_alignment_per_instruction():
         ({"chunk_view": [[[1, 3], [2, 2], [2, 4], [4, 4]], [[1, 3], [3, 4]]]}, "before the previous one"),
         ({"new_instructions": "[[", "chunk_view": []}, "not a Python literal"),
         ({"chunk_view": [[[1, 4]]]}, "one entry per instruction"),
+        # chunk_view numbers must be JSON integers: "2", 2.5, true and [2] are not coerced
+        ({"chunk_view": [[[1, "2"], [2, 2], [2, 3], [4, 4]], [[1, 3], [3, 4]]]}, "pair of integers"),
+        ({"chunk_view": [[[1, 2.5], [2, 2], [2, 3], [4, 4]], [[1, 3], [3, 4]]]}, "pair of integers"),
+        ({"chunk_view": [[[True, 2], [2, 2], [2, 3], [4, 4]], [[1, 3], [3, 4]]]}, "pair of integers"),
+        ({"chunk_view": [[[1, 2, 3], [2, 2], [2, 3], [4, 4]], [[1, 3], [3, 4]]]}, "pair of integers"),
+        ({"chunk_view": [[[1, 2], [2, 2], [2, 3], [4, 4]], [[1, 3], "3-4"]]}, "pair of integers"),
     ],
 )
 def test_malformed_alignments_become_record_errors_naming_file_and_record(change, reason):

@@ -14,6 +14,7 @@ from vlnkit.datasets.r4r import (
     heading_difference,
     join_paths,
     pair_path_id,
+    path_problem,
     summarize,
 )
 from vlnkit.navigation.graph import NavGraph
@@ -149,3 +150,55 @@ def test_keyed_join_finds_exactly_the_pairs_of_the_all_pairs_rule(seed, count, d
         assert all(g.is_edge(u, v) for u, v in zip(j["path"][:-1], j["path"][1:]) if u != v)
         assert j["distance"] == pytest.approx(g.path_length(j["path"]), abs=1e-9)
         assert j["distance"] >= j["shortest_path_distance"] - 1e-9
+
+
+# ----------------------------------------------------------------------------- unusable reference paths
+@pytest.mark.parametrize(
+    "path, step",
+    [
+        (["a", "c"], 0),  # skips b
+        (["a", "b", "d", "e"], 1),
+        (["a", "b", "b", "c"], 1),  # a repeat is not an edge either
+        (["e", "d", "c", "a"], 2),
+        (["a", "e"], 0),
+    ],
+)
+def test_a_step_that_is_not_an_edge_is_a_path_problem(path, step):
+    g = line_graph()
+    problem = path_problem(g, rec(1, path))
+    assert problem is not None and problem.startswith(f"path step {step} -> {step + 1} ")
+    assert "not an edge" in problem
+    with pytest.raises(JoinError, match="not an edge"):
+        join_paths(g, [rec(0, "ab"), rec(1, path)])
+
+
+def test_adjacent_paths_and_single_viewpoints_have_no_problem():
+    g = line_graph()
+    for path in (["a"], ["a", "b"], ["e", "d", "c", "b", "a"], ["c", "d", "c"]):
+        assert path_problem(g, rec(1, path)) is None
+    assert "not an included viewpoint" in path_problem(g, rec(1, ["a", "zz"]))
+
+
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=8))
+def test_path_problem_agrees_with_a_step_by_step_check(nodes):
+    g = line_graph()
+    path = ["abcde"[k] for k in nodes]
+    steps = [k for k in range(len(nodes) - 1) if abs(nodes[k] - nodes[k + 1]) != 1]
+    problem = path_problem(g, rec(1, path))
+    assert (problem is None) == (not steps)
+    if steps:
+        assert problem.startswith(f"path step {steps[0]} -> ")
+
+
+def test_real_r2r_train_and_val_paths_are_all_adjacent(r2r_dir, connectivity_dir):
+    # The adjacency rule must not change the published join: no real R2R path has a jump.
+    import json
+
+    from vlnkit.navigation.graph import GraphStore
+
+    store = GraphStore(connectivity_dir)
+    for split in ("train", "val_seen", "val_unseen"):
+        with open(r2r_dir / f"R2R_{split}.json") as f:
+            records = json.load(f)
+        problems = [(r["path_id"], path_problem(store.get(r["scan"]), r)) for r in records]
+        assert [p for p in problems if p[1] is not None] == [], split

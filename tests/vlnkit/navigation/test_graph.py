@@ -61,9 +61,9 @@ def test_unreachable_viewpoints_are_inf_and_paths_raise():
     "bad, message",
     [
         ([], "non-empty JSON list"),
-        ([{"image_id": "a"}], "malformed"),
-        ([{**entry("a", (0, 0, 0), [False]), "pose": [0] * 15}], "pose has 15 values"),
-        ([entry("a", (0, 0, 0), [False, False])], "has 2 entries, expected 1"),
+        ([{"image_id": "a"}], r"viewpoint #0 \(image_id 'a'\): missing field 'pose'"),
+        ([{**entry("a", (0, 0, 0), [False]), "pose": [0] * 15}], "'pose' must be a list of 16 numbers, got 15"),
+        ([entry("a", (0, 0, 0), [False, False])], "'unobstructed' must be a list of 1 booleans .*got 2 entries"),
     ],
 )
 def test_malformed_connectivity_is_a_clear_error(bad, message):

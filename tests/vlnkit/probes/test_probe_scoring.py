@@ -22,9 +22,9 @@ def test_correct_mass_sums_the_correct_actions():
     assert mass == 0.5 and renorm
     for probs, message in [
         ({"z": 1.0}, "not candidates"),
-        ({"a": -0.1, "b": 1.1}, "finite numbers >= 0"),
-        ({"a": float("nan")}, "finite numbers >= 0"),
-        ({"a": "high"}, "finite numbers >= 0"),
+        ({"a": -0.1, "b": 1.1}, "probability of 'a' must be >= 0"),
+        ({"a": float("nan")}, "probability of 'a' must be finite"),
+        ({"a": "high"}, "probability of 'a' must be a number"),
         ({"a": 0.0}, "sum to 0"),
     ]:
         with pytest.raises(ScoreError, match=message):
@@ -193,3 +193,60 @@ def test_shift_against_control_and_order_independence():
     partial = summarize_skills([r for r in rows if not (r["pair_id"] == "p0" and r["variant"] == "control")], 4, 50)
     skill = rows[0]["skill"]
     assert partial[skill]["pairs"] == s[skill]["pairs"] - 1 and partial[skill]["episodes"] == s[skill]["episodes"]
+
+
+# ----------------------------------------------------------------------------- the class: unusable probabilities
+BAD_PROBABILITIES = {
+    "true": (True, "must be a number, got True"),
+    "false": (False, "must be a number, got False"),
+    "string": ("0.5", "must be a number, got '0.5'"),
+    "null": (None, "must be a number, got None"),
+    "list": ([0.5], "must be a number, got list"),
+    "object": ({"p": 0.5}, "must be a number, got dict"),
+    "NaN": (float("nan"), "must be finite, got nan"),
+    "Infinity": (float("inf"), "must be finite, got inf"),
+    "-Infinity": (float("-inf"), "must be finite, got -inf"),
+    "1e400 (reads as inf)": ("RAW:1e400", "must be finite, got inf"),
+    "400-digit integer": (10**400, "overflows a float (an integer of 401 digits)"),
+    "negative": (-1e-12, "must be >= 0"),
+    "negative zero-ish int": (-1, "must be >= 0"),
+}
+
+
+def _jsonl(probs_text: str) -> str:
+    return '{"episode_id": "ok", "probs": {"STOP": 1}}\n{"episode_id": "e", "probs": ' + probs_text + "}\n"
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PROBABILITIES))
+def test_every_unusable_probability_is_a_dead_letter_with_its_reason(name):
+    value, reason = BAD_PROBABILITIES[name]
+    raw = value[4:] if isinstance(value, str) and value.startswith("RAW:") else json.dumps(value)
+    probs_text = '{"a": 0.5, "b": ' + raw + "}"
+    out = list(parse_agent_outputs(_jsonl(probs_text), "out.jsonl"))
+    assert out[0] == ("ok", {"STOP": 1})
+    (err,) = out[1:]
+    assert isinstance(err, RecordError) and err.stage == "agent_output"
+    assert err.record == "line 2 (e)"
+    assert err.reason.startswith("probability of 'b' ") and reason in err.reason, err.reason
+    # The scorer refuses the same output the same way (never an exception other than ScoreError).
+    with pytest.raises(ScoreError, match="probability of 'b'"):
+        correct_mass(json.loads(probs_text), ["a", "b", "STOP"], ["a"])
+
+
+def test_a_sum_that_overflows_is_refused_not_scored_as_zero():
+    probs = {"a": 1e308, "b": 1e308}
+    with pytest.raises(ScoreError, match="sum overflows"):
+        correct_mass(probs, ["a", "b"], ["a"])
+    (err,) = parse_agent_outputs(json.dumps({"episode_id": "e", "probs": probs}), "o.jsonl")
+    assert "sum overflows" in err.reason
+
+
+def test_large_but_finite_probabilities_are_renormalized_exactly():
+    mass, renormalized = correct_mass({"a": 3e307, "b": 1e307}, ["a", "b"], ["a"])
+    assert mass == 0.75 and renormalized
+
+
+def test_agent_outputs_with_a_bom_or_indented_are_read():
+    rows = [{"episode_id": "x", "probs": {"a": 1}}, {"episode_id": "y", "probs": {"STOP": 0.5, "a": 0.5}}]
+    for text in ("\ufeff" + json.dumps(rows, indent=2), "\ufeff" + "\n".join(json.dumps(r) for r in rows)):
+        assert list(parse_agent_outputs(text, "o")) == [("x", {"a": 1}), ("y", {"STOP": 0.5, "a": 0.5})]
