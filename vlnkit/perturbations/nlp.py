@@ -1,7 +1,7 @@
 """Which spaCy pipeline parses instructions, checking it can do the job, and parsing batches safely.
 
 Parsing is the cost of instruction perturbations: components no requested method needs (NER always,
-the lemmatizer unless entity swap runs) are excluded at load time, and a worker keeps one loaded
+the lemmatizer unless entity swap runs, everything for direction swap alone) are excluded at load time, and a worker keeps one loaded
 pipeline for all its bundles (`worker_pipeline`). `blank:en` gives spaCy's tokenizer-only pipeline,
 which supports direction swap only.
 
@@ -32,17 +32,17 @@ LANGUAGE = "en"  # the direction words, stop list and synonyms are English
 
 # Components kept for each method (names of the en_core_web_* layouts; `transformer` stands in for
 # tok2vec in the _trf pipelines, `morphologizer` for tagger + attribute_ruler in other layouts).
-# Direction swap keeps the tagger so "left" as a verb is never swapped: its rows are then the same
-# whichever other methods run with it.
+# Direction swap reads tokens only (`instructions.direction_matches`), so it needs no component and
+# its rows are the same whichever pipeline or other methods run with it.
 _POS = frozenset({"tok2vec", "transformer", "tagger", "attribute_ruler", "morphologizer"})
 NEEDED_COMPONENTS = {
-    "direction_swap": _POS,
+    "direction_swap": frozenset(),
     "entity_swap": _POS | {"parser", "lemmatizer"},  # noun chunks need POS + dependencies; lemmas
     "phrase_swap": _POS | {"parser"},  # clause heads are VERB/AUX tokens in the dependency tree
 }
 # What a pipeline must provide for each method: every group needs one of its alternatives, and an
 # alternative is a set of components that must all be there. A tokenizer-only pipeline passes
-# direction swap (it then swaps every direction word, without the verb check).
+# direction swap.
 _POS_GROUP = (("tagger", "attribute_ruler"), ("morphologizer",))
 REQUIRED = {
     "direction_swap": (),
