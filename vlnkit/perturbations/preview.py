@@ -13,6 +13,7 @@ it did not apply. Records that fail validation and instructions spaCy cannot par
 never dropped silently. Structural problems (no file, unknown method, no usable pipeline) end with
 one line on stderr and exit status 2.
 
+    >>> from vlnkit.perturbations.instructions import Change
     >>> mark("Turn left now.", [Change(5, 9, "left", "right")])
     'Turn [[left -> right]] now.'
 """
