@@ -3,7 +3,7 @@
 
     python -m pipelines.perturb --runner=DirectRunner --dataset=R2R_val_seen.json \
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
-        [--per_instruction=1] [--seed=0] [--spacy_model=en_core_web_sm]
+        [--per_instruction=1] [--seed=0] [--spacy_model=NAME]
 
 Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.perturbations.compat.PERTURBATIONS`),
 `dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability), `manifest.json`

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pipelines.job import JobError, Run
 from pipelines.options import add_shared
 from vlnkit.perturbations.compat import ALL_METHODS, INSTRUCTION_METHODS, TRAJECTORY_METHODS, parse_methods
-from vlnkit.perturbations.nlp import NLPError, load_pipeline
+from vlnkit.perturbations.nlp import NLPError, load_pipeline, resolve_model
 
 
 def declare_perturbation_flags(parser) -> None:
@@ -41,6 +41,7 @@ def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
             raise JobError("--connectivity_dir is required by the trajectory methods")
         ctx.graphs(opts.connectivity_dir)
     if any(m in INSTRUCTION_METHODS for m in methods):
+        opts.spacy_model = resolve_model(opts.spacy_model)  # the summary records the one used
         try:  # fail here, once, with the reason, rather than in every worker
             load_pipeline(opts.spacy_model, methods)
         except NLPError as exc:

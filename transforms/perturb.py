@@ -27,7 +27,7 @@ from vlnkit.perturbations.compat import (
     perturbation_row,
     record_rng,
 )
-from vlnkit.perturbations.nlp import worker_pipeline
+from vlnkit.perturbations.nlp import ParseFailure, parse_batch, worker_pipeline
 
 STATS = "stats"
 
@@ -92,9 +92,14 @@ def _inc(stats: dict, key: str, n: int = 1) -> None:
 
 
 class _PerturbInstructionBatch(beam.DoFn):
-    """A batch of instruction items -> perturbed-instruction rows (one `nlp.pipe` pass per batch)."""
+    """A batch of instruction items -> perturbed-instruction rows (one `nlp.pipe` pass per batch).
 
-    def __init__(self, model: str, methods, per_instruction: int, seed: int, pipe_batch_size: int):
+    An instruction that cannot be parsed (longer than the pipeline's max_length, a component error)
+    or perturbed (any exception) becomes a dead letter naming its file, record and reason; the rest
+    of the batch is still parsed and perturbed (`vlnkit.perturbations.nlp.parse_batch`).
+    """
+
+    def __init__(self, model: str | None, methods, per_instruction: int, seed: int, pipe_batch_size: int):
         self.model = model
         self.perturber = _Perturber(methods, per_instruction, seed, "perturb_instruction")
         self.pipe_batch_size = pipe_batch_size
@@ -103,17 +108,34 @@ class _PerturbInstructionBatch(beam.DoFn):
         self.nlp = worker_pipeline(self.model, self.perturber.methods)
         self.perturber.start()
         self.parsed = Metrics.counter("perturb_instruction", "instructions_parsed")
+        self.bad = Metrics.counter("perturb_instruction", "dead_letter")
         self.progress = Progress("perturb: instructions parsed")
 
     def process(self, batch):
         self.progress.tick(len(batch))
         stats: dict = {"instructions_parsed": len(batch)}
-        docs = self.nlp.pipe((item["instruction"] for item in batch), batch_size=self.pipe_batch_size)
+        docs = parse_batch(self.nlp, [item["instruction"] for item in batch], self.pipe_batch_size)
         funcs = instruction_perturbations.PERTURB
         for item, doc in zip(batch, docs):
-            yield from self.perturber.run(item, lambda m, rng, d=doc: funcs[m](d, rng), stats)
+            if isinstance(doc, ParseFailure):
+                yield self._dead(item, "parse", doc.reason)
+                continue
+            item_stats: dict = {}
+            try:
+                rows = self.perturber.run(item, lambda m, rng, d=doc: funcs[m](d, rng), item_stats)
+            except Exception as exc:  # one bad record never takes the batch down
+                yield self._dead(item, "perturb", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+                continue
+            for key, n in item_stats.items():
+                _inc(stats, key, n)
+            yield from rows
         self.parsed.inc(len(batch))
         yield beam.pvalue.TaggedOutput(STATS, stats)
+
+    def _dead(self, item: dict, stage: str, reason: str):
+        self.bad.inc()
+        label = f"#{item.get('_index', '?')} (instr_id={item['source_instr_id']!r})"
+        return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, item.get("_source", ""), label, reason))
 
 
 class _PerturbTrajectories(GraphDoFn):
@@ -149,9 +171,9 @@ class _PerturbTrajectories(GraphDoFn):
 
 
 class PerturbInstructions(beam.PTransform):
-    """Instruction items -> PERTURBATIONS rows of the instruction family, and summary tallies."""
+    """Instruction items -> PERTURBATIONS rows of the instruction family, dead letters, summary tallies."""
 
-    def __init__(self, methods, model: str, per_instruction: int = 1, seed: int = 0, batch_size: int = 512):
+    def __init__(self, methods, model: str | None, per_instruction: int = 1, seed: int = 0, batch_size: int = 512):
         super().__init__()
         self.methods = [m for m in methods if m in INSTRUCTION_METHODS]
         self.model = model
@@ -166,9 +188,9 @@ class PerturbInstructions(beam.PTransform):
             | "Perturb"
             >> beam.ParDo(
                 _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 256)
-            ).with_outputs(STATS, main="rows")
+            ).with_outputs(STATS, DEAD_LETTER, main="rows")
         )
-        return {"rows": out.rows, STATS: out[STATS]}
+        return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
 
 
 class PerturbTrajectories(beam.PTransform):
@@ -194,7 +216,9 @@ class Perturb(beam.PTransform):
     Returns {"rows", "stats", "dead_letter"}; a family with no requested method adds nothing.
     """
 
-    def __init__(self, methods, model: str, connectivity_dir: str | None, per_instruction: int = 1, seed: int = 0):
+    def __init__(
+        self, methods, model: str | None, connectivity_dir: str | None, per_instruction: int = 1, seed: int = 0
+    ):
         super().__init__()
         self.methods = tuple(methods)
         self.model = model
@@ -211,6 +235,7 @@ class Perturb(beam.PTransform):
             )
             rows.append(ins["rows"])
             stats.append(ins[STATS])
+            dead.append(ins[DEAD_LETTER])
         if any(m in TRAJECTORY_METHODS for m in self.methods):
             traj = records | "PerturbTrajectories" >> PerturbTrajectories(
                 self.connectivity_dir, self.methods, self.per_instruction, self.seed

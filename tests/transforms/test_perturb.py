@@ -15,6 +15,7 @@ from vlnkit.navigation.synthetic import write_environment
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
 from vlnkit.perturbations.compat import NotApplicable, perturbation_row, record_rng
+from vlnkit.perturbations.nlp import load_pipeline
 
 METHODS = ("direction_swap", "random_walk", "path_reversal", "viewpoint_swap")
 
@@ -69,5 +70,49 @@ def test_perturb_transform_matches_the_core(tmp_path):
         assert_that(
             out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], "no_such_scan_connectivity.json" in d["reason"])),
             equal_to([("graph", True)]),
+            label="dead",
+        )
+
+
+INSTRUCTION_ONLY = ("direction_swap", "entity_swap", "phrase_swap")
+HAND_WRITTEN = [
+    "Walk past the kitchen table and turn left at the bedroom door. Wait by the sofa.",
+    "Go up the stairs. Turn right into the hallway. Stop in front of the bathroom.",
+    "Exit the bedroom and walk towards the dining table, then wait near the couch.",
+]
+
+
+def test_one_megabyte_instruction_is_a_dead_letter_and_the_batch_goes_on(tmp_path):
+    """spaCy refuses texts over nlp.max_length (1,000,000 characters) inside nlp.pipe, for the whole
+    batch: the oversized instruction must become one dead letter, every other one still perturbed."""
+    nlp = load_pipeline(None, INSTRUCTION_ONLY)
+    huge = ("Turn left and walk past the sofa. " * 30_000)[: nlp.max_length + 1]
+    assert len(huge) > 1_000_000
+    records = [
+        {"scan": "s", "path_id": k, "path": ["a", "b"], "heading": 0.0, "distance": 1.0, "instructions": [t]}
+        for k, t in enumerate(HAND_WRITTEN)
+    ]
+    records[1]["instructions"] = [huge, HAND_WRITTEN[1]]  # same record: its other instruction still runs
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(records))
+    expected = []
+    for r in records:
+        for item in instruction_items(r):
+            if item["instruction"] == huge:
+                continue
+            doc = nlp(item["instruction"])
+            for method in INSTRUCTION_ONLY:
+                res = instruction_perturbations.PERTURB[method](doc, record_rng(0, method, item["source_instr_id"], 0))
+                if not isinstance(res, NotApplicable):
+                    expected.append(canon(perturbation_row(item, res, 0)))
+    assert len(expected) >= 3 * 3 - 1  # hand-written so that (nearly) every method applies
+    with TestPipeline() as p:
+        recs = (p | ReadR2R([str(path)]))["records"]
+        out = recs | Perturb(INSTRUCTION_ONLY, None, None)
+        assert_that(out["rows"] | beam.Map(canon), equal_to(expected), label="rows")
+        assert_that(
+            out[DEAD_LETTER]
+            | beam.Map(lambda d: (d["stage"], d["record"], str(path) in d["source"], "max_length" in d["reason"])),
+            equal_to([("parse", "#1 (instr_id='1_0')", True, True)]),
             label="dead",
         )

@@ -1,4 +1,4 @@
-"""Instruction perturbations (DESIGN.md): direction swap, entity swap and phrase swap on spaCy Docs.
+"""Instruction perturbations: direction swap, entity swap and phrase swap on spaCy Docs.
 
 The functions take Docs that the caller parsed (with `nlp.pipe`, once per batch, see `vlnkit.perturbations.nlp`),
 so all three methods reuse one parse. Direction swap needs only tokens (a tokenizer-only pipeline
@@ -37,13 +37,18 @@ DIRECTION_SETS = (
 _DIRECTION_INDEX = {tuple(w.split()): k for k, group in enumerate(DIRECTION_SETS) for w in group}
 # After these words a direction is a noun ("on your left"): "around" would not read as one.
 _NOUN_CONTEXT = frozenset({"the", "your", "a", "my", "his", "her", "their", "its"})
+# After these, "enter"/"exit" is a noun ("the exit"): not a direction.
+_DETERMINERS = _NOUN_CONTEXT | {"an", "this", "that", "another", "each", "every", "no", "our"}
 _ENTER_EXIT = frozenset(w for group in DIRECTION_SETS for w in group if w.startswith(("enter", "exit")))
 
 # Noun-phrase roots that are not entities: quantifiers, ordinals, directions and path words.
 ENTITY_STOP_LIST = frozenset(
     """any first second third fourth fifth last next end front back left right top bottom middle side way
-    direction turn step steps time one ones lot couple bit area thing something all each other few rest""".split()
+    direction turn step steps time one ones lot couple bit area thing something all each other few rest
+    set pair foot edge center centre half part""".split()
 )
+# Leading words a small parser sometimes folds into a noun chunk ("past bedroom door"): trimmed off.
+_LEADING_NOT_ENTITY = frozenset("past through across along toward towards into onto via".split())
 # Lemmas that name the same thing: two entities in the same group are never swapped with each other.
 SYNONYM_GROUPS = (
     ("stairs", "stair", "staircase", "stairway", "stairwell", "stairstep"),
@@ -118,11 +123,12 @@ def _lower_first(text: str) -> str:
 def direction_matches(doc) -> list[tuple[int, int, int]]:
     """(first token, end token, set index) of every direction word or phrase, two-word phrases first.
 
-    When the pipeline tagged the text, "left" as a verb ("after you left the room") and a noun
-    "exit"/"enter" ("the exit") are not directions and are skipped.
+    Tokens alone decide (no tagger): the output is the same with a tokenizer-only pipeline and with a
+    trained one, whichever other methods share the parse. "enter"/"exit" after a determiner ("the
+    exit") is a noun, not a direction, and is skipped. Part-of-speech tags are not used: a trained
+    small English pipeline tags "left" in "Turn left and ..." as a verb in about a third of R2R's uses.
     """
     lowers = [t.lower_ for t in doc]
-    tagged = doc.has_annotation("POS")
     out, i, n = [], 0, len(lowers)
     while i < n:
         k = _DIRECTION_INDEX.get((lowers[i], lowers[i + 1])) if i + 1 < n else None
@@ -131,14 +137,10 @@ def direction_matches(doc) -> list[tuple[int, int, int]]:
             i += 2
             continue
         k = _DIRECTION_INDEX.get((lowers[i],))
-        if k is not None and not (tagged and _not_a_direction(doc[i])):
+        if k is not None and not (lowers[i] in _ENTER_EXIT and i > 0 and lowers[i - 1] in _DETERMINERS):
             out.append((i, i + 1, k))
         i += 1
     return out
-
-
-def _not_a_direction(token) -> bool:
-    return (token.lower_ == "left" and token.pos_ == "VERB") or (token.lower_ in _ENTER_EXIT and token.pos_ != "VERB")
 
 
 def direction_swap(doc, rng: np.random.Generator) -> InstructionPerturbation | NotApplicable:
@@ -166,13 +168,22 @@ def canonical_lemma(token) -> str:
 
 
 def entities(doc) -> list:
-    """Noun chunks that name things: a noun root outside the stop list (no pronouns, no 'the end')."""
+    """Noun chunks that name things: a noun root outside the stop list (no pronouns, no 'the end').
+
+    Two parser slips common in R2R are corrected: a one-word chunk opening its sentence is almost
+    always an imperative verb tagged as a noun ("Exit the room", "Turn left"), so it is skipped, and a
+    path preposition folded into the chunk ("past bedroom door") is trimmed off.
+    """
     out = []
     for chunk in doc.noun_chunks:
         root = chunk.root
         if root.pos_ not in ("NOUN", "PROPN"):
             continue
         if root.lower_ in ENTITY_STOP_LIST or canonical_lemma(root) in ENTITY_STOP_LIST:
+            continue
+        while len(chunk) > 1 and chunk[0].lower_ in _LEADING_NOT_ENTITY and chunk[0].i != root.i:
+            chunk = chunk[1:]
+        if len(chunk) == 1 and chunk[0].is_sent_start:
             continue
         out.append(chunk)
     return out
@@ -211,8 +222,16 @@ def entity_swap(doc, rng: np.random.Generator) -> InstructionPerturbation | NotA
 
 # ---------------------------------------------------------------------------- phrase swap
 def clause_heads(doc) -> list:
-    """Heads of sub-sentence trees: verbs attached as a conjunct or an adverbial clause."""
-    return [t for t in doc if t.dep_ in CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")]
+    """Heads of sub-sentence trees: verbs attached as a conjunct or an adverbial clause.
+
+    A direction word is never a head: "left" in "Turn slightly left and go past the table" is often
+    parsed as a verb heading an adverbial clause, and removing that "clause" would leave "Turn."
+    """
+    return [t for t in doc if t.dep_ in CLAUSE_DEPS and t.pos_ in ("VERB", "AUX") and not _direction_not_verb(t)]
+
+
+def _direction_not_verb(token) -> bool:
+    return (token.lower_,) in _DIRECTION_INDEX and token.lower_ not in _ENTER_EXIT
 
 
 def _end(doc, i: int) -> int:

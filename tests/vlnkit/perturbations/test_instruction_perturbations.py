@@ -1,7 +1,6 @@
-"""Instruction perturbations: hand-checked examples, an independent direction-swap oracle, and the
-spaCy loading rules. Entity and phrase swap are tested on hand-annotated Docs (the annotations a
-parser would give), because no trained English pipeline installs from PyPI here; the last test
-runs them through a real pipeline when one is installed."""
+"""Instruction perturbations on hand-annotated Docs: hand-checked examples and an independent
+direction-swap oracle. Hand annotation pins the exact parse each rule is tested on; the same rules
+on real parses of the trained English pipeline are in test_real_parse.py, loading in test_nlp.py."""
 
 import re
 
@@ -22,7 +21,6 @@ from vlnkit.perturbations.instructions import (
     match_case,
     phrase_swap,
 )
-from vlnkit.perturbations.nlp import DEFAULT_MODEL, NLPError, check_supports, load_pipeline
 
 NLP = spacy.blank("en")
 
@@ -62,11 +60,16 @@ def outcomes(func, doc, seeds=40):
         ("Turn to face the front; exit the bathroom!", "Turn to face the back; enter the bathroom!"),
         ("Stop on the left.", "Stop on the right."),  # after a determiner, 'around' is not a noun
         ("Exited the room, walk backwards (inside).", "Entered the room, walk forwards (outside)."),
+        ("Exit the room and go through the exit.", "Enter the room and go through the exit."),  # a noun after 'the'
+        ("Turn left and then left again.", None),  # 'left' is always a direction, whatever a tagger says
     ],
 )
 def test_direction_swap_hand_checked(text, expected):
     for seed in range(5):
         out = direction_swap(NLP(text), rng(seed))
+        if expected is None:  # 'left' has two replacements: check the spans instead
+            assert [c.before for c in out.changes] == ["left", "left"]
+            continue
         assert isinstance(out, InstructionPerturbation) and out.text == expected
         assert apply_changes(text, out.changes) == expected
 
@@ -92,11 +95,32 @@ def test_match_case():
     assert match_case("into", "out of") == "out of"
 
 
-# An independent oracle: direction words found with a regular expression on the raw text.
+# An independent oracle: direction words found with a regular expression on the raw text, except
+# enter/exit forms right after a determiner ("the exit" is a noun).
 _PHRASES = sorted({w for g in DIRECTION_SETS for w in g}, key=lambda w: -len(w))
 _ORACLE = re.compile(r"(?<![A-Za-z])(" + "|".join(re.escape(p) for p in _PHRASES) + r")(?![A-Za-z])", re.IGNORECASE)
 _SET_OF = {w: g for g in DIRECTION_SETS for w in g}
-FILLERS = ["walk", "the", "door", "stairs", "kitchen", "and", "then", "go", "stop", "wait", "to", "chair"]
+_AFTER_DETERMINER = re.compile(
+    r"(?<![A-Za-z])(the|your|a|an|my|his|her|their|its|this|that|another|each|every|no|our)\s+$", re.IGNORECASE
+)
+
+
+def outside(text: str, spans) -> list[str]:
+    """The pieces of `text` between sorted, non-overlapping spans."""
+    starts = [0] + [e for _, e in spans]
+    ends = [s for s, _ in spans] + [len(text)]
+    return [text[a:b] for a, b in zip(starts, ends)]
+
+
+def oracle_spans(text: str) -> list[tuple[int, int]]:
+    return [
+        (m.start(), m.end())
+        for m in _ORACLE.finditer(text)
+        if not (m.group(0).lower().startswith(("enter", "exit")) and _AFTER_DETERMINER.search(text[: m.start()]))
+    ]
+
+
+FILLERS = ["walk", "the", "an", "door", "stairs", "kitchen", "and", "then", "go", "stop", "wait", "to", "chair"]
 DIRECTIONS = [w for g in DIRECTION_SETS for w in g]
 
 
@@ -115,7 +139,7 @@ DIRECTIONS = [w for g in DIRECTION_SETS for w in g]
 )
 def test_direction_swap_matches_a_regex_oracle(parts, seed):
     text = "".join(getattr(w, case)() + sep for w, case, sep in parts).strip()
-    expected = [(m.start(), m.end()) for m in _ORACLE.finditer(text)]
+    expected = oracle_spans(text)
     out = direction_swap(NLP(text), rng(seed))
     if not expected:
         assert isinstance(out, NotApplicable)
@@ -128,7 +152,12 @@ def test_direction_swap_matches_a_regex_oracle(parts, seed):
         assert c.after.lower() in group and c.after.lower() != c.before.lower()
         assert c.after == match_case(c.before, c.after.lower())
     # Everything outside the changed spans (punctuation, other words) is untouched.
-    assert re.sub(_ORACLE, "#", out.text) == re.sub(_ORACLE, "#", text)
+    assert apply_changes(text, out.changes) == out.text
+    out_spans, shift = [], 0
+    for c in out.changes:
+        out_spans.append((c.start + shift, c.start + shift + len(c.after)))
+        shift += len(c.after) - (c.end - c.start)
+    assert outside(out.text, out_spans) == outside(text, expected)
 
 
 # ---------------------------------------------------------------------------- entity swap
@@ -220,28 +249,3 @@ def test_phrase_swap_over_sentences_keeps_the_last_one_last_when_shuffling():
 def test_phrase_swap_needs_a_parse_and_is_deterministic():
     assert phrase_swap(NLP("Turn left. Stop."), rng()) == NotApplicable("phrase_swap", "no_parse")
     assert phrase_swap(ONE_SENTENCE, rng(7)) == phrase_swap(ONE_SENTENCE, rng(7))
-
-
-# ---------------------------------------------------------------------------- loading spaCy
-def test_blank_pipeline_loads_and_supports_direction_swap_only():
-    nlp = load_pipeline("blank:en", ["direction_swap"])
-    assert nlp.pipe_names == []
-    with pytest.raises(NLPError, match="entity_swap needs parser"):
-        check_supports(nlp, ["direction_swap", "entity_swap"], "blank:en")
-    with pytest.raises(NLPError, match="phrase_swap needs parser"):
-        load_pipeline("blank:en", ["phrase_swap"])
-
-
-def test_missing_pipeline_gives_a_clear_error():
-    with pytest.raises(NLPError, match="'no_such_spacy_model_xyz' is not installed.*blank:en"):
-        load_pipeline("no_such_spacy_model_xyz", ["direction_swap"])
-
-
-def test_trained_pipeline_when_installed():
-    pytest.importorskip(DEFAULT_MODEL, reason=f"{DEFAULT_MODEL} is not installed (it is not on PyPI)")
-    nlp = load_pipeline(DEFAULT_MODEL, ["direction_swap", "entity_swap", "phrase_swap"])
-    assert "ner" not in nlp.pipe_names and "parser" in nlp.pipe_names
-    doc = nlp("Walk past the kitchen table and turn left at the bedroom door. Wait by the sofa.")
-    for func in (direction_swap, entity_swap, phrase_swap):
-        out = func(doc, rng())
-        assert isinstance(out, InstructionPerturbation) and out.text != doc.text
