@@ -27,18 +27,15 @@ from pipelines.common import (
     require_inputs,
     run_job,
 )
-from pipelines.score import scoring_config, summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.scoring import (
-    TOTALS,
-    RandomBaseline,
-    ReadDataset,
-    ScoringConfig,
-    WriteTables,
-)
+from transforms.random_walks import RandomBaseline
+from transforms.score_read import TOTALS
+from transforms.score_records import ReadDataset
+from transforms.score_write import WriteTables
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit.evaluation.metrics import SPL_REFERENCES, means
+from vlnkit.evaluation.metrics import METRICS, SPL_REFERENCES, means
+from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
 
@@ -130,7 +127,7 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, output_dir: str) -> None:
-    rows = [("random walks scored", summary["count"]), *summary_rows(summary)]
+    rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
     rows += [
         ("evaluation paths", summary["evaluation_paths"]),
         ("training paths (step counts)", summary["training_paths"]),

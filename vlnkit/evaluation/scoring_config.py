@@ -1,0 +1,71 @@
+"""The conventions a score depends on, shared by every job that scores trajectories.
+
+Kept apart from the jobs (and from Beam) so that any job, and plain scripts, can build one:
+
+    >>> from vlnkit.evaluation.scoring_config import ScoringConfig
+    >>> ScoringConfig(success_distance=3.0).to_dict()
+    {'success_distance': 3.0, 'keep_repeats': False, 'spl_reference': 'shortest'}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vlnkit.evaluation.metrics import SPL_REFERENCES
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """The conventions a score depends on (recorded in every summary).
+
+    success_distance: d_th in metres (success threshold and the CLS/nDTW scale); keep_repeats:
+    score trajectories as given instead of collapsing consecutive repeated viewpoints;
+    spl_reference: "shortest" (d(q_1, r_last)) or "path" (the reference path's length).
+    """
+
+    success_distance: float = 3.0
+    keep_repeats: bool = False
+    spl_reference: str = "shortest"
+
+    def __post_init__(self) -> None:
+        d = self.success_distance
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (d > 0 and math.isfinite(d)):
+            raise ValueError(f"success_distance must be a finite number > 0, got {d}")
+        if self.spl_reference not in SPL_REFERENCES:
+            raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {self.spl_reference!r}")
+
+    def to_dict(self) -> dict:
+        return {
+            "success_distance": self.success_distance,
+            "keep_repeats": self.keep_repeats,
+            "spl_reference": self.spl_reference,
+        }
+
+
+def scoring_config(opts) -> ScoringConfig:
+    """The config from parsed flags `success_distance`, `keep_repeats`, `spl_reference`.
+
+    Raises ValueError for values no score can use (jobs turn it into a one-line error).
+    """
+    return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
+
+
+RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")
+
+
+def metric_rows(metrics: dict) -> list[tuple[str, object]]:
+    """Rows of a summary table from {metric: mean or None}: rates as percentages, distances in metres.
+
+    >>> metric_rows({"pl": 9.5, "sr": 0.25})
+    [('PL (m)', 9.5), ('SR (%)', 25.0)]
+    """
+    rows = []
+    for m, v in metrics.items():
+        if v is None:
+            rows.append((m.upper(), "n/a"))
+        elif m in RATES:
+            rows.append((f"{m.upper()} (%)", round(100 * v, 2)))
+        else:
+            rows.append((f"{m.upper()} (m)", v))
+    return rows
