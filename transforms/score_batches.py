@@ -39,6 +39,47 @@ def _repeat(value: str, n: int) -> pa.Array:
     return pa.array([value], pa.string()).take(pa.array(np.zeros(n, np.int64)))
 
 
+SHORT = 7  # paths of at most this many nodes score the same in any batch of such paths (see below)
+
+
+def score_each(distances: np.ndarray, refs, queries, threshold: float, spl_reference: str) -> dict[str, np.ndarray]:
+    """Every pair's metrics exactly as `metrics.score` gives them for that pair alone, batched.
+
+    `score_batch` pads a chunk to its longest path, and some of its sums (path lengths, AD, PC)
+    run along the padded axis in memory order where numpy sums pairwise once a row holds 8 or
+    more values, so a pair's last bits can depend on which other pairs share its chunk. Pairs
+    whose paths all have at most SHORT nodes are summed left to right in any such chunk and are
+    scored together; longer pairs are scored in groups of equal (|R|, |Q|), whose chunks are never
+    padded. Either way the result does not depend on bucket, bundle or worker.
+    """
+    r, r_len = refs
+    q, q_len = queries
+    n = len(r_len)
+    short = (r_len <= SHORT) & (q_len <= SHORT)
+    groups = [np.flatnonzero(short)]
+    rest = np.flatnonzero(~short)
+    if len(rest):
+        order = rest[np.lexsort((q_len[rest], r_len[rest]))]
+        key = r_len[order] * (int(q_len.max()) + 1) + q_len[order]
+        groups += np.split(order, np.flatnonzero(np.diff(key)) + 1)
+    out = {m: np.empty(n) for m in METRICS}
+    for g in groups:
+        if not len(g):
+            continue
+        rw, qw = max(int(r_len[g].max()), 1), max(int(q_len[g].max()), 1)
+        scores = score_batch(
+            distances,
+            (r[g, :rw], r_len[g]),
+            (q[g, :qw], q_len[g]),
+            threshold,
+            keep_repeats=True,
+            spl_reference=spl_reference,
+        )
+        for m in METRICS:
+            out[m][g] = scores[m]
+    return out
+
+
 def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
     """(scores, jumps, scored queries (padded, lengths), repeats collapsed) of one scan's pairs.
 
@@ -50,14 +91,7 @@ def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
     if not config.keep_repeats:
         q, q_len = collapse_repeats_padded(q, q_len)
     jumps = non_adjacent_steps(adjacent, q, q_len)
-    scores = score_batch(
-        graph.distances,
-        refs,
-        (q, q_len),
-        config.success_distance,
-        keep_repeats=True,
-        spl_reference=config.spl_reference,
-    )
+    scores = score_each(graph.distances, refs, (q, q_len), config.success_distance, config.spl_reference)
     return scores, jumps, (q, q_len), given - int(q_len.sum())
 
 
