@@ -38,7 +38,7 @@ from pipelines.common import (
 )
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches, dataset_ranks
+from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
 from transforms.score_write import WriteLines, WriteTables
 from transforms.tally import tally
 from transforms.write import WriteSummary
@@ -144,13 +144,12 @@ def build(
         agents = {path: [path] for path in agents}
     agents = {name: list(files) for name, files in agents.items()}
     out = opts.output_dir
-    ranked = [p for _, p in dataset_ranks(dataset_files)]
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     preds = pipeline | "ReadPredictions" >> ReadPredictionBatches(list(agents.items()), connectivity_dir, buckets)
     refs = pipeline | "ReadDataset" >> ReadReferenceBatches(dataset_files, connectivity_dir, buckets)
     pieces = (preds["batches"], refs["batches"]) | "AllPieces" >> beam.Flatten()
-    scored = pieces | "Score" >> ScoreBuckets(connectivity_dir, agents, ranked, config)
+    scored = pieces | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
     scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
     scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))

@@ -20,7 +20,7 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.score_join import BucketJoin, join_bucket, padded
-from transforms.score_read import TOTALS, agent_key, worker_vocabulary
+from transforms.score_read import TOTALS, agent_key, dataset_ranks, worker_vocabulary
 from vlnkit.datasets.episode_batches import Paths
 from vlnkit.evaluation.metrics import METRICS, collapse_repeats_padded, non_adjacent_steps, score_batch, totals
 from vlnkit.evaluation.scoring_config import ScoringConfig
@@ -205,14 +205,14 @@ class ScoreBuckets(beam.PTransform):
     """Bucketed reference and prediction pieces -> scored tables, totals, dead letters, missing lines.
 
     `agents` maps agent name -> its prediction files (in rank order); `dataset_files` are the
-    dataset files in reference-rank order (see `score_read.dataset_ranks`).
+    dataset files as given to `ReadReferenceBatches` (ranked the same way here).
     """
 
     def __init__(self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.agents = agents
-        self.dataset_files = dataset_files
+        self.dataset_files = [p for _, p in dataset_ranks(dataset_files)]
         self.config = config
 
     def expand(self, pieces):
