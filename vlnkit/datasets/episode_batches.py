@@ -314,11 +314,12 @@ def json_chunks(
     RecordError (and nothing else).
     """
     head = stream.read(chunk_bytes)
-    probe = head[:4096]
-    try:
-        stripped = probe.decode("utf-8", errors="ignore").lstrip()
-    except Exception:  # noqa: BLE001
-        stripped = ""
+    while True:  # read on until the first non-blank character says list or lines
+        stripped = head[:4096].decode("utf-8", errors="ignore").lstrip()
+        more = b"" if stripped else stream.read(chunk_bytes)
+        if not more:
+            break
+        head += more
     if stripped.startswith("["):
         data = head + stream.read()
         try:
