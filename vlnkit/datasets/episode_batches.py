@@ -40,8 +40,8 @@ CHUNK_BYTES = 8 << 20
 LIST_CHUNK = 32768  # records per batch when a JSON list is parsed whole
 # str.splitlines breaks lines at these too; a chunk holding one is split the slow, exact way.
 _UNUSUAL_BREAK = re.compile(rb"\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
-# A JSON number of 20+ digits may exceed 64 bits, where orjson returns a float and json an int.
-_BIG_INT = re.compile(rb"[\[:,]\s*-?[0-9]{20}")
+# A JSON integer of 19+ digits may leave the 64-bit range, where orjson returns a float and json an int.
+_BIG_INT = re.compile(rb"(?:^|[\[:,])\s*-?[0-9]{19}", re.M)
 _CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})_(?:0|[1-9][0-9]{0,17})")
 _ALL_CANONICAL = re.compile(r"(?:" + _CANONICAL.pattern + r"\n)*")
 _NUMBER = {int, float}
