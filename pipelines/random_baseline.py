@@ -16,18 +16,15 @@ import apache_beam as beam
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared
-from pipelines.score_tables import summary_rows
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.scoring import (
-    TOTALS,
-    RandomBaseline,
-    ReadDataset,
-    WriteTables,
-)
+from transforms.random_walks import RandomBaseline
+from transforms.score_read import TOTALS
+from transforms.score_records import ReadDataset
+from transforms.score_write import WriteTables
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit.evaluation.metrics import means
-from vlnkit.evaluation.scoring_config import ScoringConfig, scoring_config
+from vlnkit.evaluation.metrics import METRICS, means
+from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
 
@@ -116,7 +113,7 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 def print_summary(summary: dict, ctx: Run) -> None:
     output_dir = ctx.output_dir
-    rows = [("random walks scored", summary["count"]), *summary_rows(summary)]
+    rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
     rows += [
         ("evaluation paths", summary["evaluation_paths"]),
         ("training paths (step counts)", summary["training_paths"]),

@@ -1,48 +1,57 @@
-"""Score agent trajectories against reference paths with every standard path metric.
+"""Score agent trajectories against reference paths with every standard path metric, for one or many agents.
 
     python -m pipelines.score --runner=DirectRunner --predictions=preds.json \
         --dataset=../shared/data/r2r/R2R_val_unseen.json --connectivity_dir=../shared/data/connectivity \
         --output_dir=output/score [--success_distance=3.0] [--keep_repeats] [--spl_reference=shortest|path]
 
-Writes `episodes-SSSSS-of-NNNNN.parquet` (instr_id, scan, one column per metric, non_adjacent_steps),
-`dead_letter-00000-of-00001.jsonl`, `missing_predictions-00000-of-00001.txt`, `summary.json`,
-`manifest.json` and `_SUCCESS` into --output_dir, and prints a summary table.
+    # several agents in one run (each scored on its own; a leaderboard compares them)
+    python -m pipelines.score ... --predictions=dagger=runs/dagger/*.json --predictions=rl=runs/rl/*.json
+
+Writes `episodes-SSSSS-of-NNNNN.parquet` (agent, instr_id, scan, one column per metric,
+non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predictions-00000-of-00001.txt`
+(episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
+scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
+one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
+into --output_dir, and prints a summary table. With several agents the two episode lists hold
+"<agent><TAB><instr_id>" lines.
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 import apache_beam as beam
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared
-from pipelines.score_tables import summary_rows
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.scoring import (
-    MISSING,
-    TOTALS,
-    MatchPredictions,
-    ReadDataset,
-    ReadPredictions,
-    ScoreByScan,
-    WriteLines,
-    WriteTables,
-    reference_episodes,
-)
-from transforms.tally import tally
-from transforms.write import WriteSummary
-from vlnkit.evaluation.metrics import means
-from vlnkit.evaluation.scoring_config import ScoringConfig, scoring_config
+from transforms.deadletter import DEAD_LETTER
+from transforms.run_summary import finish_run
+from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
+from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
+from transforms.score_write import WriteLines, WriteTables
+from vlnkit.evaluation.metrics import METRICS, means
+from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows
+from vlnkit.evaluation.scoring_config import scoring_config as _scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import EPISODE_SCORES, schema_version
 
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
+UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
+LEADERBOARD = ("leaderboard.csv", "leaderboard.md")
+BUCKET_BYTES = 16 << 20  # input bytes per join bucket: bounds a bucket's memory
+MAX_BUCKETS = 4096
+_AGENT = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
 
 
 def declare_flags(parser) -> None:
     parser.add_argument(
         "--predictions",
-        help="Prediction file(s): JSON list or JSON Lines of {instr_id, trajectory}, or Parquet with "
-        "instr_id and path; a path, glob or comma-separated list (local or gs://)",
+        action="append",
+        help="Prediction file(s) of one or more agents: JSON list or JSON Lines of {instr_id, trajectory} "
+        "(.gz/.bz2 too), or Parquet with instr_id and path; a path, glob or comma-separated list (local or "
+        "gs://...). Repeatable. NAME=FILES makes FILES one agent called NAME; an unnamed file is its own "
+        "agent, named by its path",
     )
     add_shared(
         parser,
@@ -59,92 +68,289 @@ def declare_flags(parser) -> None:
 JOB = Job("score", __doc__, declare_flags)
 
 
-def build(pipeline, prediction_files, dataset_files, connectivity_dir, opts, config: ScoringConfig) -> None:
+def agent_inputs(ctx: Run, values) -> dict[str, list[str]]:
+    """--predictions values -> {agent: [(path, size), ...]} in flag order.
+
+    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
+    every file is an agent named by its path. Raises JobError when a value matches no file.
+
+        agent_inputs(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": [("rl.json", 123)]}
+    """
+    values = [values] if isinstance(values, str) else list(values or [])
+    agents: dict[str, list[tuple[str, int]]] = {}
+    for value in values:
+        m = _AGENT.fullmatch(value)
+        if m and not fileio.exists(value):
+            files = ctx.inputs(f"predictions={m.group(1)}", m.group(2))
+            known = agents.setdefault(m.group(1), [])
+            known += [f for f in files if f not in known]
+        else:
+            for path in ctx.inputs("predictions", value):
+                agents.setdefault(path, [path])
+    return agents
+
+
+def bucket_count(files: list[str]) -> int:
+    """Join buckets for these inputs: one per BUCKET_BYTES of input (compressed files count 5x)."""
+    total = 0
+    for path, size in fileio.match(files) if files else []:
+        total += size * (5 if path.endswith((".gz", ".bz2")) else 1)
+    return max(1, min(MAX_BUCKETS, math.ceil(total / BUCKET_BYTES)))
+
+
+def build(
+    pipeline,
+    agents,
+    dataset_files: list[str],
+    connectivity_dir: str,
+    opts,
+    config: ScoringConfig,
+    buckets: int | None = None,
+) -> None:
+    """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
+
+    `agents`: {agent name: [prediction files]} (a plain list of files scores each file as its own
+    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `bucket_count`.
+    """
+    if not isinstance(agents, dict):
+        agents = {path: [path] for path in agents}
+    agents = {name: list(files) for name, files in agents.items()}
     out = opts.output_dir
-    preds = pipeline | "ReadPredictions" >> ReadPredictions(prediction_files)
-    dataset = pipeline | "ReadDataset" >> ReadDataset(dataset_files)
-    references = dataset["records"] | "Episodes" >> beam.FlatMap(reference_episodes)
-    match = {"predictions": preds["predictions"], "references": references} | "Match" >> MatchPredictions(
-        connectivity_dir
-    )
-    scored = match["matched"] | "Score" >> ScoreByScan(connectivity_dir, config)
+    if buckets is None:
+        buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
+    preds = pipeline | "ReadPredictions" >> ReadPredictionBatches(list(agents.items()), connectivity_dir, buckets)
+    refs = pipeline | "ReadDataset" >> ReadReferenceBatches(dataset_files, connectivity_dir, buckets)
+    pieces = (preds["batches"], refs["batches"]) | "AllPieces" >> beam.Flatten()
+    scored = pieces | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
-    match[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
-    dead = (preds[DEAD_LETTER], dataset[DEAD_LETTER], match[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
-        fileio.join(out, DEAD_LETTER_FILE)
-    )
-    tallies = (
-        scored[TOTALS],
-        preds["predictions"] | "TallyPredictions" >> tally("predictions_read"),
-        references | "TallyReferences" >> tally("reference_episodes"),
-        match[MISSING] | "TallyMissing" >> tally("missing_predictions"),
-        dead | "TallyDead" >> tally("dead_letters"),
-    )
+    scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
+    scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))
+    dead = (preds[DEAD_LETTER], refs[DEAD_LETTER], scored[DEAD_LETTER])
+    tallies = (scored[TOTALS], preds[TOTALS])
     static = {
         "job": JOB.name,
         "schema_version": schema_version(EPISODE_SCORES),
         "options": config.to_dict(),
-        "predictions": prediction_files,
-        "dataset": dataset_files,
+        "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
+        "dataset": list(dataset_files),
     }
-    _ = tallies | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
+    names = list(agents)
+
+    def finish(totals: dict) -> dict:
+        summary = finish_summary(static, totals, names)
+        write_leaderboard(out, summary)
+        return summary
+
+    _ = finish_run(out, finish, dead, tallies)
 
 
-def finish_summary(static: dict, totals: dict) -> dict:
-    mean, nulls = means(totals)
+AGENT_COUNTS = (
+    "predictions_read",
+    "missing_predictions",
+    "without_usable_prediction",
+    "dead_letters",
+    "non_adjacent_steps",
+    "trajectories_with_jumps",
+    "repeats_collapsed",
+)
+
+
+def agent_summary(totals: dict, agent: str) -> dict:
+    """One agent's block of the summary from the summed totals."""
+    prefix = agent + SEP
+    own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
+    mean, nulls = means(own)
     return {
-        **static,
-        "count": int(totals.get("count", 0)),
+        "count": int(own.get("count", 0)),
         "metrics": mean,
         "null_counts": nulls,
-        "predictions_read": int(totals.get("predictions_read", 0)),
-        "reference_episodes": int(totals.get("reference_episodes", 0)),
-        "missing_predictions": int(totals.get("missing_predictions", 0)),
-        "dead_letters": int(totals.get("dead_letters", 0)),
-        "non_adjacent_steps": int(totals.get("non_adjacent_steps", 0)),
-        "trajectories_with_jumps": int(totals.get("trajectories_with_jumps", 0)),
-        "repeats_collapsed": int(totals.get("repeats_collapsed", 0)),
+        **{name: int(own.get(name, 0)) for name in AGENT_COUNTS},
     }
+
+
+def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) -> dict:
+    """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
+
+    A dataset whose every reference path is a single viewpoint (the R2R test split) gets
+    "unscorable" (the reason) and no metrics: success would be trivially 100%.
+    """
+    agents = list(agents) if agents is not None else [""]
+    blocks = {a: agent_summary(totals, a) for a in agents}
+    references = int(totals.get("reference_episodes", 0))
+    single = int(totals.get("single_viewpoint_episodes", 0))
+    unscorable = None
+    if references and single == references:
+        unscorable = (
+            f"every one of the {references} reference episodes of --dataset={','.join(static.get('dataset', []))} "
+            "holds only its start viewpoint (like the R2R test split): there is no goal to score against"
+        )
+        for b in blocks.values():
+            b["metrics"] = {m: None for m in METRICS}
+    shared = {
+        "reference_episodes": references,
+        "single_viewpoint_episodes": single,
+        "dead_letters": int(totals.get("dead_letters", 0)),
+    }
+    summary = dict(static)
+    if len(blocks) == 1:
+        only = next(iter(blocks.values()))
+        summary.update(
+            {
+                "count": only["count"],
+                "metrics": only["metrics"],
+                "null_counts": only["null_counts"],
+                "predictions_read": only["predictions_read"],
+                "reference_episodes": references,
+                "missing_predictions": only["missing_predictions"],
+                "without_usable_prediction": only["without_usable_prediction"],
+                "dead_letters": shared["dead_letters"],
+                "non_adjacent_steps": only["non_adjacent_steps"],
+                "trajectories_with_jumps": only["trajectories_with_jumps"],
+                "repeats_collapsed": only["repeats_collapsed"],
+            }
+        )
+    summary.update(shared)
+    summary["agents"] = blocks
+    summary["leaderboard"] = leaderboard(blocks)
+    if unscorable:
+        summary["unscorable"] = unscorable
+    return summary
+
+
+LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
+
+
+def leaderboard(blocks: dict[str, dict]) -> list[dict]:
+    """Agents ranked by SPL, then SR (higher first; agents without scores last), then name."""
+
+    def key(item):
+        name, b = item
+        spl, sr = b["metrics"].get("spl"), b["metrics"].get("sr")
+        return (spl is None, -(spl or 0.0), -(sr or 0.0), name)
+
+    rows = []
+    for rank, (name, b) in enumerate(sorted(blocks.items(), key=key), start=1):
+        rows.append(
+            {
+                "rank": rank,
+                "agent": name,
+                "episodes": b["count"],
+                "without_usable_prediction": b["without_usable_prediction"],
+                **{m: b["metrics"].get(m) for m in LEADERBOARD_METRICS},
+            }
+        )
+    return rows
+
+
+def _cell(metric: str, value) -> str:
+    if value is None:
+        return "n/a"
+    if metric in ("ne", "pl"):
+        return f"{value:.2f}"
+    return f"{100 * value:.2f}"
+
+
+def leaderboard_text(rows: list[dict]) -> tuple[str, str]:
+    """(CSV text with full-precision values, Markdown table with rates in %, distances in m)."""
+    import csv
+    import io
+
+    head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ("" if r[k] is None else r[k]) for k in head})
+    labels = [m.upper() + (" (m)" if m in ("ne", "pl") else " (%)") for m in LEADERBOARD_METRICS]
+    md = ["| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |"]
+    md.append("|" + " --- |" * (4 + len(labels)))
+    for r in rows:
+        agent = str(r["agent"]).replace("|", "\\|")
+        cells = [_cell(m, r[m]) for m in LEADERBOARD_METRICS]
+        md.append(
+            f"| {r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return buf.getvalue(), "\n".join(md) + "\n"
+
+
+def write_leaderboard(output_dir: str, summary: dict) -> None:
+    csv_text, md_text = leaderboard_text(summary["leaderboard"])
+    for name, text in zip(LEADERBOARD, (csv_text, md_text)):
+        with fileio.open_write(fileio.join(output_dir, name)) as f:
+            f.write(text.encode("utf-8"))
+
+
+def summary_rows(summary: dict) -> list[tuple[str, object]]:
+    """Metric rows of a summary table: rates as percentages, distances in metres."""
+    return metric_rows({m: summary["metrics"].get(m) for m in METRICS})
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
     output_dir = ctx.output_dir
     o = summary["options"]
-    rows = [("episodes scored", summary["count"]), *summary_rows(summary)]
-    rows += [
-        ("predictions read", summary["predictions_read"]),
-        ("reference episodes", summary["reference_episodes"]),
-        ("missing predictions", summary["missing_predictions"]),
-        ("dead-lettered records", summary["dead_letters"]),
-        ("non-adjacent steps (jumps)", summary["non_adjacent_steps"]),
-        ("repeats collapsed", summary["repeats_collapsed"]),
-    ]
     title = (
         f"Scores (d_th={o['success_distance']} m, keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
-    print(format_table(rows, title))
+    agents = summary.get("agents") or {}
+    if "count" in summary:
+        rows = [("episodes scored", summary["count"]), *summary_rows(summary)]
+        rows += [
+            ("predictions read", summary["predictions_read"]),
+            ("reference episodes", summary["reference_episodes"]),
+            ("missing predictions", summary["missing_predictions"]),
+            ("without a usable prediction", summary.get("without_usable_prediction", 0)),
+            ("dead-lettered records", summary["dead_letters"]),
+            ("non-adjacent steps (jumps)", summary["non_adjacent_steps"]),
+            ("repeats collapsed", summary["repeats_collapsed"]),
+        ]
+        print(format_table(rows, title))
+    else:
+        rows = [
+            ("agents", len(agents)),
+            ("reference episodes", summary["reference_episodes"]),
+            ("dead-lettered records", summary["dead_letters"]),
+        ]
+        print(format_table(rows, title))
+    if len(agents) > 1:
+        print()
+        print("Leaderboard (by SPL, then SR)")
+        print(leaderboard_text(summary["leaderboard"])[1], end="")
     print_outputs(output_dir, summary["dead_letters"])
-    if summary["missing_predictions"]:
+    if any(b["missing_predictions"] for b in agents.values()):
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")
+    if any(b["without_usable_prediction"] for b in agents.values()):
+        print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
+
+
+def scoring_config(opts) -> ScoringConfig:
+    """The scoring conventions from the flags shared by score and random_baseline."""
+    try:
+        return _scoring_config(opts)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
 
 
 def outcome(summary: dict) -> Outcome:
-    """Scoring reads predictions: the run counts when enough of them could be scored."""
-    return Outcome(int(summary.get("predictions_read", 0)), int(summary.get("dead_letters", 0)))
+    """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
+    references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
+    read = sum(int(b.get("predictions_read", 0)) for b in summary.get("agents", {}).values())
+    return Outcome(read, int(summary.get("dead_letters", 0)), summary.get("unscorable"))
 
 
 def run(ctx: Run) -> dict:
     opts = ctx.args
-    try:
-        config = scoring_config(opts)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
-    pred_files = ctx.inputs("predictions", opts.predictions)
+    config = scoring_config(opts)
+    if not opts.predictions:
+        raise JobError("--predictions is required")
+    agent_files = agent_inputs(ctx, opts.predictions)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
-        lambda p: build(p, pred_files, data_files, opts.connectivity_dir, opts, config),
-        ["episodes", "missing_predictions"],
+        lambda p: build(p, agent_files, data_files, opts.connectivity_dir, opts, config),
+        ["episodes", "missing_predictions", "without_usable_prediction"],
+        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in LEADERBOARD),
         outcome=outcome,
     )
 

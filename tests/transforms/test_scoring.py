@@ -12,20 +12,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.deadletter import DEAD_LETTER
-from transforms.scoring import (
-    MISSING,
-    TOTALS,
-    MatchPredictions,
-    RandomBaseline,
-    ReadDataset,
-    ReadPredictions,
-    ScoreByScan,
-    ScoringConfig,
-    allocation,
-    reference_episodes,
-)
-from vlnkit.evaluation.metrics import METRICS, SUM_SCALE, score_batch
+from transforms.random_walks import RandomBaseline, allocation
+from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
+from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
+from transforms.score_records import ReadDataset
+from vlnkit.datasets.trajectories import collapse_repeats, flatten_trajectory
+from vlnkit.evaluation.metrics import METRICS, SUM_SCALE, score, score_batch
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
+from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.navigation.synthetic import write_environment
 
@@ -75,7 +69,17 @@ def table_rows(tables):
     return [row for t in tables for row in t.to_pylist()]
 
 
-def test_read_match_and_score_match_the_core(env, tmp_path):
+def score_job(p, agents, dataset_files, conn_dir, config, buckets):
+    """The score job's transforms, wired as pipelines.score wires them."""
+    preds = p | "Preds" >> ReadPredictionBatches(list(agents.items()), conn_dir, buckets)
+    refs = p | "Data" >> ReadReferenceBatches(dataset_files, conn_dir, buckets)
+    pieces = (preds["batches"], refs["batches"]) | "Pieces" >> beam.Flatten()
+    scored = pieces | ScoreBuckets(conn_dir, agents, dataset_files, config)
+    return preds, refs, scored
+
+
+@pytest.mark.parametrize("buckets", [1, 3, 16])
+def test_read_join_and_score_match_the_core(env, tmp_path, buckets):
     _, r2r_path, conn_dir, records = env
     store = GraphStore(conn_dir)
     preds = predictions_for(records, store)
@@ -93,47 +97,41 @@ def test_read_match_and_score_match_the_core(env, tmp_path):
     pred_path = tmp_path / "preds.json"
     pred_path.write_text(json.dumps(preds))
 
-    # What the core says for the good ones.
+    # What the core says for the good ones: each pair scored on its own, compared bit for bit.
     by_id = {f"{r['path_id']}_{k}": r for r in records for k in range(len(r["instructions"]))}
     good = [p for p in preds if p["instr_id"] in by_id and p["instr_id"] not in bad_ids]
     good = list({p["instr_id"]: p for p in reversed(good)}.values())  # first prediction per id wins
     expected = []
-    config = ScoringConfig(success_distance=2.0)
     for p in good:
         r = by_id[p["instr_id"]]
         g = store.get(r["scan"])
-        from vlnkit.datasets.trajectories import flatten_trajectory
-
-        q = g.indices(flatten_trajectory(p["trajectory"])[0])
-        s = score_batch(g.distances, [g.indices(r["path"])], [q], 2.0)
-        expected.append((p["instr_id"], r["scan"], *[round(float(s[m][0]), 9) for m in METRICS]))
+        q = collapse_repeats(flatten_trajectory(p["trajectory"])[0])
+        s = score(g.indices(r["path"]), g.indices(q), g.distances, 2.0)
+        expected.append(("a", p["instr_id"], r["scan"], *[s[m] for m in METRICS], q))
 
     with TestPipeline() as p:
-        read = p | "Preds" >> ReadPredictions([str(pred_path)])
-        dataset = p | "Data" >> ReadDataset([r2r_path])
-        refs = dataset["records"] | beam.FlatMap(reference_episodes)
-        match = {"predictions": read["predictions"], "references": refs} | MatchPredictions(conn_dir)
-        scored = match["matched"] | ScoreByScan(conn_dir, config, chunk_size=5)
-        rows = (
-            scored["tables"]
-            | beam.FlatMap(lambda t: t.to_pylist())
-            | beam.Map(lambda r: (r["instr_id"], r["scan"], *[round(r[m], 9) for m in METRICS]))
+        read, data, scored = score_job(
+            p, {"a": [str(pred_path)]}, [r2r_path], conn_dir, ScoringConfig(success_distance=2.0), buckets
         )
-        assert_that(rows, equal_to(expected), label="scores")
+        rows = scored["tables"] | beam.FlatMap(lambda t: t.to_pylist()) | beam.Map(lambda r: tuple(r.values()))
+        assert_that(rows | "NoJumps" >> beam.Map(lambda r: r[:-2] + r[-1:]), equal_to(expected), label="scores")
         # 2_0's only prediction was empty (a dead letter), so its reference counts as missing too.
-        assert_that(match[MISSING], equal_to(["0_1", "2_0"]), label="missing")
-        dead = (read[DEAD_LETTER], match[DEAD_LETTER]) | "AllDead" >> beam.Flatten()
+        assert_that(scored[MISSING], equal_to(["0_1", "2_0"]), label="missing")
+        # ... and 3_0 (unknown viewpoint) and 4_0 (wrong start) have no usable prediction either.
+        assert_that(scored[UNUSABLE], equal_to(["0_1", "2_0", "3_0", "4_0"]), label="unusable")
+        dead = (read[DEAD_LETTER], scored[DEAD_LETTER]) | "AllDead" >> beam.Flatten()
         assert_that(
             dead | beam.Map(lambda d: (d["stage"], d["record"].split("instr_id=")[-1].rstrip(")"))),
             equal_to([("read", "2_0"), ("match", "999_0"), ("match", "1_0"), ("viewpoint", "3_0"), ("start", "4_0")]),
             label="dead letters",
         )
-        counts = scored[TOTALS] | beam.Map(lambda t: t["count"]) | beam.CombineGlobally(sum)
+        assert_that(data[DEAD_LETTER], equal_to([]), label="dataset dead letters")
+        counts = scored[TOTALS] | beam.Map(lambda t: t.get(f"a{SEP}count", 0)) | beam.CombineGlobally(sum)
         assert_that(counts, equal_to([len(expected)]), label="totals")
 
 
 def test_dataset_reader_takes_build_r4r_parquet_and_dedupes(env, tmp_path):
-    _, r2r_path, _, records = env
+    _, r2r_path, conn_dir, records = env
     table = pa.Table.from_pylist(
         [{k: r[k] for k in ("path_id", "scan", "path", "heading", "distance", "instructions")} for r in records]
     )
@@ -146,6 +144,34 @@ def test_dataset_reader_takes_build_r4r_parquet_and_dedupes(env, tmp_path):
         assert_that(
             read[DEAD_LETTER] | beam.Map(lambda d: d["stage"]), equal_to(["dedupe"] * len(records)), label="dups"
         )
+
+
+def test_batch_dataset_reader_dedupes_like_the_record_reader(env, tmp_path):
+    """The same files through the record reader and through the batch join: the same dead letters."""
+    _, r2r_path, conn_dir, records = env
+    table = pa.Table.from_pylist(
+        [{k: r[k] for k in ("path_id", "scan", "path", "heading", "distance", "instructions")} for r in records]
+    )
+    parquet = str(tmp_path / "paths-00000-of-00001.parquet")
+    pq.write_table(table, parquet)
+    files = [parquet, r2r_path]  # JSON files rank first whatever the order given
+    with TestPipeline() as p:
+        old = p | "Records" >> ReadDataset(files)
+        _, data, scored = score_job(p, {"a": []}, files, conn_dir, ScoringConfig(), 4)
+        new_dead = (data[DEAD_LETTER], scored[DEAD_LETTER]) | "NewDead" >> beam.Flatten()
+        old_sorted = old[DEAD_LETTER] | "OldKeys" >> beam.Map(lambda d: json.dumps(d, sort_keys=True))
+        new_sorted = new_dead | "NewKeys" >> beam.Map(lambda d: json.dumps(d, sort_keys=True))
+        both = (
+            {
+                "old": old_sorted | "O" >> beam.Map(lambda x: (0, x)),
+                "new": new_sorted | "N" >> beam.Map(lambda x: (0, x)),
+            }
+            | beam.CoGroupByKey()
+            | beam.Map(lambda kv: sorted(kv[1]["old"]) == sorted(kv[1]["new"]) and len(kv[1]["old"]) == len(records))
+        )
+        assert_that(both, equal_to([True]), label="same dead letters")
+        missing = scored[MISSING] | beam.combiners.Count.Globally()
+        assert_that(missing, equal_to([sum(len(r["instructions"]) for r in records)]), label="all missing")
 
 
 def test_random_baseline_transform_is_the_core_recipe(env):

@@ -1,20 +1,27 @@
-"""The conventions a score depends on, recorded in every summary (shared by scoring and the random baseline)."""
+"""The conventions a score depends on, shared by every job that scores trajectories.
+
+Kept apart from the jobs (and from Beam) so that any job, and plain scripts, can build one:
+
+    >>> from vlnkit.evaluation.scoring_config import ScoringConfig
+    >>> ScoringConfig(success_distance=3.0).to_dict()
+    {'success_distance': 3.0, 'keep_repeats': False, 'spl_reference': 'shortest'}
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
-
-SPL_REFERENCES = ("shortest", "path")
+from vlnkit.evaluation.metrics import SPL_REFERENCES
 
 
 @dataclass(frozen=True)
 class ScoringConfig:
-    """Success distance d_th (metres), whether repeated viewpoints are kept, and SPL's reference length.
+    """The conventions a score depends on (recorded in every summary).
 
-    >>> ScoringConfig(3.0).to_dict()
-    {'success_distance': 3.0, 'keep_repeats': False, 'spl_reference': 'shortest'}
+    success_distance: d_th in metres (success threshold and the CLS/nDTW scale); keep_repeats:
+    score trajectories as given instead of collapsing consecutive repeated viewpoints;
+    spl_reference: "shortest" (d(q_1, r_last)) or "path" (the reference path's length).
     """
 
     success_distance: float = 3.0
@@ -22,8 +29,9 @@ class ScoringConfig:
     spl_reference: str = "shortest"
 
     def __post_init__(self) -> None:
-        if not (self.success_distance > 0 and np.isfinite(self.success_distance)):
-            raise ValueError(f"success_distance must be a finite number > 0, got {self.success_distance}")
+        d = self.success_distance
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (d > 0 and math.isfinite(d)):
+            raise ValueError(f"success_distance must be a finite number > 0, got {d}")
         if self.spl_reference not in SPL_REFERENCES:
             raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {self.spl_reference!r}")
 
@@ -36,8 +44,28 @@ class ScoringConfig:
 
 
 def scoring_config(opts) -> ScoringConfig:
-    """The conventions from a job's flags (`--success_distance`, `--keep_repeats`, `--spl_reference`).
+    """The config from parsed flags `success_distance`, `keep_repeats`, `spl_reference`.
 
-    Raises ValueError naming the flag's problem.
+    Raises ValueError for values no score can use (jobs turn it into a one-line error).
     """
     return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
+
+
+RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")
+
+
+def metric_rows(metrics: dict) -> list[tuple[str, object]]:
+    """Rows of a summary table from {metric: mean or None}: rates as percentages, distances in metres.
+
+    >>> metric_rows({"pl": 9.5, "sr": 0.25})
+    [('PL (m)', 9.5), ('SR (%)', 25.0)]
+    """
+    rows = []
+    for m, v in metrics.items():
+        if v is None:
+            rows.append((m.upper(), "n/a"))
+        elif m in RATES:
+            rows.append((f"{m.upper()} (%)", round(100 * v, 2)))
+        else:
+            rows.append((f"{m.upper()} (m)", v))
+    return rows

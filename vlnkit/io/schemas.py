@@ -42,8 +42,9 @@ def _metric_fields() -> list[pa.Field]:
 
 EPISODE_SCORES = versioned_schema(
     "episode_scores",
-    2,  # v2: `path`, the trajectory as scored (for drawings and audits)
+    3,  # v2: `path`, the trajectory as scored (for drawings and audits); v3: `agent` (one run scores many)
     [
+        pa.field("agent", pa.string(), nullable=False),
         pa.field("instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
         *_metric_fields(),

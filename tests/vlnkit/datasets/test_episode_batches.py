@@ -1,0 +1,201 @@
+"""Chunked, columnar reading against the whole-file record readers it replaces."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vlnkit.datasets.episode_batches import (
+    Paths,
+    PredictionBatch,
+    Vocabulary,
+    _fast_submission,
+    bucket_of,
+    canonical_instr_ids,
+    json_chunks,
+    prediction_batch,
+    reference_batch,
+    split_by_bucket,
+)
+from vlnkit.datasets.r2r import RecordError, json_items, parse_r2r
+from vlnkit.datasets.trajectories import parse_predictions
+
+VOCAB = Vocabulary(["s1", "s2"], [["a", "b", "c"], ["d", "e"]])
+
+
+def chunked(data: bytes, chunk_bytes: int, what="predictions"):
+    """json_chunks as a flat list of (index, item) / RecordError, like json_items."""
+    out = []
+    for c in json_chunks(io.BytesIO(data), "f", what, chunk_bytes=chunk_bytes):
+        if isinstance(c, RecordError):
+            out.append(c)
+        else:
+            start, items, _ = c
+            out += [x if isinstance(x, RecordError) else (start + n, x) for n, x in enumerate(items)]
+    return out
+
+
+TRICKY = [
+    b"",
+    b"   \n\n",
+    b'[{"a": 1}, {"b": 2}]',
+    b"  \n [1, 2, 3]\n",
+    b'{"a": 1}\n\n{"b": 2}\n  \n{"c": 3}',
+    b'{"a": 1}\r\n{"b": 2}\r\n',
+    b'{"a": 1}\rnot json\r{"c": NaN}\n',
+    b'{"a": 1}\n{broken\n{"c": [1, 2]}\n',
+    b'{"a": 12345678901234567890123}\n{"b": 1e400}\n-9223372036854775809\n',
+    '{"a": "x"}\u2028{"b": 1}\n\u3000\n{"c": 2}\n'.encode(),
+    b'{"a": 1}\x0c{"b": 2}\x1c{"c": 3}\n',
+    b"\xef\xbb\xbf" + b'{"a": 1}\n',
+    b'{"a": 1}\n\xff\n',
+    b'[{"a": 1}, ',
+    b'{"a": 1}',
+    b'{"a": 1}\n[1]\n"s"\n',
+]
+
+
+@pytest.mark.parametrize("data", TRICKY)
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 1 << 20])
+def test_chunks_give_the_items_of_the_whole_file_reader(data, chunk_bytes):
+    want = list(json_items(data, "f", "predictions"))
+    got = chunked(data, chunk_bytes)
+    if data == b'{"a": 1}\n\xff\n' and got != want:
+        # The one documented difference: bad UTF-8 after the first chunk ends the file there.
+        assert got[0] == (0, {"a": 1}) and isinstance(got[-1], RecordError) and "not UTF-8" in got[-1].reason
+        return
+    assert got == want
+
+
+line = st.one_of(
+    st.just(b""),
+    st.just(b"  "),
+    st.just(b"{bad"),
+    st.just(b"NaN"),
+    st.builds(
+        lambda d: json.dumps(d).encode(), st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=4))
+    ),
+    st.sampled_from([b"\r", b"\x0b", "\u2028".encode(), b"\x85"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(line, max_size=12), st.sampled_from([b"\n", b"\r\n"]), st.integers(1, 64))
+def test_property_chunked_json_lines_equal_json_items(lines, newline, chunk_bytes):
+    data = newline.join(lines)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    assert chunked(data, chunk_bytes) == list(json_items(data, "f", "predictions"))
+
+
+def test_prediction_batches_equal_the_record_parser():
+    preds = [
+        {"instr_id": "1_0", "trajectory": [["a", 0, 0.5], ["b", 1, 2]]},
+        {"instr_id": "2_1", "trajectory": ["d", "zz", "e"]},  # viewpoints layout, unknown id kept by string
+        {"instr_id": "x_1", "trajectory": [["a", 0, 0]]},  # valid but can never match
+        {"instr_id": "3_0", "trajectory": []},  # empty
+        {"instr_id": 7, "trajectory": [["a", 0, 0]]},  # int ids are read as text
+        {"instr_id": "-4_2", "trajectory": [["c"], [], ["a", "b"]]},
+        {"instr_id": "5_0", "trajectory": [["a", True, 0]]},  # bool is not an angle
+        {"instr_id": "007_0", "trajectory": [["a", 0, 0]]},  # not the canonical text of 7_0
+    ]
+    data = "\n".join(json.dumps(p) for p in preds).encode()
+    old = list(parse_predictions(data, "f"))
+    good = [p for p in old if not isinstance(p, RecordError)]
+    errors = [p for p in old if isinstance(p, RecordError)]
+    rows, got_errors, unknown = [], [], []
+    for start, items, strict in json_chunks(io.BytesIO(data), "f", "predictions", chunk_bytes=40):
+        batch, e, u = prediction_batch(items, start, "f", "agent", 3, VOCAB, strict)
+        got_errors += e
+        unknown += u
+        rows += [
+            (int(batch.index[r]), f"{batch.path_id[r]}_{batch.k[r]}", batch.paths.viewpoints(r, VOCAB))
+            for r in range(len(batch))
+        ]
+        assert (batch.rank == 3).all() and batch.agent == "agent"
+    assert got_errors == errors
+    assert unknown == [(2, "x_1"), (4, "7"), (7, "007_0")]
+    assert rows == [(p["_index"], p["instr_id"], p["path"]) for p in good if p["instr_id"] not in ("x_1", "7", "007_0")]
+
+
+def test_fast_path_equals_the_record_parser_on_a_big_submission_chunk():
+    rng = np.random.default_rng(0)
+    vps = ["a", "b", "c", "d", "e", "q"]
+    preds = [
+        {"instr_id": f"{i}_{i % 3}", "trajectory": [[vps[v], 0.1, -0.2] for v in rng.integers(0, 6, 1 + i % 9)]}
+        for i in range(2000)
+    ]
+    data = "\n".join(json.dumps(p) for p in preds).encode()
+    ((start, items, strict),) = list(json_chunks(io.BytesIO(data + b"\n"), "f", "predictions"))
+    assert strict and _fast_submission(items) is not None  # the bulk path, not the record parser
+    batch, errors, unknown = prediction_batch(items, start, "f", "a", 0, VOCAB, strict)
+    assert not errors and not unknown and len(batch) == 2000
+    for r, p in enumerate(preds):
+        assert batch.paths.viewpoints(r, VOCAB) == [e[0] for e in p["trajectory"]]
+    assert set(batch.paths.strings) == {r for r, p in enumerate(preds) if any(e[0] == "q" for e in p["trajectory"])}
+
+
+def test_reference_batches_equal_parse_r2r():
+    records = [
+        {"path_id": 1, "scan": "s1", "path": ["a", "b"], "heading": 0.1, "instructions": ["x", "y"]},
+        {"path_id": 2, "scan": "s2", "path": ["d", "zz"], "heading": 0, "instructions": ["x"]},
+        {"path_id": "3", "scan": "s1", "path": ["a"], "heading": 0, "instructions": ["x"]},
+        {"path_id": 4, "scan": "s1", "path": ["a"], "heading": 0, "instructions": []},
+        {"path_id": 2**70, "scan": "s1", "path": ["a"], "heading": 0, "instructions": ["x"]},
+    ]
+    data = json.dumps(records).encode()
+    old = list(parse_r2r(data, "f"))
+    ((start, items, _),) = list(json_chunks(io.BytesIO(data), "f"))
+    batch, errors = reference_batch(items, start, "f", 0, VOCAB)
+    assert errors[:2] == [e for e in old if isinstance(e, RecordError)]
+    assert "64-bit" in errors[2].reason and errors[2].record == f"#4 (path_id={2**70})"
+    assert batch.path_id.tolist() == [1, 2] and batch.instructions.tolist() == [2, 1]
+    assert batch.scan.tolist() == ["s1", "s2"]
+    assert [batch.paths.viewpoints(r, VOCAB) for r in range(2)] == [["a", "b"], ["d", "zz"]]
+
+
+def test_canonical_instr_ids():
+    ok, pid, k = canonical_instr_ids(["1_2", "-3_0", "01_2", "1_02", "1_2_3", "x", "9" * 19 + "_0", "0_0"])
+    assert ok.tolist() == [True, True, False, False, False, False, False, True]
+    assert pid[ok].tolist() == [1, -3, 0] and k[ok].tolist() == [2, 0, 0]
+
+
+def test_buckets_are_stable_and_split_batches_without_losing_rows():
+    pid = np.arange(-50, 1000, dtype=np.int64)
+    b = bucket_of(pid, 7)
+    assert b.min() >= 0 and b.max() < 7 and (bucket_of(pid, 7) == b).all()
+    assert len(np.unique(b)) == 7  # spread over every bucket
+    paths = Paths.from_lists([["a"] * (1 + i % 4) + ["zz"] * (i % 2) for i in range(len(pid))], VOCAB)
+    batch = PredictionBatch("a", np.zeros(len(pid), np.int64), np.arange(len(pid)), pid, pid % 3, paths)
+    parts = list(split_by_bucket(batch, 7))
+    assert sorted(x for _, part in parts for x in part.index.tolist()) == list(range(len(pid)))
+    for bucket, part in parts:
+        assert (bucket_of(part.path_id, 7) == bucket).all()
+        for r in range(len(part)):
+            assert part.paths.viewpoints(r, VOCAB) == paths.viewpoints(int(part.index[r]), VOCAB)
+    joined = PredictionBatch.concat("a", [part for _, part in parts])
+    assert len(joined) == len(pid) and len(joined.paths.strings) == len(paths.strings)
+
+
+def test_vocabulary_numbers_and_ambiguous_ids():
+    v = Vocabulary(["s1", "s2"], [["a", "b"], ["b", "c"]])  # "b" in two scans: resolved by string
+    assert v.numbers(["a", "b", "c", "x"]).tolist() == [0, -1, 3, -1]
+    assert v.scan_of.tolist() == [0, 0, 1, 1] and v.local.tolist() == [0, 1, 0, 1]
+
+
+@pytest.mark.real_data
+def test_vocabulary_matches_the_graphs(connectivity_dir):
+    from vlnkit.navigation.graph import GraphStore
+
+    v = Vocabulary.load(str(connectivity_dir))
+    store = GraphStore(str(connectivity_dir))
+    assert len(v.scans) == 90
+    for scan in v.scans[:5]:
+        g = store.get(scan)
+        nums = v.numbers(list(g.viewpoints))
+        assert (v.scan_of[nums] == v.scan_ids[scan]).all() and v.local[nums].tolist() == list(range(len(g)))

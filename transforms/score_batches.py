@@ -1,0 +1,233 @@
+"""Scoring joined buckets: per scan, one `score_batch` call over all of a bucket's pairs of an agent.
+
+`ScoreBuckets`: (bucket, ("r" | "p", batch)) pieces -> {"tables": pyarrow Tables in the
+EPISODE_SCORES schema, "totals": summable counter dicts (exact metric sums, per agent),
+"dead_letter": dicts, "missing": lines, "unusable": lines}.
+
+A bucket holds every reference path whose path_id hashes to it and every prediction for those
+paths, so memory per bucket is bounded by the bucket count (chosen from the input size), and a
+scan with millions of episodes is spread over all buckets instead of being one hot key.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER
+from transforms.graphs import GraphDoFn
+from transforms.progress import Progress
+from transforms.score_join import BucketJoin, join_bucket, padded
+from transforms.score_read import TOTALS, agent_key, dataset_ranks, worker_vocabulary
+from vlnkit.datasets.episode_batches import Paths
+from vlnkit.evaluation.metrics import METRICS, collapse_repeats_padded, non_adjacent_steps, score_batch, totals
+from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.io.schemas import EPISODE_SCORES
+
+MISSING = "missing"
+UNUSABLE = "unusable"
+
+
+def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """Metric arrays as Arrow columns; +inf (unreachable) becomes null."""
+    return {m: pa.array(scores[m], type=pa.float64(), mask=~np.isfinite(scores[m])) for m in METRICS}
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    return pa.array([value], pa.string()).take(pa.array(np.zeros(n, np.int64)))
+
+
+SHORT = 7  # paths of at most this many nodes score the same in any batch of such paths (see below)
+
+
+def score_each(distances: np.ndarray, refs, queries, threshold: float, spl_reference: str) -> dict[str, np.ndarray]:
+    """Every pair's metrics exactly as `metrics.score` gives them for that pair alone, batched.
+
+    `score_batch` pads a chunk to its longest path, and some of its sums (path lengths, AD, PC)
+    run along the padded axis in memory order where numpy sums pairwise once a row holds 8 or
+    more values, so a pair's last bits can depend on which other pairs share its chunk. Pairs
+    whose paths all have at most SHORT nodes are summed left to right in any such chunk and are
+    scored together; longer pairs are scored in groups of equal (|R|, |Q|), whose chunks are never
+    padded. Either way the result does not depend on bucket, bundle or worker.
+    """
+    r, r_len = refs
+    q, q_len = queries
+    n = len(r_len)
+    short = (r_len <= SHORT) & (q_len <= SHORT)
+    groups = [np.flatnonzero(short)]
+    rest = np.flatnonzero(~short)
+    if len(rest):
+        order = rest[np.lexsort((q_len[rest], r_len[rest]))]
+        key = r_len[order] * (int(q_len.max()) + 1) + q_len[order]
+        groups += np.split(order, np.flatnonzero(np.diff(key)) + 1)
+    out = {m: np.empty(n) for m in METRICS}
+    for g in groups:
+        if not len(g):
+            continue
+        rw, qw = max(int(r_len[g].max()), 1), max(int(q_len[g].max()), 1)
+        scores = score_batch(
+            distances,
+            (r[g, :rw], r_len[g]),
+            (q[g, :qw], q_len[g]),
+            threshold,
+            keep_repeats=True,
+            spl_reference=spl_reference,
+        )
+        for m in METRICS:
+            out[m][g] = scores[m]
+    return out
+
+
+def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
+    """(scores, jumps, scored queries (padded, lengths), repeats collapsed) of one scan's pairs.
+
+    The same steps as the per-scan scorer before: collapse repeats (unless kept), count
+    non-adjacent steps, then `score_batch` with keep_repeats=True.
+    """
+    q, q_len = queries
+    given = int(q_len.sum())
+    if not config.keep_repeats:
+        q, q_len = collapse_repeats_padded(q, q_len)
+    jumps = non_adjacent_steps(adjacent, q, q_len)
+    scores = score_each(graph.distances, refs, (q, q_len), config.success_distance, config.spl_reference)
+    return scores, jumps, (q, q_len), given - int(q_len.sum())
+
+
+class _ScoreBucket(GraphDoFn):
+    def __init__(self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config):
+        super().__init__(connectivity_dir)
+        self.agents = agents
+        self.dataset_files = dataset_files
+        self.config = config
+        self.label_agents = len(agents) > 1
+        self.scored = Metrics.counter("score", "episodes_scored")
+        self.bad = Metrics.counter("score", "dead_letter")
+
+    def setup(self):
+        super().setup()
+        self.vocab = worker_vocabulary(self.connectivity_dir)
+        self._adjacent: dict[str, np.ndarray] = {}
+        self._names: dict[str, pa.Array] = {}
+        self.progress = Progress("score: episodes scored")
+
+    def _scan(self, scan: str):
+        graph = self.graphs.get(scan)
+        if scan not in self._adjacent:
+            self._adjacent[scan] = graph.adjacency.toarray() > 0
+            self._names[scan] = pa.array(graph.viewpoints, pa.string())
+        return graph, self._adjacent[scan], self._names[scan]
+
+    def _lines(self, agent: str, join: BucketJoin, episodes: np.ndarray) -> list[str]:
+        ids = join.episode_ids(episodes).to_pylist() if len(episodes) else []
+        return [f"{agent}\t{i}" for i in ids] if self.label_agents else ids
+
+    def process(self, element):
+        _, pieces = element
+        join = join_bucket(list(pieces), self.agents, self.dataset_files, self.vocab, self.graphs)
+        refs = join.references
+        single = int(refs.instructions[refs.paths.lengths == 1].sum())
+        out = {"reference_episodes": len(join.episode_ref), "single_viewpoint_episodes": single}
+        for d in join.dead:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, d)
+        tables = []
+        for agent, match in join.agents.items():
+            for d in match.dead:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, d)
+            self.bad.inc(len(match.dead))
+            for line in self._lines(agent, join, match.missing):
+                yield beam.pvalue.TaggedOutput(MISSING, line)
+            for line in self._lines(agent, join, match.unusable):
+                yield beam.pvalue.TaggedOutput(UNUSABLE, line)
+            counts = {
+                "dead_letters": len(match.dead),
+                "missing_predictions": len(match.missing),
+                "without_usable_prediction": len(match.unusable),
+            }
+            for name, value in counts.items():
+                out[agent_key(agent, name)] = out.get(agent_key(agent, name), 0) + value
+            tables += self._score_agent(agent, join, match, out)
+        self.progress.tick(sum(len(m.episodes) for m in join.agents.values()))
+        if tables:
+            yield pa.concat_tables(tables)
+        yield beam.pvalue.TaggedOutput(TOTALS, out)
+
+    def _score_agent(self, agent: str, join: BucketJoin, match, out: dict) -> list[pa.Table]:
+        if not len(match.episodes):
+            return []
+        local = join.pred_local[agent]
+        queries_all = Paths(local.offsets, local.local)
+        refs_all = Paths(join.ref_local.offsets, join.ref_local.local)
+        ref_rows = join.episode_ref[match.episodes]
+        scans = join.references.scan[ref_rows]
+        order = np.argsort(scans, kind="stable")
+        cuts = np.flatnonzero(scans[order][1:] != scans[order][:-1]) + 1
+        tables = []
+        for sel in np.split(order, cuts):
+            scan = str(scans[sel[0]])
+            graph, adjacent, names = self._scan(scan)
+            q = queries_all.take(sel)
+            r = refs_all.take(ref_rows[sel])
+            scores, jumps, (qp, ql), collapsed = score_pairs(
+                graph, adjacent, padded(r.offsets, r.values), padded(q.offsets, q.values), self.config
+            )
+            self.scored.inc(len(sel))
+            part = {
+                **totals(scores),
+                "non_adjacent_steps": int(jumps.sum()),
+                "trajectories_with_jumps": int((jumps > 0).sum()),
+                "repeats_collapsed": collapsed,
+            }
+            for name, value in part.items():
+                key = agent_key(agent, name)
+                out[key] = out.get(key, 0) + value
+            offsets = np.zeros(len(ql) + 1, np.int32)
+            np.cumsum(ql, out=offsets[1:])
+            flat = qp[np.arange(qp.shape[1]) < ql[:, None]]
+            tables.append(
+                pa.table(
+                    {
+                        "agent": _repeat(agent, len(sel)),
+                        "instr_id": join.episode_ids(match.episodes[sel]),
+                        "scan": _repeat(scan, len(sel)),
+                        **metric_columns(scores),
+                        "non_adjacent_steps": pa.array(jumps, pa.int64()),
+                        "path": pa.ListArray.from_arrays(pa.array(offsets), names.take(pa.array(flat))),
+                    },
+                    schema=EPISODE_SCORES,
+                )
+            )
+        return tables
+
+
+class ScoreBuckets(beam.PTransform):
+    """Bucketed reference and prediction pieces -> scored tables, totals, dead letters, missing lines.
+
+    `agents` maps agent name -> its prediction files (in rank order); `dataset_files` are the
+    dataset files as given to `ReadReferenceBatches` (ranked the same way here).
+    """
+
+    def __init__(self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config):
+        super().__init__()
+        self.connectivity_dir = connectivity_dir
+        self.agents = agents
+        self.dataset_files = [p for _, p in dataset_ranks(dataset_files)]
+        self.config = config
+
+    def expand(self, pieces):
+        out = (
+            pieces
+            | "GroupByBucket" >> beam.GroupByKey()
+            | "JoinAndScore"
+            >> beam.ParDo(
+                _ScoreBucket(self.connectivity_dir, self.agents, self.dataset_files, self.config)
+            ).with_outputs(TOTALS, DEAD_LETTER, MISSING, UNUSABLE, main="tables")
+        )
+        return {
+            "tables": out.tables,
+            TOTALS: out[TOTALS],
+            DEAD_LETTER: out[DEAD_LETTER],
+            MISSING: out[MISSING],
+            UNUSABLE: out[UNUSABLE],
+        }

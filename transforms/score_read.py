@@ -1,0 +1,239 @@
+"""Reading scoring inputs as bucketed columnar batches.
+
+`ReadPredictionBatches`: PBegin -> (bucket, ("p", PredictionBatch)), plus dead letters and totals.
+`ReadReferenceBatches`: PBegin -> (bucket, ("r", ReferenceBatch)), plus dead letters.
+
+Each file is read by one DoFn call in chunks of lines (JSON Lines), whole (a JSON list) or by
+record batches (Parquet); gzip and bzip2 files are decompressed on the fly (Beam's filesystems
+detect them by extension). A chunk becomes a `vlnkit.datasets.episode_batches` batch whose paths
+are global viewpoint numbers, split at once by bucket (a stable hash of path_id), so the join
+that follows moves a few thousand compact batches, never one element per episode.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter
+from vlnkit.datasets.episode_batches import (
+    Vocabulary,
+    json_chunks,
+    parquet_prediction_items,
+    prediction_batch,
+    reference_batch,
+    split_by_bucket,
+)
+from vlnkit.datasets.r2r import RecordError
+from vlnkit.datasets.trajectories import is_parquet
+
+TOTALS = "totals"
+PARQUET_BATCH = 65536
+SEP = "\x1f"  # agent / counter separator in totals keys (never printed)
+
+_VOCABS: dict[str, Vocabulary] = {}
+_LOCK = threading.Lock()
+
+
+def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
+    """One viewpoint vocabulary per connectivity folder per worker process."""
+    with _LOCK:
+        vocab = _VOCABS.get(connectivity_dir)
+        if vocab is None:
+            vocab = _VOCABS[connectivity_dir] = Vocabulary.load(connectivity_dir)
+        return vocab
+
+
+def agent_key(agent: str, name: str) -> str:
+    """The totals key of one agent's counter."""
+    return f"{agent}{SEP}{name}"
+
+
+def open_input(path: str):
+    """A binary stream of a local or remote file; .gz/.bz2 are decompressed transparently."""
+    return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+
+
+def _read_parquet_table(path: str):
+    import pyarrow.parquet as pq
+
+    with open_input(path) as f:
+        return pq.read_table(f)
+
+
+class _ReadPredictionFile(beam.DoFn):
+    """(agent, rank, path) -> (bucket, ("p", PredictionBatch)); dead letters; per-agent totals."""
+
+    def __init__(self, connectivity_dir: str, buckets: int):
+        super().__init__()
+        self.connectivity_dir = connectivity_dir
+        self.buckets = buckets
+        self.read = Metrics.counter("score", "predictions_read")
+        self.bad = Metrics.counter("score", "dead_letter")
+
+    def setup(self):
+        self.vocab = worker_vocabulary(self.connectivity_dir)
+
+    def _chunks(self, path: str):
+        if is_parquet(path):
+            try:
+                table = _read_parquet_table(path)
+            except Exception as exc:  # pyarrow raises several error types for a damaged file
+                yield RecordError(path, "", f"not a readable Parquet file ({exc})")
+                return
+            missing = [c for c in ("instr_id", "path") if c not in table.column_names]
+            if missing:
+                yield RecordError(path, "", f"Parquet predictions need columns instr_id and path; missing {missing}")
+                return
+            start = 0
+            for rb in table.select(["instr_id", "path"]).to_batches(PARQUET_BATCH):
+                yield start, parquet_prediction_items(rb), False
+                start += rb.num_rows
+            return
+        with open_input(path) as f:
+            yield from json_chunks(f, path, "predictions")
+
+    def process(self, element):
+        agent, rank, path = element
+        read = dead = 0
+        try:
+            for chunk in self._chunks(path):
+                if isinstance(chunk, RecordError):
+                    dead += 1
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
+                    continue
+                start, items, strict = chunk
+                batch, errors, unknown = prediction_batch(items, start, path, agent, rank, self.vocab, strict)
+                for e in errors:
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
+                for index, instr_id in unknown:
+                    yield beam.pvalue.TaggedOutput(
+                        DEAD_LETTER,
+                        dead_letter(
+                            "match",
+                            path,
+                            f"#{index} (instr_id={instr_id})",
+                            f"unknown instr_id {instr_id!r}: not in the dataset",
+                        ),
+                    )
+                dead += len(errors) + len(unknown)
+                read += len(batch) + len(unknown)
+                for b, part in split_by_bucket(batch, self.buckets):
+                    yield b, ("p", part)
+        except OSError as exc:  # the file itself could not be read
+            dead += 1
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
+        self.read.inc(read)
+        self.bad.inc(dead)
+        yield beam.pvalue.TaggedOutput(
+            TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
+        )
+
+
+class ReadPredictionBatches(beam.PTransform):
+    """Prediction files of several agents -> {"batches": (bucket, ("p", PredictionBatch)),
+    "dead_letter": dicts, "totals": per-agent counter dicts}.
+
+    `agents` is [(agent name, [file, ...])]; a file's rank within its agent orders duplicates
+    (the first file, then the first record, wins).
+    """
+
+    def __init__(self, agents: list[tuple[str, list[str]]], connectivity_dir: str, buckets: int):
+        super().__init__()
+        self.files = [(agent, rank, path) for agent, paths in agents for rank, path in enumerate(paths)]
+        self.connectivity_dir = connectivity_dir
+        self.buckets = buckets
+
+    def expand(self, pbegin):
+        out = (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadChunks"
+            >> beam.ParDo(_ReadPredictionFile(self.connectivity_dir, self.buckets)).with_outputs(
+                DEAD_LETTER, TOTALS, main="batches"
+            )
+        )
+        return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
+
+
+def dataset_ranks(files: list[str]) -> list[tuple[int, str]]:
+    """(rank, path): JSON files first, then Parquet, as the record reader orders them."""
+    json_files = [p for p in files if not is_parquet(p)]
+    return list(enumerate(json_files + [p for p in files if is_parquet(p)]))
+
+
+class _ReadReferenceFile(beam.DoFn):
+    """(rank, path) -> (bucket, ("r", ReferenceBatch)); dead letters."""
+
+    def __init__(self, connectivity_dir: str, buckets: int):
+        super().__init__()
+        self.connectivity_dir = connectivity_dir
+        self.buckets = buckets
+        self.read = Metrics.counter("read", "records")
+        self.bad = Metrics.counter("read", "dead_letter")
+
+    def setup(self):
+        self.vocab = worker_vocabulary(self.connectivity_dir)
+
+    def _chunks(self, path: str):
+        if is_parquet(path):
+            try:
+                table = _read_parquet_table(path)
+            except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+                yield RecordError(path, "", f"cannot read Parquet ({exc})")
+                return
+            start = 0
+            for rb in table.to_batches(PARQUET_BATCH):
+                yield start, rb.to_pylist(), True
+                start += rb.num_rows
+            return
+        try:
+            with open_input(path) as f:
+                yield from json_chunks(f, path, "records")
+        except OSError as exc:
+            yield RecordError(path, "", f"cannot read file ({exc})")
+
+    def process(self, element):
+        rank, path = element
+        parquet = is_parquet(path)
+        for chunk in self._chunks(path):
+            if isinstance(chunk, RecordError):
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
+                continue
+            start, items, _ = chunk
+            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet)
+            self.bad.inc(len(errors))
+            self.read.inc(len(batch))
+            for e in errors:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
+            for b, part in split_by_bucket(batch, self.buckets):
+                yield b, ("r", part)
+
+
+class ReadReferenceBatches(beam.PTransform):
+    """Dataset files (R2R/R4R JSON or JSON Lines, build_r4r Parquet) -> {"batches": (bucket,
+    ("r", ReferenceBatch)), "dead_letter": dicts}. Duplicate path_ids are resolved by the join."""
+
+    def __init__(self, files: list[str], connectivity_dir: str, buckets: int):
+        super().__init__()
+        self.files = dataset_ranks(files)
+        self.connectivity_dir = connectivity_dir
+        self.buckets = buckets
+
+    def expand(self, pbegin):
+        out = (
+            pbegin
+            | "Files" >> beam.Create(self.files)
+            | "SpreadFiles" >> beam.Reshuffle()
+            | "ReadChunks"
+            >> beam.ParDo(_ReadReferenceFile(self.connectivity_dir, self.buckets)).with_outputs(
+                DEAD_LETTER, main="batches"
+            )
+        )
+        return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER]}

@@ -1,0 +1,84 @@
+"""Reading datasets as validated record dicts, for the jobs that walk records one by one.
+
+`ReadDataset`: PBegin -> {"records": record dicts unique by path_id (with `_source`, `_index`,
+`_order`), "dead_letter": dicts}. The random baseline and reports use it; the score job reads
+columnar batches instead (`transforms.score_read`).
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER, dead_letter
+from transforms.read import DedupeBy, ReadR2R
+from vlnkit.datasets.r2r import validate_record
+from vlnkit.datasets.trajectories import episode_ids, is_parquet
+from vlnkit.io import fileio
+
+
+class _ReadParquetPaths(beam.DoFn):
+    """`build_r4r`'s paths-*.parquet -> validated record dicts, like ReadR2R does for JSON."""
+
+    def __init__(self):
+        self.read = Metrics.counter("read", "records")
+        self.bad = Metrics.counter("read", "dead_letter")
+
+    def process(self, element):
+        import pyarrow.parquet as pq
+
+        rank, path = element
+        try:
+            with fileio.open_read(path) as f:
+                rows = pq.read_table(f).to_pylist()
+        except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read Parquet ({exc})"))
+            return
+        for index, row in enumerate(rows):
+            reason = validate_record(row)
+            if reason is not None:
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, f"#{index}", reason))
+                continue
+            self.read.inc()
+            yield {**row, "_source": path, "_index": index, "_order": (rank, index)}
+
+
+class ReadDataset(beam.PTransform):
+    """Dataset files (R2R/R4R JSON or JSON Lines, or build_r4r Parquet) -> records unique by path_id."""
+
+    def __init__(self, files: list[str]):
+        super().__init__()
+        self.files = list(files)
+
+    def expand(self, pbegin):
+        ranked = list(enumerate(self.files))
+        json_files = [p for _, p in ranked if not is_parquet(p)]
+        parquet = [(r, p) for r, p in ranked if is_parquet(p)]
+        pieces, dead = [], []
+        if json_files:
+            read = pbegin | "ReadJson" >> ReadR2R(json_files)
+            pieces.append(read["records"])
+            dead.append(read[DEAD_LETTER])
+        if parquet:
+            # Ranks continue after the JSON files' so `_order` stays a total order.
+            parquet = [(len(json_files) + n, p) for n, (_, p) in enumerate(parquet)]
+            read = (
+                pbegin
+                | "ParquetFiles" >> beam.Create(parquet)
+                | "ReadParquet" >> beam.ParDo(_ReadParquetPaths()).with_outputs(DEAD_LETTER, main="records")
+            )
+            pieces.append(read.records)
+            dead.append(read[DEAD_LETTER])
+        records = tuple(pieces) | "AllRecords" >> beam.Flatten()
+        unique = records | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
+        dead.append(unique[DEAD_LETTER])
+        return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
+
+
+def reference_episodes(record: dict):
+    """(instr_id, reference) for each instruction of a dataset record."""
+    ref = {"scan": record["scan"], "path": list(record["path"]), "_source": record.get("_source", "")}
+    for instr_id in episode_ids(record):
+        yield instr_id, ref

@@ -1,0 +1,505 @@
+"""Columnar batches of predictions and reference paths: how scoring moves a million episodes cheaply.
+
+A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
+global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets, never as a
+Python dict with a list of 32-character viewpoint ids. Files are read in chunks of lines
+(`json_chunks`), each chunk parsed with orjson and checked in bulk; the records that do not pass
+the bulk check go through the same record-by-record parser as before (`prediction`,
+`validate_record`), so every dead letter keeps its exact stage, label and reason.
+
+    vocab = Vocabulary.load("connectivity")
+    with open("preds.jsonl", "rb") as f:
+        for start, items in json_chunks(f, "preds.jsonl", "predictions"):
+            batch, dead = prediction_batch(items, start, "preds.jsonl", rank=0, vocab=vocab)
+
+Exactness notes (kept equal to the whole-file reader `vlnkit.datasets.r2r.json_items`): lines
+are split like `str.splitlines` (a chunk holding any other line break falls back to it), blank
+lines are skipped without taking an index, a chunk holding an integer too large for orjson is
+parsed with the standard `json` module, and a line orjson rejects is re-parsed with `json` (so
+NaN literals and error messages are the standard library's). One difference remains: invalid
+UTF-8 past the first chunk of a JSON Lines file dead-letters the rest of the file, not the whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import itemgetter
+
+import numpy as np
+import orjson
+
+from vlnkit.datasets.r2r import RecordError, validate_record
+from vlnkit.datasets.trajectories import prediction
+
+CHUNK_BYTES = 8 << 20
+LIST_CHUNK = 32768  # records per batch when a JSON list is parsed whole
+# str.splitlines breaks lines at these too; a chunk holding one is split the slow, exact way.
+_UNUSUAL_BREAK = re.compile(rb"\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
+# A JSON integer of 19+ digits may leave the 64-bit range, where orjson returns a float and json an int.
+_BIG_INT = re.compile(rb"(?:^|[\[:,])\s*-?[0-9]{19}", re.M)
+_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})_(?:0|[1-9][0-9]{0,17})")
+_ALL_CANONICAL = re.compile(r"(?:" + _CANONICAL.pattern + r"\n)*")
+_NUMBER = {int, float}
+
+
+# ----------------------------------------------------------------------------- viewpoints
+class _Index(dict):
+    """viewpoint id -> global number; an unknown id gives -1 (so `map` never raises)."""
+
+    def __missing__(self, key):
+        return -1
+
+
+@dataclass
+class Vocabulary:
+    """Every included viewpoint of every scan, numbered globally (int32), in each scan's file order.
+
+    `scan_of[g]`/`local[g]` give the scan number and the node index within `NavGraph` of global
+    viewpoint g, so converting a path to a scan's node indices is one numpy gather. An id that is
+    not in any scan (or in several) maps to -1 and is resolved by string when scored.
+
+        >>> v = Vocabulary(["s1", "s2"], [["a", "b"], ["c"]])
+        >>> v.numbers(["c", "a", "zz"]).tolist(), v.local[2], v.scan_of[2]
+        ([2, 0, -1], 0, 1)
+    """
+
+    scans: list[str]
+    viewpoints: list[list[str]]
+    index: _Index = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        flat = list(chain.from_iterable(self.viewpoints))
+        counts = Counter(flat)
+        self.strings = np.asarray(flat, dtype=object)
+        self.scan_of = np.repeat(np.arange(len(self.scans), dtype=np.int32), [len(v) for v in self.viewpoints])
+        self.local = np.concatenate(
+            [np.arange(len(v), dtype=np.int32) for v in self.viewpoints] or [np.zeros(0, np.int32)]
+        )
+        self.index = _Index((v, g) for g, v in enumerate(flat) if counts[v] == 1)
+        self.scan_ids = {s: n for n, s in enumerate(self.scans)}
+
+    def numbers(self, viewpoints: list[str]) -> np.ndarray:
+        return np.fromiter(map(self.index.__getitem__, viewpoints), dtype=np.int32, count=len(viewpoints))
+
+    @classmethod
+    def load(cls, connectivity_dir: str) -> Vocabulary:
+        """Read the included viewpoint ids of every `<scan>_connectivity.json` in the folder.
+
+        A file that cannot be read is left out: its scan's graph fails to load when scored and
+        the predictions on it are dead-lettered with that error, as before.
+        """
+        from vlnkit.io import fileio
+        from vlnkit.navigation.graph import connectivity_path, list_scans
+
+        scans, viewpoints = [], []
+        for scan in list_scans(connectivity_dir):
+            try:
+                raw = fileio.read_bytes(connectivity_path(connectivity_dir, scan))
+                try:
+                    entries = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    entries = json.loads(raw)
+                ids = [str(e["image_id"]) for e in entries if bool(e["included"])]
+            except Exception:  # noqa: BLE001 -- the graph store reports the real error per scan
+                continue
+            scans.append(scan)
+            viewpoints.append(ids)
+        return cls(scans, viewpoints)
+
+
+# ----------------------------------------------------------------------------- paths
+@dataclass
+class Paths:
+    """Variable-length paths of global viewpoint numbers: flat int32 values with int64 offsets.
+
+    `strings` keeps the viewpoint ids of the rows holding an id the vocabulary could not number
+    (-1), so those rows can still be resolved (or reported) by string.
+    """
+
+    offsets: np.ndarray
+    values: np.ndarray
+    strings: dict[int, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_lists(cls, paths: list[list[str]], vocab: Vocabulary) -> Paths:
+        lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+        return cls.from_flat(lengths, list(chain.from_iterable(paths)), vocab)
+
+    @classmethod
+    def from_flat(cls, lengths: np.ndarray, flat: list[str], vocab: Vocabulary) -> Paths:
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = vocab.numbers(flat)
+        strings = {}
+        if (values < 0).any():
+            rows = np.unique(np.searchsorted(offsets, np.flatnonzero(values < 0), side="right") - 1)
+            for r in rows.tolist():
+                strings[r] = flat[offsets[r] : offsets[r + 1]]
+        return cls(offsets, values, strings)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def row_of_value(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
+
+    def take(self, rows: np.ndarray) -> Paths:
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = self.lengths[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = np.repeat(self.offsets[rows] - offsets[:-1], lengths)
+        values = self.values[np.arange(offsets[-1], dtype=np.int64) + starts]
+        strings = {}
+        if self.strings:
+            for new, old in enumerate(rows.tolist()):
+                if old in self.strings:
+                    strings[new] = self.strings[old]
+        return Paths(offsets, values, strings)
+
+    @classmethod
+    def concat(cls, parts: list[Paths]) -> Paths:
+        if not parts:
+            return cls(np.zeros(1, np.int64), np.zeros(0, np.int32))
+        lengths = np.concatenate([p.lengths for p in parts])
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        strings, base = {}, 0
+        for p in parts:
+            strings.update({base + r: s for r, s in p.strings.items()})
+            base += len(p)
+        return cls(offsets, np.concatenate([p.values for p in parts]), strings)
+
+    def viewpoints(self, row: int, vocab: Vocabulary) -> list[str]:
+        """The viewpoint ids of one row (for the rare rows resolved by string)."""
+        if row in self.strings:
+            return self.strings[row]
+        return vocab.strings[self.values[self.offsets[row] : self.offsets[row + 1]]].tolist()
+
+
+def _take_columns(obj, rows, names):
+    return {n: getattr(obj, n)[rows] for n in names}
+
+
+@dataclass
+class PredictionBatch:
+    """Predictions of one agent: `rank` (file number within the agent), `index` (record number in
+    its file), the instr_id as (`path_id`, `k`) and the trajectory as `paths` (global numbers)."""
+
+    agent: str
+    rank: np.ndarray
+    index: np.ndarray
+    path_id: np.ndarray
+    k: np.ndarray
+    paths: Paths
+
+    COLUMNS = ("rank", "index", "path_id", "k")
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, rows) -> PredictionBatch:
+        return PredictionBatch(self.agent, **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+
+    @classmethod
+    def concat(cls, agent: str, parts: list[PredictionBatch]) -> PredictionBatch:
+        cols = {n: np.concatenate([getattr(p, n) for p in parts] or [np.zeros(0, np.int64)]) for n in cls.COLUMNS}
+        return cls(agent, **cols, paths=Paths.concat([p.paths for p in parts]))
+
+
+@dataclass
+class ReferenceBatch:
+    """Reference paths: `rank` (dataset file number), `index` (record number), `path_id`, `scan`
+    (numpy unicode), `instructions` (how many episodes the path has) and `paths`."""
+
+    rank: np.ndarray
+    index: np.ndarray
+    path_id: np.ndarray
+    scan: np.ndarray
+    instructions: np.ndarray
+    paths: Paths
+
+    COLUMNS = ("rank", "index", "path_id", "scan", "instructions")
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, rows) -> ReferenceBatch:
+        return ReferenceBatch(**_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+
+    @classmethod
+    def concat(cls, parts: list[ReferenceBatch]) -> ReferenceBatch:
+        empty = {"scan": np.zeros(0, "U1")}
+        cols = {
+            n: np.concatenate([getattr(p, n) for p in parts]) if parts else empty.get(n, np.zeros(0, np.int64))
+            for n in cls.COLUMNS
+        }
+        return cls(**cols, paths=Paths.concat([p.paths for p in parts]))
+
+
+# ----------------------------------------------------------------------------- buckets
+def bucket_of(path_id: np.ndarray, buckets: int) -> np.ndarray:
+    """A stable bucket in [0, buckets) per path_id (Fibonacci hashing; same on every worker).
+
+    >>> bucket_of(np.array([0, 1, 2, 3]), 4).tolist()
+    [0, 2, 0, 2]
+    """
+    h = np.asarray(path_id).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((h >> np.uint64(33)) % np.uint64(buckets)).astype(np.int64)
+
+
+def split_by_bucket(batch, buckets: int) -> Iterator[tuple[int, object]]:
+    """(bucket, the batch's rows of that bucket) for each bucket the batch touches."""
+    if len(batch) == 0:
+        return
+    b = bucket_of(batch.path_id, buckets)
+    order = np.argsort(b, kind="stable")
+    cuts = np.flatnonzero(np.diff(b[order])) + 1
+    for rows in np.split(order, cuts):
+        yield int(b[rows[0]]), batch.take(rows)
+
+
+# ----------------------------------------------------------------------------- reading JSON
+def _loads_exact(line) -> object:
+    """orjson, or on any refusal the standard json module (its values and its error messages)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bool]:
+    """(objects or RecordErrors of the chunk's non-blank lines, whether orjson parsed them all)."""
+    unusual = _UNUSUAL_BREAK.search(chunk) is not None
+    if not unusual and not _BIG_INT.search(chunk):
+        lines = list(filter(None, map(bytes.strip, chunk.split(b"\n"))))
+        try:
+            return list(map(orjson.loads, lines)), True
+        except orjson.JSONDecodeError:
+            pass
+    text = chunk.decode("utf-8")
+    items = []
+    for lineno, line in enumerate(text.splitlines() if unusual else text.split("\n"), first_lineno):
+        if not line.strip():
+            continue
+        try:
+            if _BIG_INT.search(line.encode()):
+                raise orjson.JSONDecodeError("big integer", line, 0)
+            items.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            try:
+                items.append(json.loads(line))
+            except ValueError as exc:
+                items.append(RecordError(source, f"line {lineno}", f"invalid JSON ({exc})"))
+    return items, False
+
+
+def json_chunks(
+    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[int, list, bool] | RecordError]:
+    """(index of the first item, items, strict) per chunk of a JSON list or JSON Lines stream.
+
+    Items are parsed objects, or RecordErrors for broken lines; indices count items as
+    `vlnkit.datasets.r2r.json_items` does. `strict` says orjson parsed every item (so every
+    number is finite and every integer fits 64 bits: the bulk checks may rely on it). A file that cannot be parsed at all yields one
+    RecordError (and nothing else).
+    """
+    head = stream.read(chunk_bytes)
+    while True:  # read on until the first non-blank character says list or lines
+        stripped = head[:4096].decode("utf-8", errors="ignore").lstrip()
+        more = b"" if stripped else stream.read(chunk_bytes)
+        if not more:
+            break
+        head += more
+    if stripped.startswith("["):
+        data = head + stream.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield RecordError(source, "", f"not UTF-8 text ({exc})")
+            return
+        strict = not _BIG_INT.search(data)
+        try:
+            items = orjson.loads(data) if strict else json.loads(text)
+        except ValueError:  # orjson.JSONDecodeError is a ValueError: let json decide (and word the error)
+            strict = False
+            try:
+                items = json.loads(text)
+            except ValueError as exc:
+                yield RecordError(source, "", f"invalid JSON ({exc})")
+                return
+        if not isinstance(items, list):
+            yield RecordError(source, "", f"expected a JSON list of {what}, got {type(items).__name__}")
+            return
+        for start in range(0, len(items), LIST_CHUNK):
+            yield start, items[start : start + LIST_CHUNK], strict
+        return
+    index, lineno, rest, first = 0, 1, b"", True
+    block = head
+    while True:
+        data = rest + block
+        eof = not block
+        if eof:
+            chunk, rest = data, b""
+        else:
+            cut = data.rfind(b"\n") + 1
+            chunk, rest = data[:cut], data[cut:]
+        if chunk:
+            if not chunk.isascii():
+                try:
+                    chunk.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    label = "" if first else f"line {lineno}"
+                    yield RecordError(source, label, f"not UTF-8 text ({exc})")
+                    return
+            items, strict = _parse_lines(chunk, lineno, source)
+            if items:
+                yield index, items, strict
+            index += len(items)
+            lineno += len(chunk.decode("utf-8").splitlines()) if _UNUSUAL_BREAK.search(chunk) else chunk.count(b"\n")
+            first = False
+        if eof:
+            return
+        block = stream.read(chunk_bytes)
+
+
+# ----------------------------------------------------------------------------- predictions
+def canonical_instr_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ok mask, path_id, k) of instr_ids; ok only for the exact text f"{path_id}_{k}" of int64s."""
+    if ids and _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
+        ok = np.ones(len(ids), dtype=bool)
+        good = ids
+    else:
+        matches = np.asarray(list(map(_CANONICAL.fullmatch, ids)), dtype=object)
+        ok = np.not_equal(matches, None).astype(bool) if len(ids) else np.zeros(0, dtype=bool)
+        good = [ids[i] for i in np.flatnonzero(ok).tolist()]
+    pid = np.zeros(len(ids), np.int64)
+    k = np.zeros(len(ids), np.int64)
+    if good:
+        nums = np.fromiter(map(int, "_".join(good).split("_")), dtype=np.int64, count=2 * len(good))
+        pid[ok], k[ok] = nums[0::2], nums[1::2]
+    return ok, pid, k
+
+
+def _fast_submission(items: list) -> tuple[list[str], list, np.ndarray, list[str]] | None:
+    """(instr_ids, trajectories, lengths, flat viewpoint ids) when every item is a well-formed
+    prediction in the R2R submission layout ([[vp, heading, elevation], ...]), else None."""
+    if set(map(type, items)) != {dict}:
+        return None
+    ids = list(map(dict.get, items, repeat("instr_id")))
+    trajs = list(map(dict.get, items, repeat("trajectory")))
+    if set(map(type, ids)) != {str} or set(map(type, trajs)) != {list}:
+        return None
+    lengths = np.fromiter(map(len, trajs), dtype=np.int64, count=len(trajs))
+    if lengths.min() < 1:
+        return None
+    entries = list(chain.from_iterable(trajs))
+    if set(map(type, entries)) != {list} or set(map(len, entries)) != {3}:
+        return None
+    vps = list(map(itemgetter(0), entries))
+    if set(map(type, vps)) != {str} or not all(vps):
+        return None
+    if not set(map(type, map(itemgetter(1), entries))) <= _NUMBER:
+        return None
+    if not set(map(type, map(itemgetter(2), entries))) <= _NUMBER:
+        return None
+    return ids, trajs, lengths, vps
+
+
+def prediction_batch(
+    items: list, start: int, source: str, agent: str, rank: int, vocab: Vocabulary, strict: bool = False
+) -> tuple[PredictionBatch, list[RecordError], list[tuple[int, str]]]:
+    """A chunk of parsed items -> (batch of usable predictions, read errors, non-canonical ids).
+
+    Read errors are exactly those of `vlnkit.datasets.trajectories.prediction`. Non-canonical
+    ids are (index, instr_id) of valid predictions whose instr_id can match no dataset episode
+    (not "<path_id>_<k>"): the caller dead-letters them as unknown.
+    """
+    index = np.arange(start, start + len(items), dtype=np.int64)
+    fast = _fast_submission(items) if strict else None
+    errors: list[RecordError] = []
+    if fast is not None:
+        ids, _, lengths, vps = fast
+        keep = index
+    else:
+        ids, paths, kept, errors = [], [], [], []
+        for n, obj in enumerate(items):
+            if isinstance(obj, RecordError):
+                errors.append(obj)
+                continue
+            p = prediction(obj, source, start + n)
+            if isinstance(p, RecordError):
+                errors.append(p)
+                continue
+            ids.append(p["instr_id"])
+            paths.append(p["path"])
+            kept.append(start + n)
+        keep = np.asarray(kept, dtype=np.int64)
+        lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+        vps = list(chain.from_iterable(paths))
+    ok, pid, k = canonical_instr_ids(ids)
+    unknown = [(int(keep[i]), ids[i]) for i in np.flatnonzero(~ok).tolist()]
+    all_paths = Paths.from_flat(lengths, vps, vocab)
+    rows = np.flatnonzero(ok)
+    paths_ok = all_paths if ok.all() else all_paths.take(rows)
+    batch = PredictionBatch(agent, np.full(len(rows), rank, np.int64), keep[rows], pid[rows], k[rows], paths_ok)
+    return batch, errors, unknown
+
+
+def parquet_prediction_items(table_batch) -> list[dict]:
+    """Rows of a Parquet record batch with `instr_id` and `path` as prediction objects."""
+    ids = table_batch.column("instr_id").to_pylist()
+    paths = table_batch.column("path").to_pylist()
+    return [{"instr_id": i, "trajectory": p} for i, p in zip(ids, paths)]
+
+
+# ----------------------------------------------------------------------------- references
+def _record_label(obj, index: int) -> str:
+    if isinstance(obj, dict) and "path_id" in obj:
+        return f"#{index} (path_id={obj['path_id']!r})"
+    return f"#{index}"
+
+
+def reference_batch(
+    items: list, start: int, source: str, rank: int, vocab: Vocabulary, parquet: bool = False
+) -> tuple[ReferenceBatch, list[RecordError]]:
+    """A chunk of dataset records -> (batch of valid reference paths, RecordErrors).
+
+    Validation is `vlnkit.datasets.r2r.validate_record`, record by record (labels as the JSON
+    reader, or `#<index>` for Parquet as the Parquet reader gives them). A path_id outside int64
+    is dead-lettered (it cannot be a batch key).
+    """
+    errors, kept, pids, scans, counts, paths = [], [], [], [], [], []
+    for n, obj in enumerate(items):
+        if isinstance(obj, RecordError):
+            errors.append(obj)
+            continue
+        reason = validate_record(obj)
+        if reason is None and not -(2**63) <= obj["path_id"] < 2**63:
+            reason = "'path_id' is outside the 64-bit range batches use"
+        if reason is not None:
+            errors.append(RecordError(source, f"#{start + n}" if parquet else _record_label(obj, start + n), reason))
+            continue
+        kept.append(start + n)
+        pids.append(obj["path_id"])
+        scans.append(obj["scan"])
+        counts.append(len(obj["instructions"]))
+        paths.append(obj["path"])
+    batch = ReferenceBatch(
+        np.full(len(kept), rank, np.int64),
+        np.asarray(kept, np.int64),
+        np.asarray(pids, np.int64),
+        np.asarray(scans, dtype=str) if scans else np.zeros(0, "U1"),
+        np.asarray(counts, np.int64),
+        Paths.from_lists(paths, vocab),
+    )
+    return batch, errors
