@@ -23,6 +23,7 @@ from transforms.score_records import ReadDataset
 from transforms.score_write import WriteTables
 from transforms.tally import tally
 from transforms.write import WriteSummary
+from vlnkit.datasets.r2r import NoUsableRecords, require_usable_records
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
@@ -139,6 +140,10 @@ def run(ctx: Run) -> dict:
         raise JobError(str(exc)) from None
     data_files = ctx.inputs("dataset", opts.dataset)
     steps_files = ctx.inputs("steps_from", opts.steps_from)
+    try:
+        require_usable_records("--steps_from", steps_files)
+    except NoUsableRecords as exc:
+        raise JobError(str(exc)) from None
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
         lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),

@@ -24,7 +24,7 @@ from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.io.schemas import versioned_schema
-from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key
+from vlnkit.probes.scoring import LEVEL, N_BOOT, ProbeFileError, format_float, skill_sort_key, validate_probe_file
 
 MISSING_FILE = "missing_episodes.txt"
 SCORES = versioned_schema(
@@ -139,6 +139,11 @@ def run(ctx: Run) -> dict:
     if opts.n_boot < 1:
         raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
     probe_files = ctx.inputs("probes", opts.probes)
+    try:
+        for path in probe_files:
+            validate_probe_file(path, "--probes")
+    except ProbeFileError as exc:
+        raise JobError(str(exc)) from None
     output_files = ctx.inputs("agent_outputs", opts.agent_outputs)
     return ctx.execute(
         lambda p: build(p, probe_files, output_files, opts),

