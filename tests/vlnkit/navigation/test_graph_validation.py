@@ -301,3 +301,28 @@ def test_any_single_bad_value_anywhere_is_refused_naming_its_viewpoint(real_entr
     message = str(info.value)
     assert message.startswith(f"f.json: viewpoint #{k} "), message
     assert expected in message, message
+
+
+def test_random_baseline_and_perturb_dead_letter_every_record_of_a_refused_scan(env_with_one_refused_scan):
+    from transforms.perturb import PerturbTrajectories
+    from transforms.scoring import RandomBaseline
+
+    r2r_path, conn_dir, records, bad_scan, reason = env_with_one_refused_scan
+    expected = sorted(
+        (f"#{records.index(r)} (path_id={r['path_id']!r})", reason) for r in records if r["scan"] == bad_scan
+    )
+    with TestPipeline() as p:
+        dataset = p | ReadDataset([r2r_path])
+        pool = p | "Pool" >> beam.Create([2, 3, 4])
+        walks = dataset["records"] | RandomBaseline(conn_dir, pool, 200, seed=1)
+        assert_that(
+            walks[DEAD_LETTER] | "RB" >> beam.Map(lambda d: (d["record"], d["reason"])),
+            equal_to(expected),
+            label="random baseline",
+        )
+        perturbed = dataset["records"] | PerturbTrajectories(conn_dir, ["random_walk"])
+        assert_that(
+            perturbed[DEAD_LETTER] | "PT" >> beam.Map(lambda d: (d["record"], d["reason"])),
+            equal_to(expected),
+            label="perturb",
+        )
