@@ -15,6 +15,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
@@ -268,3 +270,62 @@ def test_score_path_dead_letters_every_prediction_on_a_refused_scan(env_with_one
     named = " ".join(d["record"] for d in on_bad_scan)
     assert all(instr_id in named for instr_id in expected_dead)
     assert summary["dead_letters"] >= len(expected_dead) / max(1, len(records[0]["instructions"]))
+
+
+# ----------------------------------------------------------------------------- property: any one corruption anywhere
+BAD_BOOLEANS = ["false", "true", 0, 1, 1.0, None, [], {}, "yes"]
+BAD_NUMBERS = [float("nan"), float("inf"), float("-inf"), 10**400, -(10**400), "1.0", True, False, None, [], {}]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_single_bad_value_anywhere_is_refused_naming_its_viewpoint(real_entries, data):
+    entries = copy.deepcopy(real_entries)
+    k = data.draw(st.integers(0, len(entries) - 1), label="viewpoint")
+    field = data.draw(st.sampled_from(["pose", "included", "unobstructed", "image_id"]), label="field")
+    if field == "pose":
+        m = data.draw(st.integers(0, 15), label="pose index")
+        entries[k]["pose"][m] = data.draw(st.sampled_from(BAD_NUMBERS), label="value")
+        expected = f"field 'pose' value {m} must be a finite number"
+    elif field == "included":
+        entries[k]["included"] = data.draw(st.sampled_from(BAD_BOOLEANS), label="value")
+        expected = "field 'included' must be a JSON boolean"
+    elif field == "unobstructed":
+        m = data.draw(st.integers(0, len(entries) - 1), label="entry")
+        entries[k]["unobstructed"][m] = data.draw(st.sampled_from(BAD_BOOLEANS), label="value")
+        expected = f"field 'unobstructed' entry {m} must be a JSON boolean"
+    else:
+        j = data.draw(st.integers(0, len(entries) - 1).filter(lambda j: j != k), label="other")
+        entries[k]["image_id"] = entries[j]["image_id"]
+        first, k = sorted((k, j))  # the later of the two is the repeat
+        expected = f"field 'image_id' repeats the id of viewpoint #{first}"
+    with pytest.raises(GraphError) as info:
+        NavGraph.from_connectivity(SCAN, entries, source="f.json")
+    message = str(info.value)
+    assert message.startswith(f"f.json: viewpoint #{k} "), message
+    assert expected in message, message
+
+
+def test_random_baseline_and_perturb_dead_letter_every_record_of_a_refused_scan(env_with_one_refused_scan):
+    from transforms.perturb import PerturbTrajectories
+    from transforms.scoring import RandomBaseline
+
+    r2r_path, conn_dir, records, bad_scan, reason = env_with_one_refused_scan
+    expected = sorted(
+        (f"#{records.index(r)} (path_id={r['path_id']!r})", reason) for r in records if r["scan"] == bad_scan
+    )
+    with TestPipeline() as p:
+        dataset = p | ReadDataset([r2r_path])
+        pool = p | "Pool" >> beam.Create([2, 3, 4])
+        walks = dataset["records"] | RandomBaseline(conn_dir, pool, 200, seed=1)
+        assert_that(
+            walks[DEAD_LETTER] | "RB" >> beam.Map(lambda d: (d["record"], d["reason"])),
+            equal_to(expected),
+            label="random baseline",
+        )
+        perturbed = dataset["records"] | PerturbTrajectories(conn_dir, ["random_walk"])
+        assert_that(
+            perturbed[DEAD_LETTER] | "PT" >> beam.Map(lambda d: (d["record"], d["reason"])),
+            equal_to(expected),
+            label="perturb",
+        )
