@@ -5,6 +5,8 @@ This file is also what Dataflow workers install (`--setup_file=./setup.py`).
 
 from setuptools import find_packages, setup
 
+from pipelines.cli import JOBS  # the one list of jobs (pipelines/cli.py imports nothing else)
+
 setup(
     name="vlnkit",
     version="0.1.0",
@@ -15,6 +17,10 @@ setup(
     ),
     package_data={"configs": ["*.yaml"]},
     include_package_data=True,
+    entry_points={
+        "console_scripts": ["vlnkit = pipelines.cli:main"]
+        + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS],
+    },
     install_requires=[
         "apache-beam[gcp]>=2.60,<3",
         "numpy>=1.26,<3",

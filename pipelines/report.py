@@ -96,7 +96,9 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
     for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
         paths = _expand(pattern)
         if not paths:
-            raise JobError(f"{'--compare' if compare else '--inputs'}={pattern}: no file matches")
+            flag = "--compare" if compare else "--inputs"
+            what = "matches no file" if fileio.is_glob(pattern) else "does not exist (nor a job's output folder)"
+            raise JobError(f"{flag}: {pattern} {what}")
         for path in paths:
             name = os.path.basename(path)
             if name in ("manifest.json", "_SUCCESS") or name.startswith(("dead_letter-", "missing_predictions-")):
@@ -158,7 +160,7 @@ def render(_, partial, episodes, *, opts, inputs, summaries, band):
     write_json(fileio.join(out, TABLES), {"tables": tables, "score_summaries": summaries, "keep_band": band}, True)
     dead = tables.get("dead_letters", {})
     summary = {
-        "job": JOB,
+        "job": JOB.name,
         "inputs": {kind: sum(1 for i in inputs if i.kind == kind) for kind in sorted({i.kind for i in inputs})},
         "labels": sorted({i.label for i in inputs}),
         "datasets": {k: v["counts"] for k, v in tables.get(DATASET, {}).items()},
@@ -235,9 +237,12 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    """A report counts when it read its inputs; rows it could not use are listed, as in every job."""
-    read = sum(int(n) for n in summary.get("inputs", {}).values())
-    return Outcome(read, 0)
+    """A report counts when its inputs held something to report on: dataset paths, scored episodes, or
+    other job outputs; rows it could not use are dead letters, judged as in every job."""
+    read = sum(int(v.get("paths", 0)) for v in summary.get("datasets", {}).values())
+    read += sum(int(n) for n in summary.get("score_sets", {}).values())
+    read += sum(int(n) for kind, n in summary.get("inputs", {}).items() if kind not in (DATASET, SCORES))
+    return Outcome(read, int(summary.get("dead_letters", 0)))
 
 
 def run(ctx: Run) -> dict:

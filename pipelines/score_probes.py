@@ -13,7 +13,6 @@ without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `man
 from __future__ import annotations
 
 import apache_beam as beam
-import pyarrow as pa
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table
 from pipelines.options import add_shared, settings
@@ -23,24 +22,10 @@ from transforms.run_summary import finish_run
 from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import versioned_schema
+from vlnkit.io.schemas import PROBE_SCORES as SCORES
 from vlnkit.probes.scoring import LEVEL, N_BOOT, ProbeFileError, format_float, skill_sort_key, validate_probe_file
 
 MISSING_FILE = "missing_episodes.txt"
-SCORES = versioned_schema(
-    "probe_scores",
-    1,
-    [
-        pa.field("episode_id", pa.string(), nullable=False),
-        pa.field("pair_id", pa.string(), nullable=False),
-        pa.field("variant", pa.string(), nullable=False),
-        pa.field("skill", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        pa.field("trajectory", pa.string(), nullable=False),
-        pa.field("mass", pa.float64(), nullable=False),
-        pa.field("renormalized", pa.bool_(), nullable=False),
-    ],
-)
 EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
 
 

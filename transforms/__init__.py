@@ -1,1 +1,52 @@
-"""Composable Beam PTransforms: thin wrappers that run the `vlnkit` core at scale."""
+"""Composable Beam PTransforms: thin wrappers that run the `vlnkit` core at scale.
+
+The public transforms and the elements they take and give (a "record" is an R2R-style dict with
+`path_id`, `scan`, `path`, `heading`, `instructions`, ...; a dead letter is
+`vlnkit.io.dead_letters.RecordError.to_dict()`). Multi-output transforms return a dict of
+PCollections; `"dead_letter"` is always among them.
+
+| transform | takes | gives |
+| --- | --- | --- |
+| `ReadR2R(files)` | pipeline | `records`: record dicts; `dead_letter` |
+| `ReadUniqueR2R(files)` | pipeline | `records` unique by path_id; `dead_letter` |
+| `DedupeBy(key_fn, what)` | any dicts | `records` (first of each key); `dead_letter` |
+| `JoinR4R(connectivity_dir, config)` | records | `joined`: lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
+| `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
+| `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
+| `ReadPredictionBatches(agents, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch); totals; `dead_letter` |
+| `ReadReferenceBatches(files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, ReferenceBatch); `dead_letter` |
+| `ScoreBuckets(connectivity_dir, agents, dataset_files, config)` | both batch kinds, flattened | `tables`: Arrow tables of episode scores; totals; missing; `dead_letter` |
+| `RandomBaseline(connectivity_dir, steps, num_trajectories, seed)` | records | `tables`; totals; `dead_letter` |
+| `ReadAlignments`, `MakeProbeEpisodes`, `ScoreProbeEpisodes`, `SummarizeSkills` | see `transforms.probes` | |
+| `WriteParquetShards(prefix, schema)` | dicts (or lists of dicts) | writes `<prefix>-SSSSS-of-NNNNN.parquet` |
+| `WriteJsonFile(path, project, sort_key)` | dicts | writes one ordered JSON list |
+| `WriteDeadLetters(path)` | dead-letter dicts (several PCollections) | writes one JSON Lines file |
+| `GatherToOne()` | small PCollection[T] | one list[T] (also when empty) |
+| `FinishRun(output_dir, summarize)` / `finish_run(...)` | dead letters and tallies | writes the dead letters and summary.json |
+
+    >>> from transforms import JoinR4R, ReadR2R  # doctest: +SKIP
+"""
+
+from vlnkit._exports import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "read": ("ReadFiles", "ReadR2R", "ReadUniqueR2R", "DedupeBy"),
+        "r4r": ("JoinR4R",),
+        "perturb": ("Perturb", "PerturbInstructions", "PerturbTrajectories"),
+        "paraphrase": ("RoundTripParaphrase", "ComposeR4RParaphrases", "TranslatorSpec"),
+        "score_read": ("ReadPredictionBatches", "ReadReferenceBatches"),
+        "score_batches": ("ScoreBuckets",),
+        "score_records": ("ReadDataset",),
+        "score_write": ("WriteTables", "WriteLines"),
+        "random_walks": ("RandomBaseline",),
+        "probes": ("ReadAlignments", "MakeProbeEpisodes", "ReadAgentOutputs", "ScoreProbeEpisodes", "SummarizeSkills"),
+        "report": ("DatasetStats", "ParquetStats", "SampleEpisodes", "MergePartials"),
+        "write": ("WriteParquetShards", "WriteJsonFile", "WriteSummary"),
+        "deadletter": ("WriteDeadLetters",),
+        "gather": ("GatherToOne",),
+        "run_summary": ("FinishRun", "finish_run"),
+        "tally": ("SumDicts", "tally"),
+    },
+)

@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.gather import GatherToOne
-from vlnkit.datasets.r2r import RecordError
+from vlnkit.io.dead_letters import RecordError
 from vlnkit.io import fileio
 
 DEAD_LETTER = "dead_letter"

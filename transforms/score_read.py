@@ -28,7 +28,7 @@ from vlnkit.datasets.episode_batches import (
     reference_batch,
     split_by_bucket,
 )
-from vlnkit.datasets.r2r import RecordError
+from vlnkit.io.dead_letters import RecordError
 from vlnkit.datasets.trajectories import is_parquet
 
 TOTALS = "totals"

@@ -12,23 +12,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class RecordError:
-    """A record (or a whole file) that could not be used, and why."""
-
-    source: str
-    record: str  # "#<index>" or "path_id=<id>", or "" for the whole file
-    reason: str
-    stage: str = "read"
-
-    def message(self) -> str:
-        where = f"{self.source} {self.record}".strip()
-        return f"{where}: {self.reason}"
-
-    def to_dict(self) -> dict:
-        return {"stage": self.stage, "source": self.source, "record": self.record, "reason": self.reason}
-
+from vlnkit.io.dead_letters import RecordError
 
 BOM = "\ufeff"
 

@@ -1,0 +1,27 @@
+"""Files and formats: local or any Beam filesystem (`fileio`), declared Parquet schemas (`schemas`),
+dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`).
+
+>>> from vlnkit.io import redact
+>>> redact({"api_key": "abc", "seed": 0})
+{'api_key': '<redacted>', 'seed': 0}
+"""
+
+from vlnkit._exports import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "fileio": ("open_read", "open_write", "read_bytes", "exists", "join", "match", "expand_inputs", "remove_tree"),
+        "schemas": (
+            "versioned_schema",
+            "schema_version",
+            "row",
+            "R4R_PATHS",
+            "EPISODE_SCORES",
+            "RANDOM_EPISODE_SCORES",
+        ),
+        "dead_letters": ("RecordError",),
+        "exactsum": ("exact_sum", "exact_mean"),
+        "redact": ("redact", "REDACTED"),
+    },
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from vlnkit.evaluation.metrics import METRICS
+from vlnkit.evaluation.common import METRICS
 
 
 def versioned_schema(name: str, version: int, fields: list[pa.Field]) -> pa.Schema:
@@ -87,3 +87,101 @@ def schema_version(schema: pa.Schema) -> str:
 def row(schema: pa.Schema, record: dict) -> dict:
     """The record restricted to the schema's columns (what a Parquet writer expects)."""
     return {name: record[name] for name in schema.names}
+
+
+# ---------------------------------------------------------------------------- hard negatives (perturb, build_compat)
+_CHANGE = pa.struct(
+    [
+        pa.field("start", pa.int64()),
+        pa.field("end", pa.int64()),
+        pa.field("before", pa.string()),
+        pa.field("after", pa.string()),
+    ]
+)
+
+PERTURBATIONS = versioned_schema(
+    "perturbations",
+    1,
+    [
+        pa.field("source_instr_id", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("method", pa.string(), nullable=False),
+        pa.field("operation", pa.string(), nullable=False),
+        pa.field("variant", pa.int64(), nullable=False),
+        pa.field("instruction", pa.string(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
+        pa.field("source_instruction", pa.string(), nullable=False),
+        pa.field("source_path", pa.list_(pa.string()), nullable=False),
+        # Instruction family: character spans [start, end) of the source instruction and their replacements.
+        pa.field("changes", pa.list_(_CHANGE), nullable=False),
+        # Trajectory family: indices into `path` whose viewpoint differs from `source_path` at that index.
+        pa.field("changed_positions", pa.list_(pa.int64()), nullable=False),
+    ],
+)
+
+COMPAT = versioned_schema(
+    "compat",
+    1,
+    [
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("instruction", pa.string(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
+        pa.field("label", pa.int64(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("method", pa.string(), nullable=False),
+    ],
+)
+
+
+# ---------------------------------------------------------------------------- behavioral probes
+def _probe_episodes_schema():
+    s, f64, i64 = pa.string(), pa.float64(), pa.int64()
+    return versioned_schema(
+        "probe_episodes",
+        1,
+        [
+            pa.field("episode_id", s, nullable=False),
+            pa.field("pair_id", s, nullable=False),
+            pa.field("variant", s, nullable=False),
+            pa.field("probe", s, nullable=False),
+            pa.field("target", s, nullable=False),
+            pa.field("skill", s, nullable=False),
+            pa.field("hops", i64),
+            pa.field("scan", s, nullable=False),
+            pa.field("path", pa.list_(s), nullable=False),
+            pa.field("heading", f64, nullable=False),
+            pa.field("arrival_heading", f64, nullable=False),
+            pa.field("instruction", s, nullable=False),
+            pa.field("appended", s, nullable=False),
+            pa.field("candidates", pa.list_(s), nullable=False),
+            pa.field("correct", pa.list_(s), nullable=False),
+            pa.field("neighbour_rel_heading", pa.list_(f64), nullable=False),
+            pa.field("source", s, nullable=False),
+            pa.field("instr_id", s, nullable=False),
+            pa.field("path_id", i64, nullable=False),
+            pa.field("candidate_id", s, nullable=False),
+            pa.field("segment", i64, nullable=False),
+            pa.field("num_segments", i64, nullable=False),
+        ],
+    )
+
+
+# Parquet layout of `probes-SSSSS-of-NNNNN.parquet` (one row per episode; see `probe_episodes`).
+PROBE_EPISODES = _probe_episodes_schema()
+
+PROBE_SCORES = versioned_schema(
+    "probe_scores",
+    1,
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("pair_id", pa.string(), nullable=False),
+        pa.field("variant", pa.string(), nullable=False),
+        pa.field("skill", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("trajectory", pa.string(), nullable=False),
+        pa.field("mass", pa.float64(), nullable=False),
+        pa.field("renormalized", pa.bool_(), nullable=False),
+    ],
+)

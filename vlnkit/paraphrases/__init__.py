@@ -1,0 +1,13 @@
+"""Paraphrases by round-trip back-translation: translators (Google v3, offline demo), a persistent
+translation cache, and the BLEU filter."""
+
+from vlnkit._exports import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "translation": ("make_translator", "GoogleConfig", "GoogleTranslator", "OfflineDemoTranslator", "RetryPolicy"),
+        "cache": ("TranslationCache", "CachedTranslator", "CacheError"),
+        "bleu_filter": ("BleuBounds", "sentence_bleu", "judge", "compose"),
+    },
+)

@@ -12,9 +12,6 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
-
-from vlnkit.io.schemas import versioned_schema
 
 INSTRUCTION_METHODS = ("direction_swap", "entity_swap", "phrase_swap")
 TRAJECTORY_METHODS = ("random_walk", "path_reversal", "viewpoint_swap")
@@ -61,50 +58,8 @@ def record_rng(seed: int, *keys) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, stable_hash(*keys)])
 
 
-# ---------------------------------------------------------------------------- schemas
-_CHANGE = pa.struct(
-    [
-        pa.field("start", pa.int64()),
-        pa.field("end", pa.int64()),
-        pa.field("before", pa.string()),
-        pa.field("after", pa.string()),
-    ]
-)
-
-PERTURBATIONS = versioned_schema(
-    "perturbations",
-    1,
-    [
-        pa.field("source_instr_id", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("method", pa.string(), nullable=False),
-        pa.field("operation", pa.string(), nullable=False),
-        pa.field("variant", pa.int64(), nullable=False),
-        pa.field("instruction", pa.string(), nullable=False),
-        pa.field("path", pa.list_(pa.string()), nullable=False),
-        pa.field("source_instruction", pa.string(), nullable=False),
-        pa.field("source_path", pa.list_(pa.string()), nullable=False),
-        # Instruction family: character spans [start, end) of the source instruction and their replacements.
-        pa.field("changes", pa.list_(_CHANGE), nullable=False),
-        # Trajectory family: indices into `path` whose viewpoint differs from `source_path` at that index.
-        pa.field("changed_positions", pa.list_(pa.int64()), nullable=False),
-    ],
-)
-
-COMPAT = versioned_schema(
-    "compat",
-    1,
-    [
-        pa.field("instr_id", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        pa.field("instruction", pa.string(), nullable=False),
-        pa.field("path", pa.list_(pa.string()), nullable=False),
-        pa.field("label", pa.int64(), nullable=False),
-        pa.field("family", pa.string(), nullable=False),
-        pa.field("method", pa.string(), nullable=False),
-    ],
-)
+# Schemas of the rows built here are declared with every other output schema.
+from vlnkit.io.schemas import COMPAT, PERTURBATIONS  # noqa: E402,F401
 
 
 def perturbation_row(item: dict, result, variant: int) -> dict:

@@ -1,0 +1,58 @@
+"""Console commands: `vlnkit <job> [flags]` and `vlnkit-<job> [flags]`, for every job.
+
+Installed as entry points, they import the jobs from the installed package whatever the current
+folder holds (`python -m pipelines.score` run inside a repository that has its own `transforms.py`
+would import that file instead: Python puts the current folder first on the module path).
+
+    $ vlnkit build_r4r --runner=DirectRunner
+    $ vlnkit-score --predictions=preds.json --dataset=R2R_val_unseen.json --connectivity_dir=connectivity/
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+JOBS = (
+    "build_r4r",
+    "score",
+    "random_baseline",
+    "perturb",
+    "build_compat",
+    "paraphrase",
+    "build_probes",
+    "score_probes",
+    "report",
+)
+
+
+def run_job(job: str, argv: list[str] | None = None) -> dict:
+    """Run one job by name with command-line flags (the same as `python -m pipelines.<job>`)."""
+    if job not in JOBS:
+        raise SystemExit(f"error: unknown job {job!r}; jobs: {', '.join(JOBS)}")
+    return importlib.import_module(f"pipelines.{job}").main(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`vlnkit <job> [flags]`; `vlnkit --help` lists the jobs."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: vlnkit <job> [flags]   (vlnkit <job> --help lists a job's flags)\n\njobs:")
+        for job in JOBS:
+            doc = (importlib.import_module(f"pipelines.{job}").__doc__ or "").strip().splitlines()[0]
+            print(f"  {job:<16} {doc}")
+        return
+    run_job(argv[0].replace("-", "_"), argv[1:])
+
+
+def _entry(job: str):
+    def entry() -> None:
+        run_job(job, sys.argv[1:])
+
+    entry.__name__ = f"{job}_main"
+    return entry
+
+
+# One function per job for the `vlnkit-<job>` console scripts declared in setup.py.
+for _job in JOBS:
+    globals()[f"{_job}_main"] = _entry(_job)

@@ -1,0 +1,153 @@
+"""Nothing wrong may look right: the failure classes hold for every job (docs/failure_semantics.md).
+
+Each test is parametrized over every job through `tests/hostile.py`, so a new job inherits them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from tests.hostile import JOB_FLAGS, SECRET_VALUES, empty_file, environment
+
+JOBS = sorted(JOB_FLAGS)
+
+
+def run(job, *flags):
+    return importlib.import_module(f"pipelines.{job}").main(["--runner=DirectRunner", *flags])
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    return environment(tmp_path_factory.mktemp("hostile"))
+
+
+def test_every_job_has_hostile_inputs():
+    from pipelines.cli import JOBS as ALL_JOBS
+
+    assert set(JOBS) == set(ALL_JOBS)
+
+
+# ---------------------------------------------------------------------------- class 4: inputs silently dropped
+@pytest.mark.parametrize("job", JOBS)
+def test_a_named_file_that_does_not_exist_stops_the_job(job, inputs, tmp_path, capsys):
+    listed = f"{inputs['dataset']},{tmp_path}/missing.json"
+    with pytest.raises(SystemExit) as exc:
+        run(job, f"--output_dir={tmp_path}/out", *JOB_FLAGS[job](inputs, listed))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/missing.json does not exist" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_glob_that_matches_nothing_stops_the_job(job, inputs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run(job, f"--output_dir={tmp_path}/out", *JOB_FLAGS[job](inputs, f"{tmp_path}/none-*.json"))
+    assert exc.value.code == 2 and "matches no file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- class 3: a failed rerun
+@pytest.mark.parametrize("job", JOBS)
+def test_a_rerun_that_stops_early_removes_the_older_success(job, inputs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_SUCCESS").write_text("")
+    with pytest.raises(SystemExit) as exc:
+        run(job, f"--output_dir={out}", *JOB_FLAGS[job](inputs, f"{tmp_path}/missing.json"))
+    assert exc.value.code == 2
+    assert not (out / "_SUCCESS").exists()
+
+
+# ---------------------------------------------------------------------------- class 6: plain user mistakes
+@pytest.mark.parametrize("job", JOBS)
+def test_an_output_dir_that_is_a_file_is_one_line(job, inputs, tmp_path, capsys):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        run(job, f"--output_dir={not_a_folder}", *JOB_FLAGS[job](inputs, inputs["dataset"]))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--output_dir" in err and "is a file" in err and "Traceback" not in err
+
+
+def test_a_json_output_that_is_a_folder_is_one_line(inputs, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run(
+            "build_r4r",
+            f"--output_dir={tmp_path}/out",
+            f"--json_output={tmp_path}",
+            *JOB_FLAGS["build_r4r"](inputs, inputs["dataset"]),
+        )
+    assert exc.value.code == 2 and "--json_output" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_dir_is_one_line(inputs, tmp_path, capsys):
+    import os
+
+    if os.geteuid() == 0:
+        target = "/proc/vlnkit-out"  # root may write anywhere else; /proc refuses new folders even to root
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = str(locked / "out")
+    with pytest.raises(SystemExit) as exc:
+        run("build_r4r", f"--output_dir={target}", *JOB_FLAGS["build_r4r"](inputs, inputs["dataset"]))
+    assert exc.value.code == 2 and "--output_dir" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- class 3: total failure
+@pytest.mark.parametrize("job", JOBS)
+def test_an_empty_only_input_is_never_a_complete_run(job, inputs, tmp_path, capsys):
+    empty = empty_file(tmp_path, "empty.parquet" if job == "score_probes" else "empty.json")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        run(job, f"--output_dir={out}", *JOB_FLAGS[job](inputs, empty))
+    assert exc.value.code in (2, 3), capsys.readouterr()
+    assert not (out / "_SUCCESS").exists()
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
+    if exc.value.code == 3:
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "failed" and manifest["failure"]
+
+
+def test_too_many_dead_letters_fail_the_run_and_the_knob_allows_them(inputs, tmp_path):
+    records = json.loads(open(inputs["dataset"]).read())
+    bad = [{"scan": r["scan"], "path_id": r["path_id"] + 1000} for r in records]  # no path: dead letters
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(records[:2] + bad))
+    flags = JOB_FLAGS["build_r4r"](inputs, str(mixed))
+    with pytest.raises(SystemExit) as exc:
+        run("build_r4r", f"--output_dir={tmp_path}/strict", *flags)
+    assert exc.value.code == 3 and not (tmp_path / "strict" / "_SUCCESS").exists()
+    summary = run("build_r4r", f"--output_dir={tmp_path}/lenient", "--max_failure_fraction=0.9", *flags)
+    assert summary["dead_letters"] == len(bad) and (tmp_path / "lenient" / "_SUCCESS").exists()
+
+
+# ---------------------------------------------------------------------------- class 1: secrets
+def test_secrets_never_reach_the_manifest_or_the_log(inputs, tmp_path, capsys):
+    out = tmp_path / "out"
+    secrets = [f"--{k}={v}" for k, v in SECRET_VALUES.items()]
+    run("build_r4r", f"--output_dir={out}", *secrets, *JOB_FLAGS["build_r4r"](inputs, inputs["dataset"]))
+    written = "".join(p.read_text(errors="replace") for p in out.iterdir() if p.suffix in (".json", ".jsonl"))
+    printed = "".join(capsys.readouterr())
+    for value in SECRET_VALUES.values():
+        assert value not in written and value not in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert all(manifest["options"][k] == "<redacted>" for k in SECRET_VALUES)
+
+
+# ---------------------------------------------------------------------------- class 8: litter
+def test_beam_temp_folders_of_a_killed_run_are_removed(inputs, tmp_path):
+    out = tmp_path / "out"
+    litter = out / "beam-temp-paths-0123456789abcdef"
+    litter.mkdir(parents=True)
+    (litter / "part").write_text("x")
+    (out / "paths-00007-of-00009.parquet").write_text("stale shard of an older run")
+    run("build_r4r", f"--output_dir={out}", *JOB_FLAGS["build_r4r"](inputs, inputs["dataset"]))
+    names = sorted(p.name for p in out.iterdir())
+    assert not any(n.startswith("beam-temp-") for n in names)
+    assert "paths-00007-of-00009.parquet" not in names
+    assert names[-1] == "summary.json" and "_SUCCESS" in names

@@ -1,0 +1,29 @@
+"""The dead-letter record: a record (or a whole file) that could not be used, where it was and why.
+
+Every reader and transform reports what it cannot use as one of these, so a job's dead-letter file
+has one shape whatever failed:
+
+    >>> RecordError(source="R2R_val_seen.json", record="#12", reason="missing field 'path'").to_dict()
+    {'stage': 'read', 'source': 'R2R_val_seen.json', 'record': '#12', 'reason': "missing field 'path'"}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """A record (or a whole file) that could not be used, and why."""
+
+    source: str
+    record: str  # "#<index>" or "path_id=<id>", or "" for the whole file
+    reason: str
+    stage: str = "read"
+
+    def message(self) -> str:
+        where = f"{self.source} {self.record}".strip()
+        return f"{where}: {self.reason}"
+
+    def to_dict(self) -> dict:
+        return {"stage": self.stage, "source": self.source, "record": self.record, "reason": self.reason}
