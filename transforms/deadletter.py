@@ -8,8 +8,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.gather import GatherToOne
-from vlnkit.io.dead_letters import RecordError
 from vlnkit.io import fileio
+from vlnkit.io.dead_letters import RecordError
 
 DEAD_LETTER = "dead_letter"
 DEAD_LETTER_FILE = "dead_letter-00000-of-00001.jsonl"

@@ -15,8 +15,8 @@ from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import ReadFiles
 from vlnkit.datasets.alignments import reader
-from vlnkit.io.dead_letters import RecordError
 from vlnkit.io import fileio
+from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
 from vlnkit.probes.episodes import (
     ProbeConfig,

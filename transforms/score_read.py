@@ -28,8 +28,8 @@ from vlnkit.datasets.episode_batches import (
     reference_batch,
     split_by_bucket,
 )
-from vlnkit.io.dead_letters import RecordError
 from vlnkit.datasets.trajectories import is_parquet
+from vlnkit.io.dead_letters import RecordError
 
 TOTALS = "totals"
 PARQUET_BATCH = 65536
