@@ -39,7 +39,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from vlnkit.evaluation import kernels as K
+from vlnkit.evaluation import reward_kernels as K
 from vlnkit.evaluation.common import DEFAULT_THRESHOLD
 
 KINDS = {"goal": K.GOAL, "ndtw": K.FIDELITY_NDTW, "cls": K.FIDELITY_CLS}

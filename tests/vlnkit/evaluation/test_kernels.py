@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.vlnkit.evaluation.test_metrics import adversarial_pairs, line_graph, simple_scores
 from vlnkit.datasets.trajectories import parse_predictions
-from vlnkit.evaluation import batch, kernels, metrics, reference
+from vlnkit.evaluation import batch, kernels, metrics, reference, reward_kernels
 from vlnkit.evaluation.common import ALL
 from vlnkit.navigation.graph import GraphStore, NavGraph
 from vlnkit.navigation.synthetic import grid_connectivity
@@ -53,7 +53,7 @@ def grid():
 
 
 def test_kernels_are_cached_on_disk():
-    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, kernels.rewards_step):
+    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, reward_kernels.rewards_step):
         assert fn._cache.__class__.__name__ != "NullCache", fn  # compiled once per machine, not per process
 
 
