@@ -7,8 +7,8 @@
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
 - `random_baseline`: the published random-walk baseline, generated in vectorized batches.
-- `kernels` (compiled, cached on disk) and `reference` (the numpy implementation the kernels are
-  tested against) are internals.
+- Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, packing),
+  and `reference` (the numpy implementation the kernels are tested against).
 
 >>> from vlnkit.evaluation import ndtw
 >>> ndtw([0, 1], [0, 1], [[0.0, 1.0], [1.0, 0.0]])

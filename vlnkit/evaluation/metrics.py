@@ -96,7 +96,7 @@ def pair_nodes(reference, query, graph) -> tuple[np.ndarray, int]:
 
 
 _F64 = np.dtype(np.float64)
-_NEEDS = {K.SED: K.NEED_ED, **{getattr(K, m.upper()): K.NEED_GRID for m in GRID}}
+_NEEDS = {k: K.NEED_ED if m == "sed" else K.NEED_GRID if m in GRID else 0 for k, m in enumerate(ALL)}
 
 
 def _options(threshold, keep_repeats, spl_reference) -> int:
@@ -108,15 +108,23 @@ def _options(threshold, keep_repeats, spl_reference) -> int:
 
 
 def _metric(which: int, reference, query, graph, threshold, keep_repeats, spl_reference="shortest") -> float:
-    """One metric of one pair: one id lookup, one kernel call computing only what that metric needs."""
-    flags = _options(threshold, keep_repeats, spl_reference) | _NEEDS.get(which, 0)
+    """One metric of one pair: one id lookup, one kernel call computing only what that metric needs.
+
+    Written for the per-call cost (a reward is computed every step): checks inline, no extra calls.
+    """
+    if not (0 < threshold < math.inf):
+        raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
+    flags = _NEEDS[which] | (K.KEEP_REPEATS if keep_repeats else 0)
+    if spl_reference != "shortest":
+        if spl_reference != "path":
+            raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
+        flags |= K.SPL_PATH
     dist = getattr(graph, "distances", graph)
     if type(dist) is not np.ndarray or dist.dtype is not _F64:
         dist = np.ascontiguousarray(dist, dtype=np.float64)
-    index = getattr(graph, "index", None)
-    if index is not None and type(reference) is list and type(query) is list and reference and query:
+    if type(reference) is list and type(query) is list and reference and query and hasattr(graph, "index"):
         try:  # the common case, viewpoint ids of a NavGraph: both paths in one lookup
-            nodes, split = np.array(itemgetter(*reference, *query)(index), dtype=np.int64), len(reference)
+            nodes, split = np.array(itemgetter(*reference, *query)(graph.index), dtype=np.int64), len(reference)
         except (KeyError, TypeError):
             nodes, split = pair_nodes(reference, query, graph)
     else:

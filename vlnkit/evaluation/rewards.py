@@ -39,7 +39,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from vlnkit.evaluation import kernels as K
+from vlnkit.evaluation import reward_kernels as K
 from vlnkit.evaluation.common import DEFAULT_THRESHOLD
 
 KINDS = {"goal": K.GOAL, "ndtw": K.FIDELITY_NDTW, "cls": K.FIDELITY_CLS}
@@ -78,6 +78,30 @@ class RewardBatch:
         self.keep_repeats = bool(keep_repeats)
         self._store = hasattr(graphs, "get") and not hasattr(graphs, "distances")
         self._refs = None
+        self._layout: dict[int, tuple] = {}  # id(graph) -> (graph, offset in _flat, n); holding it keeps ids unique
+        self._flat = np.zeros(0)
+
+    def _place(self, graphs) -> None:
+        """Make every graph's distance matrix part of the flat store; scans already there are not copied again.
+
+        One graph: the flat store is a view of its matrix. Several: their matrices are concatenated
+        once each, as they first appear (so resets cost nothing for scans already seen).
+        """
+        new = [g for g in {id(g): g for g in graphs}.values() if id(g) not in self._layout]
+        if not new:
+            return
+        mats = [np.ascontiguousarray(getattr(g, "distances", g), dtype=np.float64) for g in new]
+        for m in mats:
+            if m.ndim != 2 or m.shape[0] != m.shape[1]:
+                raise ValueError(f"distances must be a square matrix, got shape {m.shape}")
+        start = len(self._flat)
+        if not self._layout and len(mats) == 1:
+            self._flat = mats[0].ravel()
+        else:
+            self._flat = np.concatenate([self._flat, *(m.ravel() for m in mats)])
+        for g, m in zip(new, mats):
+            self._layout[id(g)] = (g, start, len(m))
+            start += m.size
 
     # ------------------------------------------------------------------ reset
     def _graphs_for(self, count: int, scans) -> list:
@@ -95,25 +119,12 @@ class RewardBatch:
         """
         count = len(references)
         graphs = self._graphs_for(count, scans)
-        distinct = {id(g): g for g in graphs}
-        matrices = {
-            key: np.ascontiguousarray(getattr(g, "distances", g), dtype=np.float64) for key, g in distinct.items()
-        }
-        offsets, start = {}, 0
-        for key, m in matrices.items():
-            if m.ndim != 2 or m.shape[0] != m.shape[1]:
-                raise ValueError(f"distances must be a square matrix, got shape {m.shape}")
-            offsets[key] = start
-            start += m.size
-        flat = next(iter(matrices.values())).ravel() if len(matrices) == 1 else None
-        if flat is None:
-            flat = np.concatenate([m.ravel() for m in matrices.values()]) if matrices else np.zeros(0)
-        self._flat = flat
-        self._off = np.array([offsets[id(g)] for g in graphs], dtype=np.int64)
-        self._n = np.array([len(matrices[id(g)]) for g in graphs], dtype=np.int64)
+        self._place(graphs)
+        self._off = np.array([self._layout[id(g)][1] for g in graphs], dtype=np.int64)
+        self._n = np.array([self._layout[id(g)][2] for g in graphs], dtype=np.int64)
         self._env_graphs = graphs
         self._indexes = [getattr(g, "index", None) for g in graphs]
-        self._shared_index = self._indexes[0] if len(distinct) == 1 and count else None
+        self._shared_index = self._indexes[0] if count and all(g is graphs[0] for g in graphs) else None
         width = max([len(r) for r in references], default=1) or 1
         refs = np.zeros((count, width), dtype=np.int64)
         ref_len = np.zeros(count, dtype=np.int64)

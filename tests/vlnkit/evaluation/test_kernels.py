@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.vlnkit.evaluation.test_metrics import adversarial_pairs, line_graph, simple_scores
 from vlnkit.datasets.trajectories import parse_predictions
-from vlnkit.evaluation import batch, kernels, metrics, reference
+from vlnkit.evaluation import batch, kernels, metrics, reference, reward_kernels
 from vlnkit.evaluation.common import ALL
 from vlnkit.navigation.graph import GraphStore, NavGraph
 from vlnkit.navigation.synthetic import grid_connectivity
@@ -53,7 +53,7 @@ def grid():
 
 
 def test_kernels_are_cached_on_disk():
-    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, kernels.rewards_step):
+    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, reward_kernels.rewards_step):
         assert fn._cache.__class__.__name__ != "NullCache", fn  # compiled once per machine, not per process
 
 
@@ -193,3 +193,30 @@ def test_every_kernel_output_is_finite_or_inf_never_nan(grid):
     assert not any(np.isnan(v).any() for v in s.values())
     assert all(((s[m] >= 0) & (s[m] <= 1)).all() for m in ("sr", "osr", "spl", "sed", "cls", "pc", "ls", "ndtw"))
     assert math.isclose(float(s["cls"].mean()), float((s["pc"] * s["ls"]).mean()))
+
+
+@pytest.mark.real_data
+def test_random_baseline_walks_score_as_the_numpy_implementation_did(r2r_dir, connectivity_dir):
+    """The published random baseline's own walks (repeats where a start has no neighbours included)."""
+    from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, step_pool, walk
+
+    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())
+    pool = step_pool(records)
+    store = GraphStore(connectivity_dir)
+    scored = 0
+    for scan in sorted({r["scan"] for r in records})[:4]:
+        graph = store.get(scan)
+        table, degree = neighbour_table(graph)
+        episodes = [r for r in records if r["scan"] == scan]
+        counts = allocate(20 * len(episodes), len(episodes))
+        for r, count in zip(episodes, counts):
+            steps, uniforms = draw(0, str(r["path_id"]), int(count), pool)
+            start = np.full(int(count), graph.idx(r["path"][0]))
+            paths, lengths = walk(table, degree, start, steps, uniforms)
+            refs = np.tile(graph.indices(r["path"]), (int(count), 1))
+            ref_len = np.full(int(count), len(r["path"]))
+            new = batch.score_batch(graph.distances, (refs, ref_len), (paths, lengths), metrics=ALL)
+            old = reference.score_batch(graph.distances, (refs, ref_len), (paths, lengths), metrics=ALL)
+            assert_matches_reference(new, old, (scan, r["path_id"]))
+            scored += int(count)
+    assert scored >= 20 * 100

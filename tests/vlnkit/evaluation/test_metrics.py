@@ -1,4 +1,4 @@
-"""Path metrics against deliberately simple, independent implementations of DESIGN.md's definitions."""
+"""Path metrics against deliberately simple, independent implementations of their definitions."""
 
 import json
 import math

@@ -148,6 +148,19 @@ def test_environments_in_several_scans_through_a_graph_store(grid):
         assert start[b] == M.ndtw(refs[b], walks_[b][:1], g)
         assert env.value[b] == M.ndtw(refs[b], walks_[b], g)
         assert abs(totals[b] - env.value[b]) <= 1e-12
+    # A later reset with a new scan and another order: matrices already placed are reused, not copied.
+    third = NavGraph.from_connectivity("third", grid_connectivity(12, size=5))
+    store._graphs["third"] = third
+    flat_before = env._flat
+    again = env.reset([refs[1], [third.viewpoints[0], third.viewpoints[6]], refs[0]], scans=["grid", "third", "other"])
+    assert again.tolist() == [
+        M.ndtw(refs[1], refs[1][:1], grid),
+        M.ndtw([third.viewpoints[0], third.viewpoints[6]], [third.viewpoints[0]], third),
+        M.ndtw(refs[0], refs[0][:1], other),
+    ]
+    assert len(env._flat) == len(flat_before) + third.distances.size
+    env.reset(refs[:2], scans=scans[:2])
+    assert len(env._flat) == len(flat_before) + third.distances.size  # nothing new: no copy
     # Indices work too, and a shared NavGraph keeps the matrix as is (no copy).
     one = RewardBatch(grid, "cls", cls_shaping=True)
     one.reset([grid.indices(refs[1])])
