@@ -116,3 +116,30 @@ def test_one_megabyte_instruction_is_a_dead_letter_and_the_batch_goes_on(tmp_pat
             equal_to([("parse", "#1 (instr_id='1_0')", True, True)]),
             label="dead",
         )
+
+
+def test_a_method_that_raises_on_one_instruction_dead_letters_only_that_one(tmp_path, monkeypatch):
+    """Whatever raises while perturbing one instruction: a dead letter for it, the batch goes on."""
+    swap = instruction_perturbations.PERTURB["direction_swap"]
+
+    def fragile(doc, rng):
+        if "BOOM" in doc.text:
+            raise KeyError("cannot handle this one")
+        return swap(doc, rng)
+
+    monkeypatch.setitem(instruction_perturbations.PERTURB, "direction_swap", fragile)
+    texts = ["Turn left at the sofa.", "Go up the BOOM stairs.", "Walk into the kitchen."]
+    records = [
+        {"scan": "s", "path_id": k, "path": ["a", "b"], "heading": 0.0, "instructions": [t]}
+        for k, t in enumerate(texts)
+    ]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(records))
+    with TestPipeline() as p:
+        out = (p | ReadR2R([str(path)]))["records"] | Perturb(["direction_swap"], "blank:en", None)
+        assert_that(out["rows"] | beam.Map(lambda r: r["source_instr_id"]), equal_to(["0_0", "2_0"]), label="rows")
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["record"], d["reason"])),
+            equal_to([("perturb", "#1 (instr_id='1_0')", "KeyError: 'cannot handle this one'")]),
+            label="dead",
+        )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from spacy.attrs import LOWER
 
 from vlnkit.perturbations.compat import NotApplicable
 
@@ -128,7 +129,8 @@ def direction_matches(doc) -> list[tuple[int, int, int]]:
     exit") is a noun, not a direction, and is skipped. Part-of-speech tags are not used: a trained
     small English pipeline tags "left" in "Turn left and ..." as a verb in about a third of R2R's uses.
     """
-    lowers = [t.lower_ for t in doc]
+    strings = doc.vocab.strings  # lower-cased forms without creating a Token object per token
+    lowers = [strings[h] for h in doc.to_array(LOWER).tolist()]
     out, i, n = [], 0, len(lowers)
     while i < n:
         k = _DIRECTION_INDEX.get((lowers[i], lowers[i + 1])) if i + 1 < n else None
@@ -292,9 +294,10 @@ def _shuffle_sentences(doc, sents, rng: np.random.Generator) -> Change | None:
     pieces = [s.text for s in body]
     if len(set(pieces)) < 2:
         return None
-    seps = [doc.text[body[k].end_char : body[k + 1].start_char] for k in range(len(body) - 1)]
+    text = doc.text  # Doc.text joins every token anew: build it once
+    seps = [text[body[k].end_char : body[k + 1].start_char] for k in range(len(body) - 1)]
     start, stop = body[0].start_char, body[-1].end_char
-    before = doc.text[start:stop]
+    before = text[start:stop]
     for _ in range(32):
         order = rng.permutation(len(pieces))
         if [pieces[k] for k in order] != pieces:
