@@ -1,0 +1,125 @@
+"""ReadFiles / ReadR2R / DedupeBy / ReadUniqueR2R: valid records out, everything else a dead letter."""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms.deadletter import DEAD_LETTER
+from transforms.read import DedupeBy, ReadFiles, ReadR2R, ReadUniqueR2R
+from vlnkit.datasets.r2r import RecordError
+
+
+def _record(path_id, scan="S", path=("a", "b"), **extra):
+    return {"path_id": path_id, "scan": scan, "path": list(path), "heading": 0.5, "instructions": ["go"], **extra}
+
+
+def _write(tmp_path, name, obj) -> str:
+    p = tmp_path / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return str(p)
+
+
+def _ids(records):
+    return sorted(r["path_id"] for r in records)
+
+
+def _where(dead):
+    return sorted((d["stage"], d["source"].rsplit("/", 1)[-1], d["record"]) for d in dead)
+
+
+def test_read_r2r_valid_records_and_dead_letters(tmp_path):
+    good = _write(tmp_path, "a.json", [_record(1), {"scan": "S"}, _record(2, distance=7)])
+    with TestPipeline() as p:
+        out = p | ReadR2R([good])
+        assert_that(out["records"] | beam.combiners.ToList() | beam.Map(_ids), equal_to([[1, 2]]), label="ids")
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["source"], d["record"].split()[0])),
+            equal_to([("read", good, "#1")]),
+            label="dead",
+        )
+
+
+def test_records_carry_source_index_and_a_total_order(tmp_path):
+    a = _write(tmp_path, "a.json", [_record(10), _record(11)])
+    b = _write(tmp_path, "b.jsonl", json.dumps(_record(20)) + "\n")
+    with TestPipeline() as p:
+        out = p | ReadR2R([a, b])
+        got = out["records"] | beam.Map(lambda r: (r["path_id"], r["_source"], r["_index"], r["_order"]))
+        assert_that(got, equal_to([(10, a, 0, (0, 0)), (11, a, 1, (0, 1)), (20, b, 0, (1, 0))]))
+
+
+def test_require_distance_dead_letters_records_without_it(tmp_path):
+    f = _write(tmp_path, "a.json", [_record(1), _record(2, distance=3.5)])
+    with TestPipeline() as p:
+        out = p | ReadR2R([f], require_distance=True)
+        assert_that(out["records"] | beam.Map(lambda r: r["path_id"]), equal_to([2]), label="ids")
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: d["reason"]), equal_to(["missing field 'distance'"]), label="r"
+        )
+
+
+def test_an_unreadable_file_is_one_dead_letter_naming_it(tmp_path):
+    missing = str(tmp_path / "gone.json")
+    broken = _write(tmp_path, "broken.json", "[{not json")
+    with TestPipeline() as p:
+        out = p | ReadR2R([missing, broken])
+        assert_that(out["records"], equal_to([]), label="none")
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["source"], d["record"], bool(d["reason"]))),
+            equal_to([(missing, "", True), (broken, "", True)]),
+            label="dead",
+        )
+
+
+def test_read_files_with_a_custom_parser(tmp_path):
+    f = _write(tmp_path, "lines.txt", "x\ny\n\nz\n")
+
+    def parse(data, path):
+        for i, line in enumerate(data.decode().splitlines()):
+            yield {"text": line, "_index": i} if line else RecordError(path, f"#{i}", "empty line")
+
+    with TestPipeline() as p:
+        out = p | ReadFiles([f], parse, reshuffle=False)
+        assert_that(out["records"] | beam.Map(lambda r: r["text"]), equal_to(["x", "y", "z"]), label="ok")
+        assert_that(out[DEAD_LETTER] | beam.Map(lambda d: d["record"]), equal_to(["#2"]), label="dead")
+
+
+def test_dedupe_keeps_the_first_by_order_whatever_arrives_first():
+    records = [
+        {"k": 1, "_order": (1, 0), "_source": "b.json", "_index": 0},
+        {"k": 1, "_order": (0, 5), "_source": "a.json", "_index": 5},
+        {"k": 2, "_order": (0, 1), "_source": "a.json", "_index": 1},
+    ]
+    with TestPipeline() as p:
+        out = p | beam.Create(records) | DedupeBy(lambda r: r["k"], "key")
+        assert_that(
+            out["records"] | beam.Map(lambda r: (r["k"], r["_source"])),
+            equal_to([(1, "a.json"), (2, "a.json")]),
+            label="kept",
+        )
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["source"], d["record"], d["reason"])),
+            equal_to([("dedupe", "b.json", "#0", "duplicate key 1 (kept a.json #5)")]),
+            label="dead",
+        )
+
+
+def test_read_unique_r2r_gathers_read_and_duplicate_dead_letters(tmp_path):
+    a = _write(tmp_path, "a.json", [_record(1), _record(2), {"path_id": 3}])
+    b = _write(tmp_path, "b.json", [_record(2), _record(4)])
+    with TestPipeline() as p:
+        out = p | ReadUniqueR2R([a, b])
+        assert_that(
+            out["records"] | beam.Map(lambda r: (r["path_id"], r["_source"])),
+            equal_to([(1, a), (2, a), (4, b)]),
+            label="ok",
+        )
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["source"])),
+            equal_to([("read", a), ("dedupe", b)]),
+            label="dead",
+        )

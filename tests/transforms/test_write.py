@@ -1,0 +1,127 @@
+"""Writers: Parquet shards with the declared schema, one ordered JSON file, the run summary."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary, write_json
+from vlnkit.io.schemas import schema_version, versioned_schema
+
+SCHEMA = versioned_schema(
+    "test_rows",
+    3,
+    [pa.field("id", pa.int64()), pa.field("name", pa.string()), pa.field("path", pa.list_(pa.string()))],
+)
+
+
+def _rows(n):
+    return [{"id": i, "name": f"r{i}", "path": [f"v{i}", "w"], "extra": "not in schema"} for i in range(n)]
+
+
+@pytest.mark.parametrize("num_shards", [1, 3])
+def test_parquet_shards_have_the_schema_and_every_row(tmp_path, num_shards):
+    prefix = str(tmp_path / "rows")
+    with TestPipeline() as p:
+        _ = p | beam.Create(_rows(100)) | WriteParquetShards(prefix, SCHEMA, num_shards=num_shards)
+    files = sorted(glob.glob(prefix + "-*-of-*.parquet"))
+    assert [os.path.basename(f) for f in files] == [
+        f"rows-{i:05d}-of-{num_shards:05d}.parquet" for i in range(num_shards)
+    ]
+    tables = [pq.read_table(f) for f in files]
+    for t in tables:
+        assert t.schema.equals(SCHEMA, check_metadata=False)
+        assert schema_version(t.schema) == "3"  # the version travels in the file metadata
+    got = sorted(r["id"] for t in tables for r in t.to_pylist())
+    assert got == list(range(100))
+    first = next(r for t in tables for r in t.to_pylist() if r["id"] == 7)
+    assert first == {"id": 7, "name": "r7", "path": ["v7", "w"]}  # columns outside the schema dropped
+
+
+def test_parquet_batched_input(tmp_path):
+    prefix = str(tmp_path / "rows")
+    with TestPipeline() as p:
+        _ = p | beam.Create([_rows(3), [], _rows(2)]) | WriteParquetShards(prefix, SCHEMA, num_shards=1, batched=True)
+    (f,) = glob.glob(prefix + "-*.parquet")
+    assert sorted(pq.read_table(f).column("id").to_pylist()) == [0, 0, 1, 1, 2]
+
+
+def test_parquet_wrong_type_fails_the_pipeline(tmp_path):
+    with pytest.raises(Exception, match="id|int"):
+        with TestPipeline() as p:
+            _ = (
+                p
+                | beam.Create([{"id": "x", "name": "a", "path": []}])
+                | WriteParquetShards(str(tmp_path / "rows"), SCHEMA, num_shards=1)
+            )
+
+
+def test_write_json_file_orders_by_key_and_removes_fragments(tmp_path):
+    path = str(tmp_path / "out.json")
+    records = [{"id": i, "v": [i, -i]} for i in (5, 3, 9, 1, 7, 2)]
+    with TestPipeline() as p:
+        n = p | beam.Create(records) | WriteJsonFile(path, lambda r: {"id": r["id"]}, lambda r: (r["id"],))
+        assert_that(n, equal_to([6]))
+    text = open(path).read()
+    assert json.loads(text) == [{"id": i} for i in (1, 2, 3, 5, 7, 9)]
+    assert text.count("\n") == 8  # "[", one line per record, "]"
+    assert os.listdir(tmp_path) == ["out.json"]  # per-bundle fragment folders are gone
+
+
+def test_write_json_file_final_key_with_a_side_input(tmp_path):
+    path = str(tmp_path / "out.json")
+    with TestPipeline() as p:
+        order = p | "Order" >> beam.Create([{"b": 0, "a": 1}])
+        _ = (
+            p
+            | beam.Create([{"k": "a"}, {"k": "b"}])
+            | WriteJsonFile(
+                path,
+                lambda r: r,
+                lambda r: (r["k"],),
+                final_key=lambda key, rank: (rank[key[0]],),
+                side_inputs={"rank": beam.pvalue.AsSingleton(order)},
+            )
+        )
+    assert json.loads(open(path).read()) == [{"k": "b"}, {"k": "a"}]
+
+
+def test_write_json_file_empty_input_writes_an_empty_list(tmp_path):
+    path = str(tmp_path / "out.json")
+    with TestPipeline() as p:
+        _ = p | beam.Create([]) | WriteJsonFile(path, lambda r: r, lambda r: (0,))
+    assert json.loads(open(path).read()) == []
+    assert os.listdir(tmp_path) == ["out.json"]
+
+
+def test_write_summary_sums_tallies_of_several_collections(tmp_path):
+    path = str(tmp_path / "summary.json")
+    with TestPipeline() as p:
+        a = p | "A" >> beam.Create([{"read": 1}, {"read": 1, "bad": 1}])
+        b = p | "B" >> beam.Create([{"read": 5}])
+        out = (a, b) | WriteSummary(path, lambda t: {"totals": t, "ok": t.get("read", 0) - t.get("bad", 0)})
+        assert_that(out, equal_to([{"totals": {"read": 7, "bad": 1}, "ok": 6}]))
+    assert json.loads(open(path).read()) == {"ok": 6, "totals": {"bad": 1, "read": 7}}
+
+
+def test_write_summary_with_no_tallies_still_writes(tmp_path):
+    path = str(tmp_path / "summary.json")
+    with TestPipeline() as p:
+        _ = p | beam.Create([]) | WriteSummary(path, lambda t: {"count": t.get("count", 0)})
+    assert json.loads(open(path).read()) == {"count": 0}
+
+
+def test_write_json_sorts_keys_and_round_trips_floats(tmp_path):
+    path = str(tmp_path / "x.json")
+    write_json(path, {"b": 0.1 + 0.2, "a": [1e-300, 2.5]})
+    text = open(path).read()
+    assert text.index('"a"') < text.index('"b"')
+    assert json.loads(text) == {"a": [1e-300, 2.5], "b": 0.1 + 0.2}
