@@ -42,9 +42,24 @@ LIST_CHUNK = 32768  # records per batch when a JSON list is parsed whole
 _UNUSUAL_BREAK = re.compile(rb"\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
 # A JSON integer of 19+ digits may leave the 64-bit range, where orjson returns a float and json an int.
 _BIG_INT = re.compile(rb"(?:^|[\[:,])\s*-?[0-9]{19}", re.M)
+_DIGITS19 = re.compile(rb"[0-9]{19}")
 _CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})_(?:0|[1-9][0-9]{0,17})")
 _ALL_CANONICAL = re.compile(r"(?:" + _CANONICAL.pattern + r"\n)*")
 _NUMBER = {int, float}
+_BREAK_BYTES = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+_BREAK_UTF8 = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+
+
+def _unusual_break(chunk: bytes) -> bool:
+    """Whether str.splitlines would split the chunk anywhere but at "\n" (substring scans first)."""
+    if not any(b in chunk for b in _BREAK_BYTES) and (chunk.isascii() or not any(b in chunk for b in _BREAK_UTF8)):
+        return False
+    return _UNUSUAL_BREAK.search(chunk) is not None
+
+
+def _big_int(chunk: bytes) -> bool:
+    """Whether the chunk may hold an integer outside 64 bits (a 19-digit run first, then the exact test)."""
+    return _DIGITS19.search(chunk) is not None and _BIG_INT.search(chunk) is not None
 
 
 # ----------------------------------------------------------------------------- viewpoints
@@ -277,22 +292,44 @@ def _loads_exact(line) -> object:
         return json.loads(line)
 
 
+class _Lines(list):
+    """Items parsed by orjson that keep their raw lines, so one can be re-parsed exactly (`exact_item`)."""
+
+    raw: list[bytes]
+
+
+def exact_item(items: list, n: int):
+    """Item n as the standard json module parses it.
+
+    orjson turns integers beyond 64 bits into floats; the bulk checks never accept such a value
+    where it matters (ids must be str or int there), so only records that go to the record-by-
+    record parsers are re-parsed, and only when their line holds a 19-digit run.
+    """
+    raw = getattr(items, "raw", None)
+    if raw is not None and _DIGITS19.search(raw[n]):
+        return json.loads(raw[n])
+    return items[n]
+
+
 def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bool]:
     """(objects or RecordErrors of the chunk's non-blank lines, whether orjson parsed them all)."""
-    unusual = _UNUSUAL_BREAK.search(chunk) is not None
-    if not unusual and not _BIG_INT.search(chunk):
+    unusual = _unusual_break(chunk)
+    if not unusual:
         lines = list(filter(None, map(bytes.strip, chunk.split(b"\n"))))
         try:
-            return list(map(orjson.loads, lines)), True
+            items = _Lines(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             pass
+        else:
+            items.raw = lines
+            return items, True
     text = chunk.decode("utf-8")
     items = []
     for lineno, line in enumerate(text.splitlines() if unusual else text.split("\n"), first_lineno):
         if not line.strip():
             continue
         try:
-            if _BIG_INT.search(line.encode()):
+            if _big_int(line.encode()):
                 raise orjson.JSONDecodeError("big integer", line, 0)
             items.append(orjson.loads(line))
         except orjson.JSONDecodeError:
@@ -327,7 +364,7 @@ def json_chunks(
         except UnicodeDecodeError as exc:
             yield RecordError(source, "", f"not UTF-8 text ({exc})")
             return
-        strict = not _BIG_INT.search(data)
+        strict = not _big_int(data)
         try:
             items = orjson.loads(data) if strict else json.loads(text)
         except ValueError:  # orjson.JSONDecodeError is a ValueError: let json decide (and word the error)
@@ -365,7 +402,7 @@ def json_chunks(
             if items:
                 yield index, items, strict
             index += len(items)
-            lineno += len(chunk.decode("utf-8").splitlines()) if _UNUSUAL_BREAK.search(chunk) else chunk.count(b"\n")
+            lineno += len(chunk.decode("utf-8").splitlines()) if _unusual_break(chunk) else chunk.count(b"\n")
             first = False
         if eof:
             return
@@ -436,7 +473,7 @@ def prediction_batch(
             if isinstance(obj, RecordError):
                 errors.append(obj)
                 continue
-            p = prediction(obj, source, start + n)
+            p = prediction(exact_item(items, n), source, start + n)
             if isinstance(p, RecordError):
                 errors.append(p)
                 continue
@@ -469,8 +506,50 @@ def _record_label(obj, index: int) -> str:
     return f"#{index}"
 
 
+def _fast_references(items: list):
+    """(path_id, scan, instructions, path lengths, flat path) when every item passes
+    `validate_record` (checked in bulk, type by type), else None."""
+    if not items or set(map(type, items)) != {dict}:
+        return None
+    scans = list(map(dict.get, items, repeat("scan")))
+    ids = list(map(dict.get, items, repeat("path_id")))
+    paths = list(map(dict.get, items, repeat("path")))
+    headings = list(map(dict.get, items, repeat("heading")))
+    ins = list(map(dict.get, items, repeat("instructions")))
+    if set(map(type, scans)) != {str} or not all(scans) or set(map(type, ids)) != {int}:
+        return None
+    if set(map(type, paths)) != {list} or set(map(type, ins)) != {list} or not set(map(type, headings)) <= _NUMBER:
+        return None
+    distance_types = set(map(type, map(dict.get, items, repeat("distance"))))
+    if not distance_types <= _NUMBER | {type(None)}:
+        return None
+    distances = [o["distance"] for o in items if "distance" in o] if distance_types != {float} else None
+    if distances is not None and not set(map(type, distances)) <= _NUMBER:
+        return None
+    if distances is None:
+        distances = list(map(dict.get, items, repeat("distance")))
+    if not np.isfinite(np.asarray(headings, dtype=np.float64)).all():
+        return None
+    if not np.isfinite(np.asarray(distances, dtype=np.float64)).all():
+        return None
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    counts = np.fromiter(map(len, ins), dtype=np.int64, count=len(ins))
+    if lengths.min() < 1 or counts.min() < 1:
+        return None
+    flat = list(chain.from_iterable(paths))
+    if set(map(type, flat)) != {str} or not all(flat):
+        return None
+    if set(map(type, chain.from_iterable(ins))) != {str}:
+        return None
+    try:
+        pids = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    except OverflowError:
+        return None
+    return pids, scans, counts, lengths, flat
+
+
 def reference_batch(
-    items: list, start: int, source: str, rank: int, vocab: Vocabulary, parquet: bool = False
+    items: list, start: int, source: str, rank: int, vocab: Vocabulary, parquet: bool = False, strict: bool = False
 ) -> tuple[ReferenceBatch, list[RecordError]]:
     """A chunk of dataset records -> (batch of valid reference paths, RecordErrors).
 
@@ -478,8 +557,23 @@ def reference_batch(
     reader, or `#<index>` for Parquet as the Parquet reader gives them). A path_id outside int64
     is dead-lettered (it cannot be a batch key).
     """
+    fast = _fast_references(items) if strict else None
+    if fast is not None:
+        pids, scans, counts, lengths, flat = fast
+        return (
+            ReferenceBatch(
+                np.full(len(items), rank, np.int64),
+                np.arange(start, start + len(items), dtype=np.int64),
+                pids,
+                np.asarray(scans, dtype=str),
+                counts,
+                Paths.from_flat(lengths, flat, vocab),
+            ),
+            [],
+        )
     errors, kept, pids, scans, counts, paths = [], [], [], [], [], []
     for n, obj in enumerate(items):
+        obj = exact_item(items, n)
         if isinstance(obj, RecordError):
             errors.append(obj)
             continue
