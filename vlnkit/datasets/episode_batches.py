@@ -22,10 +22,12 @@ UTF-8 past the first chunk of a JSON Lines file dead-letters the rest of the fil
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import itemgetter
@@ -292,6 +294,22 @@ def _loads_exact(line) -> object:
         return json.loads(line)
 
 
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while parsing builds millions of acyclic objects.
+
+    Each generation-0 collection would otherwise rescan every young container: parsing a chunk
+    of JSON Lines runs 2-3 times faster without it. Nothing parsed here forms reference cycles.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class _Lines(list):
     """Items parsed by orjson that keep their raw lines, so one can be re-parsed exactly (`exact_item`)."""
 
@@ -317,7 +335,8 @@ def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bo
     if not unusual:
         lines = list(filter(None, map(bytes.strip, chunk.split(b"\n"))))
         try:
-            items = _Lines(map(orjson.loads, lines))
+            with gc_paused():
+                items = _Lines(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             pass
         else:
@@ -366,7 +385,8 @@ def json_chunks(
             return
         strict = not _big_int(data)
         try:
-            items = orjson.loads(data) if strict else json.loads(text)
+            with gc_paused():
+                items = orjson.loads(data) if strict else json.loads(text)
         except ValueError:  # orjson.JSONDecodeError is a ValueError: let json decide (and word the error)
             strict = False
             try:
@@ -462,7 +482,8 @@ def prediction_batch(
     (not "<path_id>_<k>"): the caller dead-letters them as unknown.
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
-    fast = _fast_submission(items) if strict else None
+    with gc_paused():
+        fast = _fast_submission(items) if strict else None
     errors: list[RecordError] = []
     if fast is not None:
         ids, _, lengths, vps = fast
@@ -557,7 +578,8 @@ def reference_batch(
     reader, or `#<index>` for Parquet as the Parquet reader gives them). A path_id outside int64
     is dead-lettered (it cannot be a batch key).
     """
-    fast = _fast_references(items) if strict else None
+    with gc_paused():
+        fast = _fast_references(items) if strict else None
     if fast is not None:
         pids, scans, counts, lengths, flat = fast
         return (
