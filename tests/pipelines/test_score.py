@@ -291,3 +291,15 @@ def test_the_test_split_is_refused(tmp_path, shared_data, connectivity_dir):
         timeout=300,
     )
     assert proc.returncode == 2 and "holds only its start viewpoint" in proc.stderr, proc.stderr[-500:]
+
+
+def test_multi_process_runner_gives_the_same_outputs(env, tmp_path):
+    _, r2r_path, conn_dir, records = env
+    preds = [{"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"][: 1 + k]} for r in records for k in range(2)]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(preds))
+    flags = [f"--predictions=a={f}", f"--predictions=b={f}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}"]
+    one = run(tmp_path / "one", *flags)
+    two = run(tmp_path / "two", *flags, "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    assert one["agents"] == two["agents"] and one["agents"]["a"] == one["agents"]["b"]  # exact sums: same bits
+    assert sorted(map(str, episodes(tmp_path / "one"))) == sorted(map(str, episodes(tmp_path / "two")))

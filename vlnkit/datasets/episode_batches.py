@@ -9,14 +9,14 @@ the bulk check go through the same record-by-record parser as before (`predictio
 
     vocab = Vocabulary.load("connectivity")
     with open("preds.jsonl", "rb") as f:
-        for start, items in json_chunks(f, "preds.jsonl", "predictions"):
-            batch, dead = prediction_batch(items, start, "preds.jsonl", rank=0, vocab=vocab)
+        for start, items, strict in json_chunks(f, "preds.jsonl", "predictions"):
+            batch, errors, unknown_ids = prediction_batch(items, start, "preds.jsonl", "agent", 0, vocab, strict)
 
 Exactness notes (kept equal to the whole-file reader `vlnkit.datasets.r2r.json_items`): lines
 are split like `str.splitlines` (a chunk holding any other line break falls back to it), blank
-lines are skipped without taking an index, a chunk holding an integer too large for orjson is
-parsed with the standard `json` module, and a line orjson rejects is re-parsed with `json` (so
-NaN literals and error messages are the standard library's). One difference remains: invalid
+lines are skipped without taking an index, a record holding an integer too large for orjson is
+re-parsed with the standard `json` module before the record parsers see it, and a line orjson
+rejects is re-parsed with `json` (so NaN literals and error messages are the standard library's). One difference remains: invalid
 UTF-8 past the first chunk of a JSON Lines file dead-letters the rest of the file, not the whole.
 """
 
