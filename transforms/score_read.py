@@ -206,8 +206,8 @@ class _ReadReferenceFile(beam.DoFn):
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
                 continue
-            start, items, _ = chunk
-            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet)
+            start, items, strict = chunk
+            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet, strict)
             self.bad.inc(len(errors))
             self.read.inc(len(batch))
             for e in errors:

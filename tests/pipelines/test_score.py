@@ -159,12 +159,147 @@ def test_real_agent_outputs_end_to_end(tmp_path, shared_data, connectivity_dir, 
     assert summary["dead_letters"] == dead and (out / "_SUCCESS").exists()
     assert summary["count"] + summary["missing_predictions"] + dead == summary["reference_episodes"]
     assert all(v is not None for v in summary["metrics"].values())
+    assert summary["without_usable_prediction"] == summary["reference_episodes"] - summary["count"]
     if dead:
         reasons = [json.loads(line) for line in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
         assert {d["stage"] for d in reasons} == {"start"} and all("4554_" in d["record"] for d in reasons)
+        unusable = (out / score.UNUSABLE_FILE).read_text().split()
+        assert len(unusable) == dead and all(i.startswith("4554_") for i in unusable)
     if "shortest" in relpath:
         assert summary["metrics"]["sr"] == 1.0 and summary["count"] == 2349
     if "stop" in relpath:
         assert summary["metrics"]["pl"] == 0.0 and summary["metrics"]["sr"] == 0.0
     if "Malak" in relpath:
         assert summary["count"] == 100 and summary["missing_predictions"] == 2349 - 100
+
+
+# ----------------------------------------------------------------------------- many agents, honest counts
+def test_unscored_episodes_are_counted_and_listed(env, tmp_path):
+    _, r2r_path, conn_dir, records = env
+    r0, r1 = records[0], records[1]
+    preds = [
+        {"instr_id": "0_0", "trajectory": list(r0["path"])},
+        {"instr_id": "0_1", "trajectory": list(r1["path"])},  # starts elsewhere: dead-lettered
+        {"instr_id": "1_0", "trajectory": []},  # empty: dead-lettered at read
+    ]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(preds))
+    out = tmp_path / "o"
+    s = run(out, f"--predictions={f}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}")
+    episodes_total = 2 * len(records)
+    assert s["count"] == 1 and s["reference_episodes"] == episodes_total and s["dead_letters"] == 2
+    assert s["without_usable_prediction"] == episodes_total - 1
+    assert s["missing_predictions"] == episodes_total - 2  # 1_0's empty trajectory never reached the join
+    unusable = (out / score.UNUSABLE_FILE).read_text().split()
+    assert "0_1" in unusable and "1_0" in unusable and "0_0" not in unusable and len(unusable) == episodes_total - 1
+    assert s["agents"] == {str(f): {k: s[k] for k in s["agents"][str(f)]} | {"dead_letters": 2}}
+
+
+def test_a_start_only_dataset_is_refused(env, tmp_path):
+    _, r2r_path, conn_dir, records = env
+    test_split = [{**r, "path": r["path"][:1]} for r in records]
+    data = tmp_path / "test.json"
+    data.write_text(json.dumps(test_split))
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"instr_id": "0_0", "trajectory": records[0]["path"][:1]}]))
+    flags = [f"--predictions={preds}", f"--dataset={data}", f"--connectivity_dir={conn_dir}"]
+    with pytest.raises(SystemExit) as exc:
+        run(tmp_path / "o", *flags)
+    assert exc.value.code == 2
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["unscorable"].startswith(f"every one of the {2 * len(records)} reference episodes")
+    assert all(v is None for v in summary["metrics"].values())  # never "SR 100%"
+    assert issubclass(score.UnscorableDataset, ValueError)
+
+
+def test_compressed_inputs_read_like_plain_ones(env, tmp_path):
+    import bz2
+    import gzip
+
+    _, r2r_path, conn_dir, records = env
+    preds = [{"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"][:2]} for r in records for k in range(2)]
+    text = "\n".join(json.dumps(p) for p in preds).encode()
+    plain, gz, bz = tmp_path / "p.jsonl", tmp_path / "p.jsonl.gz", tmp_path / "p.jsonl.bz2"
+    plain.write_bytes(text)
+    gz.write_bytes(gzip.compress(text))
+    bz.write_bytes(bz2.compress(text))
+    data_gz = tmp_path / "d.json.gz"
+    data_gz.write_bytes(gzip.compress(open(r2r_path, "rb").read()))
+    a = run(tmp_path / "a", f"--predictions={plain}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}")
+    b = run(tmp_path / "b", f"--predictions=gz={gz}", f"--dataset={data_gz}", f"--connectivity_dir={conn_dir}")
+    c = run(tmp_path / "c", f"--predictions=bz={bz}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}")
+    assert a["count"] == b["count"] == c["count"] == len(preds) and a["dead_letters"] == b["dead_letters"] == 0
+    assert a["metrics"] == b["metrics"] == c["metrics"]
+
+
+def test_agent_flags():
+    from vlnkit.io import fileio
+
+    here = __file__
+    agents = score.agent_inputs([f"mine={here}", here, f"mine={here}"])
+    assert list(agents) == ["mine", fileio.match(here)[0][0]] and len(agents["mine"]) == 1
+    with pytest.raises(score.JobError, match="no file matches"):
+        score.agent_inputs(["x=/nonexistent/*.json"])
+
+
+@pytest.mark.real_data
+def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, connectivity_dir):
+    folder = shared_data / AGENTS / "rszia+rpl2024-final-group9"
+    dataset = shared_data / "r2r" / "R2R_val_unseen.json"
+    common = [f"--dataset={dataset}", f"--connectivity_dir={connectivity_dir}"]
+    out = tmp_path / "all"
+    both = run(out, f"--predictions={folder}/val_unseen_*_agent.json", *common)
+    files = sorted(str(p) for p in folder.glob("val_unseen_*_agent.json"))
+    assert sorted(both["agents"]) == files and both["dead_letters"] == 0  # no "duplicates" across agents
+    assert "count" not in both and both["reference_episodes"] == 2349
+    rows = pq.read_table(sorted(out.glob("episodes-*-of-*.parquet"))).to_pylist()
+    assert len(rows) == 4 * 2349 and {r["agent"] for r in rows} == set(files)
+    alone = run(tmp_path / "one", f"--predictions=stop={files[-1]}", *common)
+    block = both["agents"][files[-1]]
+    assert block["metrics"] == alone["metrics"] and block["count"] == alone["count"] == 2349
+    assert list(alone["agents"]) == ["stop"] and alone["count"] == 2349
+    board = both["leaderboard"]
+    assert board[0]["agent"].endswith("val_unseen_shortest_agent.json") and board[0]["spl"] == 1.0
+    assert [r["rank"] for r in board] == [1, 2, 3, 4]
+    csv_lines = (out / "leaderboard.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("rank,agent,episodes") and len(csv_lines) == 5
+    assert (out / "leaderboard.md").read_text().count("\n") == 2 + 4
+    named = run(tmp_path / "named", f"--predictions=short={files[2]}", f"--predictions=rand={files[1]}", *common)
+    assert [r["agent"] for r in named["leaderboard"]] == ["short", "rand"]
+
+
+@pytest.mark.real_data
+def test_the_test_split_is_refused(tmp_path, shared_data, connectivity_dir):
+    records = json.loads((shared_data / "r2r" / "R2R_test.json").read_text())[:50]
+    preds = [{"instr_id": f"{r['path_id']}_0", "trajectory": [[r["path"][0], 0, 0]]} for r in records]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(preds))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.score",
+            "--runner=DirectRunner",
+            f"--predictions={f}",
+            f"--dataset={shared_data / 'r2r' / 'R2R_test.json'}",
+            f"--connectivity_dir={connectivity_dir}",
+            f"--output_dir={tmp_path / 'o'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and "holds only its start viewpoint" in proc.stderr, proc.stderr[-500:]
+
+
+def test_multi_process_runner_gives_the_same_outputs(env, tmp_path):
+    _, r2r_path, conn_dir, records = env
+    preds = [{"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"][: 1 + k]} for r in records for k in range(2)]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(preds))
+    flags = [f"--predictions=a={f}", f"--predictions=b={f}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}"]
+    one = run(tmp_path / "one", *flags)
+    two = run(tmp_path / "two", *flags, "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    assert one["agents"] == two["agents"] and one["agents"]["a"] == one["agents"]["b"]  # exact sums: same bits
+    assert sorted(map(str, episodes(tmp_path / "one"))) == sorted(map(str, episodes(tmp_path / "two")))

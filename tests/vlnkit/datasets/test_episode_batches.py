@@ -15,6 +15,7 @@ from vlnkit.datasets.episode_batches import (
     _fast_submission,
     bucket_of,
     canonical_instr_ids,
+    exact_item,
     json_chunks,
     prediction_batch,
     reference_batch,
@@ -34,7 +35,8 @@ def chunked(data: bytes, chunk_bytes: int, what="predictions"):
             out.append(c)
         else:
             start, items, _ = c
-            out += [x if isinstance(x, RecordError) else (start + n, x) for n, x in enumerate(items)]
+            exact = [exact_item(items, n) for n in range(len(items))]  # what the record parsers see
+            out += [x if isinstance(x, RecordError) else (start + n, x) for n, x in enumerate(exact)]
     return out
 
 
@@ -138,6 +140,33 @@ def test_fast_path_equals_the_record_parser_on_a_big_submission_chunk():
     for r, p in enumerate(preds):
         assert batch.paths.viewpoints(r, VOCAB) == [e[0] for e in p["trajectory"]]
     assert set(batch.paths.strings) == {r for r, p in enumerate(preds) if any(e[0] == "q" for e in p["trajectory"])}
+
+
+def test_fast_reference_path_equals_validate_record():
+    base = {"path_id": 1, "scan": "s1", "path": ["a", "b"], "heading": 0.5, "instructions": ["go"], "distance": 2}
+    variants = [
+        {},
+        {"distance": None},
+        {"heading": True},
+        {"path": []},
+        {"path": ["a", ""]},
+        {"instructions": []},
+        {"instructions": ["x", 3]},
+        {"scan": ""},
+        {"path_id": 2**64},
+        {"heading": float("nan")},
+    ]
+    for change in variants:
+        items = [dict(base), {**base, "path_id": 2, **change}]
+        data = "\n".join(json.dumps(x) for x in items).encode()
+        old = list(parse_r2r(data, "f"))
+        ((start, got, strict),) = list(json_chunks(io.BytesIO(data + b"\n"), "f"))
+        batch, errors = reference_batch(got, start, "f", 0, VOCAB, strict=strict)
+        if change.get("path_id") == 2**64:
+            assert "64-bit" in errors[0].reason
+            continue
+        assert errors == [e for e in old if isinstance(e, RecordError)], change
+        assert batch.path_id.tolist() == [r["path_id"] for r in old if not isinstance(r, RecordError)]
 
 
 def test_reference_batches_equal_parse_r2r():
