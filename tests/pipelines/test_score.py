@@ -205,11 +205,13 @@ def test_a_start_only_dataset_is_refused(env, tmp_path):
     flags = [f"--predictions={preds}", f"--dataset={data}", f"--connectivity_dir={conn_dir}"]
     with pytest.raises(SystemExit) as exc:
         run(tmp_path / "o", *flags)
-    assert exc.value.code == 2
+    assert exc.value.code == 3  # the run finished but cannot count: no _SUCCESS
+    assert not (tmp_path / "o" / "_SUCCESS").exists()
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["unscorable"].startswith(f"every one of the {2 * len(records)} reference episodes")
     assert all(v is None for v in summary["metrics"].values())  # never "SR 100%"
-    assert issubclass(score.UnscorableDataset, ValueError)
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["failure"] == summary["unscorable"]
 
 
 def test_compressed_inputs_read_like_plain_ones(env, tmp_path):
