@@ -37,3 +37,11 @@ def connectivity_dir(shared_data) -> str:
 @pytest.fixture(scope="session")
 def r2r_dir(shared_data) -> Path:
     return _require(shared_data / "r2r")
+
+
+def pytest_sessionstart(session):
+    """Compile the metric kernels once, before any test starts worker processes that would each compile
+    them (numba caches them on disk; a cold cache costs ~20 s once, a warm one ~2 s)."""
+    from vlnkit.evaluation import ndtw
+
+    ndtw([0, 1], [0, 1], [[0.0, 1.0], [1.0, 0.0]])
