@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import threading
-
 import apache_beam as beam
 
+from transforms.worker_cache import per_worker
 from vlnkit.navigation.graph import GraphStore
-
-_STORES: dict[str, GraphStore] = {}
-_LOCK = threading.Lock()
 
 
 def worker_graph_store(connectivity_dir: str) -> GraphStore:
     """One GraphStore per connectivity folder per worker process, shared by every DoFn in it."""
-    with _LOCK:
-        store = _STORES.get(connectivity_dir)
-        if store is None:
-            store = _STORES[connectivity_dir] = GraphStore(connectivity_dir)
-        return store
+    return per_worker("graphs", connectivity_dir, lambda: GraphStore(connectivity_dir))
 
 
 class GraphDoFn(beam.DoFn):

@@ -12,14 +12,13 @@ that follows moves a few thousand compact batches, never one element per episode
 
 from __future__ import annotations
 
-import threading
-
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
+from transforms.worker_cache import per_worker
 from vlnkit.datasets.episode_batches import (
     Vocabulary,
     json_chunks,
@@ -35,17 +34,10 @@ TOTALS = "totals"
 PARQUET_BATCH = 65536
 SEP = "\x1f"  # agent / counter separator in totals keys (never printed)
 
-_VOCABS: dict[str, Vocabulary] = {}
-_LOCK = threading.Lock()
-
 
 def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
     """One viewpoint vocabulary per connectivity folder per worker process."""
-    with _LOCK:
-        vocab = _VOCABS.get(connectivity_dir)
-        if vocab is None:
-            vocab = _VOCABS[connectivity_dir] = Vocabulary.load(connectivity_dir)
-        return vocab
+    return per_worker("vocabulary", connectivity_dir, lambda: Vocabulary.load(connectivity_dir))
 
 
 def agent_key(agent: str, name: str) -> str:
