@@ -1,4 +1,4 @@
-"""Build R4R: join R2R paths into longer paths (DESIGN.md, "R4R").
+"""Build R4R: join R2R paths into longer paths (docs/design.md, "R4R").
 
     python -m pipelines.build_r4r --runner=DirectRunner                      # built-in synthetic data
     python -m pipelines.build_r4r --runner=DirectRunner --config=configs/r4r_train.yaml

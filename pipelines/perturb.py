@@ -1,5 +1,5 @@
 """Perturb: hard-negative instructions and trajectories for every instruction of an R2R-format dataset
-(DESIGN.md, "Instruction perturbations", "Trajectory perturbations").
+(docs/design.md, "Instruction perturbations", "Trajectory perturbations").
 
     python -m pipelines.perturb --runner=DirectRunner --dataset=R2R_val_seen.json \
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \

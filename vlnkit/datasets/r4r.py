@@ -1,4 +1,4 @@
-"""R4R: joining pairs of R2R paths into longer paths (DESIGN.md, "R4R").
+"""R4R: joining pairs of R2R paths into longer paths (docs/design.md, "R4R").
 
 Path A joins path B (same scan) when d(a_last, b_first) <= distance_threshold and, when a
 heading threshold is given, A's final direction of travel and B's starting heading differ by

@@ -3,6 +3,10 @@
 A scan has at most a few hundred included viewpoints, so its whole distance matrix and
 predecessor matrix are computed once (scipy's vectorized Dijkstra) and then every query
 is an array lookup. Load a graph once per worker and reuse it.
+
+This module is a little over 400 lines because strict validation of connectivity files
+(`validate_connectivity`) belongs with the one constructor that reads them: a graph that exists
+has passed it, whoever built it.
 """
 
 from __future__ import annotations

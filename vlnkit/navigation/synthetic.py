@@ -1,4 +1,4 @@
-"""A small synthetic navigation environment: the jittered grid from DESIGN.md.
+"""A small synthetic navigation environment: the jittered grid from docs/design.md.
 
 Used as the built-in default input of the jobs (so a new user sees them work without any
 data), and by tests and benchmarks that need many paths per scan. Everything is seeded.

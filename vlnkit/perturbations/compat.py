@@ -1,5 +1,5 @@
 """Hard-negative training data: what perturbations share (seeded choices, "not applicable"), their
-Parquet schemas, and the 2:1:1 mixing of compatibility sets (DESIGN.md, "Instruction perturbations",
+Parquet schemas, and the 2:1:1 mixing of compatibility sets (docs/design.md, "Instruction perturbations",
 "Trajectory perturbations", "Determinism").
 
 Every random choice draws from `record_rng(seed, ...keys)`, a generator seeded from the global seed

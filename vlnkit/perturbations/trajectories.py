@@ -1,4 +1,4 @@
-"""Trajectory perturbations on a navigation graph (DESIGN.md): random walk, path reversal, viewpoint swap.
+"""Trajectory perturbations on a navigation graph (docs/design.md): random walk, path reversal, viewpoint swap.
 
 Every output is a walk on the graph (each step an edge) that differs from the source path; a method
 that cannot produce one (too short a path, a dead end, no common neighbour) returns `NotApplicable`

@@ -1,5 +1,8 @@
 """Behavioral probes: skill-specific intervention episodes built from truncated trajectories.
 
+(Over 400 lines on purpose: the four probe kinds share the candidate, geometry and phrasing code
+above them, and splitting them apart would spread one episode's construction over several files.)
+
 A *candidate* is an instruction cut at a sub-instruction boundary (every boundary but the last,
 which usually says to stop): the trajectory up to the boundary viewpoint and the text before it.
 A *probe* appends one short skill instruction to a candidate ("Turn left and walk forward.") and
@@ -8,7 +11,7 @@ pair of episodes sharing `pair_id`: the `intervention` (text appended) and its `
 (for stop: the next sub-instruction appended instead; for the others: nothing appended), so a
 scorer can measure how much the appended text moves the agent.
 
-Geometry follows DESIGN.md: headings in radians clockwise from +y (atan2(dx, dy)); a neighbour's
+Geometry follows the simulator convention (docs/design.md): headings in radians clockwise from +y (atan2(dx, dy)); a neighbour's
 relative heading is its step heading minus the arrival heading, in degrees wrapped to (-180, 180],
 positive to the right.
 """

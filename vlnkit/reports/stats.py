@@ -331,7 +331,7 @@ def drawing_spec(episode: dict, graph) -> dict:
 
     `episode`: {"reference": lite dataset record, "score": scored candidate or None, "sources":
     [first, second] R2R records or None}. R4R paths with sources get the two source paths and the
-    exact connector (shortest path from the first's end to the second's start, DESIGN.md "R4R").
+    exact connector (shortest path from the first's end to the second's start, docs/design.md "R4R").
     """
     ref = episode["reference"]
     path = list(ref["path"])

@@ -225,7 +225,7 @@ def test_connectors_on_real_r4r_joins(r2r_dir, connectivity_dir):
             ref = {**j, "label": "r4r", "instructions": 1}
             spec = drawing_spec({"reference": ref, "sources": [a, b]}, graph)
             c = spec["connector"]
-            # Joined path = A[:-1] + C + B[1:] (DESIGN.md): the connector sits right where A ends.
+            # Joined path = A[:-1] + C + B[1:] (docs/design.md): the connector sits right where A ends.
             assert j["path"] == a["path"][:-1] + c + b["path"][1:]
             guess = infer_connector(graph, j["path"], graph.distance(a["path"][-1], b["path"][0]))
             if guess is not None:
