@@ -3,7 +3,7 @@
 
     python -m pipelines.build_compat --runner=DirectRunner --dataset=R2R_train.json \
         --connectivity_dir=connectivity/ --output_dir=out/compat_train [--paraphrases='out/para/paraphrases-*.parquet'] \
-        [--seed=0] [--methods=...] [--spacy_model=en_core_web_sm]
+        [--seed=0] [--methods=...] [--spacy_model=NAME]
 
 Positives are every instruction with its path and, with --paraphrases, every kept paraphrase with its
 source's path. Negatives come from the perturbations (`pipelines.perturb`, one per instruction and

@@ -187,7 +187,9 @@ class PerturbInstructions(beam.PTransform):
             | "Batch" >> beam.BatchElements(min_batch_size=min(64, self.batch_size), max_batch_size=self.batch_size)
             | "Perturb"
             >> beam.ParDo(
-                _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 256)
+                # nlp.pipe minibatches of 64: as fast as 256 with the small English pipeline and about
+                # 110 MB less peak memory (benchmarks/RESULTS.md, instruction perturbations, issue 15).
+                _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 64)
             ).with_outputs(STATS, DEAD_LETTER, main="rows")
         )
         return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
