@@ -16,10 +16,19 @@ def _has_scheme(path: str) -> bool:
 
 
 def open_read(path: str) -> IO[bytes]:
+    """Open for reading; `.gz` and `.bz2` files are decompressed, as Beam's filesystems do for any scheme."""
     if _has_scheme(path):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.open(path)
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    if path.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(path, "rb")
     return open(path, "rb")
 
 

@@ -74,3 +74,32 @@ def test_write_read_exists_join_remove_tree(tmp_path):
     fileio.remove_tree(str(tmp_path / "deep"))
     assert not fileio.exists(path)
     assert fileio.join("gs://bucket/dir", "f.json") == "gs://bucket/dir/f.json"
+
+
+def test_compressed_files_read_like_plain_ones(tmp_path):
+    import bz2
+    import gzip
+
+    from vlnkit.io import fileio
+
+    data = b'[{"path_id": 1}]\n'
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "a.json.bz2").write_bytes(bz2.compress(data))
+    assert fileio.read_bytes(str(tmp_path / "a.json.gz")) == data
+    assert fileio.read_bytes(str(tmp_path / "a.json.bz2")) == data
+
+
+def test_build_r4r_reads_a_gzipped_dataset_like_the_plain_one(tmp_path):
+    import gzip
+    import json
+
+    from pipelines import build_r4r
+    from vlnkit.navigation.synthetic import write_environment
+
+    r2r, conn = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=8)
+    packed = tmp_path / "r2r.json.gz"
+    packed.write_bytes(gzip.compress(open(r2r, "rb").read()))
+    plain = build_r4r.main([f"--dataset={r2r}", f"--connectivity_dir={conn}", f"--output_dir={tmp_path}/a"])
+    zipped = build_r4r.main([f"--dataset={packed}", f"--connectivity_dir={conn}", f"--output_dir={tmp_path}/b"])
+    assert json.dumps(plain["dataset"], sort_keys=True) == json.dumps(zipped["dataset"], sort_keys=True)
+    assert plain["records_read"] == zipped["records_read"] == 8
