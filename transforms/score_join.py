@@ -197,14 +197,15 @@ def join_bucket(
     preds = {a: PredictionBatch.concat(a, [b for tag, b in pieces if tag == "p" and b.agent == a]) for a in agents}
 
     scan_ok: dict[str, GraphError | None] = {}
-    for scan in np.unique(refs.scan).tolist():
+    for scan in np.unique(refs.scan).tolist():  # a few scans per bucket
         try:
             graphs.get(scan)
             scan_ok[scan] = None
         except GraphError as exc:
             scan_ok[scan] = exc
-    ref_scan_ids = np.asarray([vocab.scan_ids.get(s, -1) for s in refs.scan.tolist()], dtype=np.int64)
-    loadable = np.asarray([scan_ok[s] is None for s in refs.scan.tolist()], dtype=bool)
+    names, which = np.unique(refs.scan, return_inverse=True)
+    ref_scan_ids = np.asarray([vocab.scan_ids.get(s, -1) for s in names.tolist()], dtype=np.int64)[which]
+    loadable = np.asarray([scan_ok[s] is None for s in names.tolist()], dtype=bool)[which]
     usable_refs = np.flatnonzero(loadable)
     ref_local = None
     if len(usable_refs):
