@@ -151,3 +151,33 @@ def test_blocks_parser(tmp_path):
     page.write_text("```bash\necho 1\n")
     with pytest.raises(AssertionError, match="never closed"):
         blocks(page)
+
+
+LINK = re.compile(r"\]\((?!https?://|mailto:)(?P<target>[^)#\s]*)(?:#(?P<anchor>[^)\s]*))?\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # a "# comment" in a code block is not a heading
+    return {_slug(m[1]) for m in re.finditer(r"^#{1,6} (.+)$", text, flags=re.M)}
+
+
+def test_links_between_pages_resolve():
+    for page in PAGES:
+        path = ROOT / page
+        for m in LINK.finditer(path.read_text(encoding="utf-8")):
+            target = (path.parent / m["target"]).resolve() if m["target"] else path
+            assert target.exists(), f"{page}: link to missing {m['target']}"
+            if m["anchor"] and target.suffix == ".md":
+                assert m["anchor"] in _anchors(target), f"{page}: no heading #{m['anchor']} in {m['target'] or page}"
+
+
+def test_slug():
+    assert _slug("R4R (path joining)") == "r4r-path-joining"
+    assert _slug("The `score` job: flags") == "the-score-job-flags"
