@@ -1,5 +1,5 @@
 """Build a compatibility training set: matching (instruction, path) pairs and hard negatives, 2:1:1
-(DESIGN.md, "Trajectory perturbations", last paragraph).
+(docs/jobs/build_compat.md).
 
     python -m pipelines.build_compat --runner=DirectRunner --dataset=R2R_train.json \
         --connectivity_dir=connectivity/ --output_dir=out/compat_train [--paraphrases='out/para/paraphrases-*.parquet'] \

@@ -1,4 +1,4 @@
-"""Build behavioral probe episodes from sub-instruction alignments (issue 7; README, "Behavioral probes").
+"""Build behavioral probe episodes from sub-instruction alignments (docs/jobs/build_probes.md).
 
     python -m pipelines.build_probes --runner=DirectRunner \
         --alignments=../shared/data/fgr2r/FGR2R_val_unseen.json \

@@ -172,10 +172,21 @@ class Outcome:
     read: int
     failed: int
     reason: str | None = None  # set by a job's own rule; None means judge by the two counts
+    failed_before_read: int | None = None  # dead letters not among `read` (refused while reading); None: all
 
 
 def default_outcome(summary: dict) -> Outcome:
-    return Outcome(int(summary.get("records_read", 0) or 0), int(summary.get("dead_letters", 0) or 0))
+    return with_stages(
+        Outcome(int(summary.get("records_read", 0) or 0), int(summary.get("dead_letters", 0) or 0)), summary
+    )
+
+
+def with_stages(outcome: Outcome, summary: dict) -> Outcome:
+    """Tell apart the dead letters refused while reading (never counted as read) from later ones."""
+    stages = summary.get("dead_letters_by_stage")
+    if stages is not None and outcome.failed_before_read is None:
+        outcome.failed_before_read = int(stages.get("read", 0))
+    return outcome
 
 
 class Run:
@@ -314,7 +325,7 @@ class Run:
         counters = metrics_table(result)
         if counters:
             print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
-        verdict = self.judge(outcome(summary))
+        verdict = self.judge(with_stages(outcome(summary), summary))
         manifest = {
             "job": self.job,
             "status": "failed" if verdict else "complete",
@@ -342,17 +353,18 @@ class Run:
         """Why the run does not count as successful, or None when it does."""
         if outcome.reason:
             return outcome.reason
-        total = outcome.read + outcome.failed
+        before = outcome.failed if outcome.failed_before_read is None else outcome.failed_before_read
+        total = outcome.read + before
         if outcome.read <= 0:
             return (
                 f"nothing usable was read ({outcome.failed} record(s) dead-lettered)"
                 if outcome.failed
                 else "nothing was read: the inputs hold no records"
             )
-        fraction = outcome.failed / total
+        fraction = min(1.0, outcome.failed / total)
         if fraction > self.args.max_failure_fraction:
             return (
-                f"{outcome.failed} of {total} records ({fraction:.1%}) were dead-lettered, more than "
+                f"{outcome.failed} of the {total} records offered ({fraction:.1%}) were dead-lettered, more than "
                 f"--max_failure_fraction={self.args.max_failure_fraction}"
             )
         return None

@@ -1,4 +1,4 @@
-"""Paraphrase instructions by round-trip back-translation, kept by BLEU (DESIGN.md, "Paraphrases").
+"""Paraphrase instructions by round-trip back-translation, kept by BLEU (docs/jobs/paraphrase.md).
 
     python -m pipelines.paraphrase --runner=DirectRunner --dataset=R2R_val_seen.json --output_dir=out/para
     python -m pipelines.paraphrase --dataset=R2R_train.json --output_dir=out/para --gcp_project=my-project \

@@ -1,4 +1,4 @@
-"""Score an agent on behavioral probe episodes (issue 7; README, "Behavioral probes").
+"""Score an agent on behavioral probe episodes (docs/jobs/score_probes.md).
 
     python -m pipelines.score_probes --runner=DirectRunner \
         --probes='output/probes_val_unseen/probes-*.parquet' \

@@ -11,9 +11,10 @@ from __future__ import annotations
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.tally import tally
 from transforms.write import WriteSummary
 from vlnkit.io import fileio
+
+STAGE = "dead_letters_at."  # tally keys counting dead letters per stage (read, join, graph, ...)
 
 
 class FinishRun(beam.PTransform):
@@ -21,6 +22,8 @@ class FinishRun(beam.PTransform):
 
     `summarize(totals, **side)` turns the summed tallies (with `dead_letters` counted in) into the
     summary dict; `side_inputs` are passed to it as Beam side inputs (e.g. `AsSingleton(skills)`).
+    The summary also gets `dead_letters_by_stage`, so a run can be judged against the records it was
+    offered (records refused at reading never count as read; records refused later already do).
     Returns the PCollection holding the one summary dict.
     """
 
@@ -34,9 +37,17 @@ class FinishRun(beam.PTransform):
         dead = _pcolls(parts.get("dead_letters", ())) | "DeadLetters" >> WriteDeadLetters(
             fileio.join(self.output_dir, DEAD_LETTER_FILE)
         )
-        tallies = (*_pcolls(parts.get("tallies", ())), dead | "TallyDead" >> tally("dead_letters"))
+        by_stage = dead | "TallyDead" >> beam.Map(lambda d: {"dead_letters": 1, f"{STAGE}{d.get('stage', '')}": 1})
+        tallies = (*_pcolls(parts.get("tallies", ())), by_stage)
+        summarize = self.summarize
+
+        def with_stages(totals, **side):
+            summary = summarize(totals, **side)
+            stages = {k[len(STAGE) :]: v for k, v in sorted(totals.items()) if k.startswith(STAGE)}
+            return {**summary, "dead_letters_by_stage": stages}
+
         return tallies | "Summary" >> WriteSummary(
-            fileio.join(self.output_dir, "summary.json"), self.summarize, self.side_values
+            fileio.join(self.output_dir, "summary.json"), with_stages, self.side_values
         )
 
 
