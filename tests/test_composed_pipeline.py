@@ -159,3 +159,30 @@ def test_reference_batches_from_records_dead_letters_bad_records(example):
             lambda d: (d["source"], "path_id=999" in d["record"], "heading" in d["reason"])
         )
         assert_that(reasons, equal_to([("test-records", True, True)]), label="dead")
+
+
+def test_duplicate_path_ids_from_records_are_dead_lettered_not_dropped(example, tmp_path):
+    """Two records with one path_id: the scorer keeps one and dead-letters the other, naming the source."""
+    from transforms.score_batches import MISSING, ScoreBuckets
+    from transforms.score_read import ReadPredictionBatches
+    from vlnkit.evaluation.scoring_config import ScoringConfig
+
+    result, _ = example
+    conn = result["connectivity_dir"]
+    record = json.loads(Path(result["r2r_path"]).read_text())[0]
+    empty = tmp_path / "none.json"
+    empty.write_text("[]")
+    with TestPipeline() as p:
+        refs = p | beam.Create([record, dict(record)]) | ReferenceBatchesFromRecords(conn, buckets=1, source="mine")
+        preds = p | ReadPredictionBatches([("a", [str(empty)])], conn, 1)
+        scored = (
+            (refs["batches"], preds["batches"])
+            | beam.Flatten()
+            | ScoreBuckets(conn, {"a": [str(empty)]}, ["mine"], ScoringConfig())
+        )
+        dead = scored[DEAD_LETTER] | beam.Map(
+            lambda d: (d["stage"], d["source"], str(record["path_id"]) in d["reason"])
+        )
+        assert_that(dead, equal_to([("dedupe", "mine", True)]), label="dedupe")
+        k = len(record["instructions"])
+        assert_that(scored[MISSING], equal_to([f"{record['path_id']}_{i}" for i in range(k)]), label="missing")
