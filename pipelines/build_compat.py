@@ -19,26 +19,16 @@ import apache_beam as beam
 
 from pipelines.job import Job, JobError, Run, format_table, print_outputs
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
-from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.perturb import STATS, Perturb, applicability, instruction_items
+from transforms.compat import AVAILABLE, AssembleCompat, family_methods
+from transforms.deadletter import DEAD_LETTER
+from transforms.perturb import STATS, Perturb, applicability
 from transforms.read import ReadUniqueR2R
 from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.schemas import schema_version
-from vlnkit.perturbations.compat import (
-    COMPAT,
-    GROUND_TRUTH,
-    INSTRUCTION,
-    INSTRUCTION_METHODS,
-    TRAJECTORY,
-    TRAJECTORY_METHODS,
-    compat_row,
-    family_of,
-    method_quota,
-    select_negatives,
-)
+from vlnkit.perturbations.compat import COMPAT, GROUND_TRUTH, INSTRUCTION, method_quota
 
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
 
@@ -54,94 +44,32 @@ def declare_flags(parser) -> None:
 JOB = Job("build_compat", __doc__, declare_flags)
 
 
-def ground_truth(item: dict) -> dict:
-    row = {"instr_id": item["source_instr_id"], **item}
-    return compat_row(row, 1, GROUND_TRUTH, GROUND_TRUTH)
-
-
-def join_paraphrases(element):
-    """(instr_id, {items, paraphrases}) -> positive rows, or dead letters for paraphrases of unknown ids."""
-    instr_id, groups = element
-    items, paraphrases = list(groups["items"]), sorted(groups["paraphrases"])
-    if not items:
-        for _ in paraphrases:
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER,
-                dead_letter("paraphrase", "", f"instr_id={instr_id}", f"no instruction {instr_id!r} in --dataset"),
-            )
-        return
-    for text in paraphrases:
-        row = {"instr_id": instr_id, "scan": items[0]["scan"], "path": items[0]["path"], "instruction": text}
-        yield compat_row(row, 1, GROUND_TRUTH, "paraphrase")
-
-
-def read_paraphrases(pipeline, files: list[str], items):
-    kept = (
+def read_paraphrases(pipeline, files: list[str]):
+    """Paraphrase rows (instr_id, paraphrase, kept) of pipelines.paraphrase's Parquet files."""
+    return (
         pipeline
         | "ParaphraseFiles" >> beam.Create(files)
         | "ReadParaphrases" >> beam.io.ReadAllFromParquet(columns=PARAPHRASE_COLUMNS)
-        | "Kept" >> beam.Filter(lambda r: bool(r["kept"]) and isinstance(r["paraphrase"], str) and r["paraphrase"])
-        | "KeyParaphrase" >> beam.Map(lambda r: (str(r["instr_id"]), r["paraphrase"]))
     )
-    keyed_items = items | "KeyItems" >> beam.Map(lambda i: (i["source_instr_id"], i))
-    return (
-        {"items": keyed_items, "paraphrases": kept}
-        | "JoinParaphrases" >> beam.CoGroupByKey()
-        | "ParaphraseRows" >> beam.FlatMap(join_paraphrases).with_outputs(DEAD_LETTER, main="rows")
-    )
-
-
-def family_methods(methods) -> dict[str, tuple[str, ...]]:
-    return {
-        INSTRUCTION: tuple(m for m in methods if m in INSTRUCTION_METHODS),
-        TRAJECTORY: tuple(m for m in methods if m in TRAJECTORY_METHODS),
-    }
-
-
-def choose(kv, positives: int, available: dict, methods, seed: int):
-    """One method's candidates -> its share of negatives as compat rows (label 0)."""
-    method, candidates = kv
-    family = family_of(method)
-    quota, _ = method_quota(positives, available, family_methods(methods)[family])
-    for row in select_negatives(seed, list(candidates), quota):
-        yield compat_row({**row, "instr_id": row["source_instr_id"]}, 0, family, method)
 
 
 def build(pipeline, files, paraphrase_files, opts, methods) -> None:
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
     records, dead = read["records"], [read[DEAD_LETTER]]
-    items = records | "Instructions" >> beam.FlatMap(instruction_items)
-    positives = [items | "GroundTruth" >> beam.Map(ground_truth)]
-    if paraphrase_files:
-        para = read_paraphrases(pipeline, paraphrase_files, items)
-        positives.append(para.rows)
-        dead.append(para[DEAD_LETTER])
-    positives = tuple(positives) | "Positives" >> beam.Flatten()
-
     perturbed = records | "Perturb" >> Perturb(methods, opts.spacy_model, opts.connectivity_dir, 1, opts.seed)
     dead.append(perturbed[DEAD_LETTER])
-    by_method = perturbed["rows"] | "KeyByMethod" >> beam.Map(lambda r: (r["method"], r))
-    available = by_method | "Available" >> beam.combiners.Count.PerKey()
-    n_positive = positives | "CountPositives" >> beam.combiners.Count.Globally()
-    negatives = (
-        by_method
-        | "GroupByMethod" >> beam.GroupByKey()
-        | "Choose"
-        >> beam.FlatMap(
-            choose,
-            positives=beam.pvalue.AsSingleton(n_positive),
-            available=beam.pvalue.AsDict(available),
-            methods=methods,
-            seed=opts.seed,
-        )
-    )
-    rows = (positives, negatives) | "AllRows" >> beam.Flatten()
+    inputs = {"records": records, "perturbations": perturbed["rows"]}
+    if paraphrase_files:
+        inputs["paraphrases"] = read_paraphrases(pipeline, paraphrase_files)
+    compat = inputs | "Assemble" >> AssembleCompat(methods, opts.seed)
+    dead.append(compat[DEAD_LETTER])
+    rows, available = compat["rows"], compat[AVAILABLE]
     rows | "WriteCompat" >> WriteParquetShards(fileio.join(out, "compat"), COMPAT, opts.num_shards)
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        items | "TallyInstructions" >> tally("instructions"),
+        compat["items"] | "TallyInstructions" >> tally("instructions"),
         available | "TallyAvailable" >> beam.Map(lambda kv: {f"available.{kv[0]}": kv[1]}),
         rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}.{r['method']}": 1}),
     )

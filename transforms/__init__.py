@@ -15,7 +15,9 @@ PCollections; `"dead_letter"` is always among them.
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
 | `ReadPredictionBatches(agents, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch); totals; `dead_letter` |
 | `ReadReferenceBatches(files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, ReferenceBatch); `dead_letter` |
+| `ReferenceBatchesFromRecords(connectivity_dir, buckets, source)` | records | `batches`: (bucket, ReferenceBatch); `dead_letter` |
 | `ScoreBuckets(connectivity_dir, agents, dataset_files, config)` | both batch kinds, flattened | `tables`: Arrow tables of episode scores; totals; missing; `dead_letter` |
+| `AssembleCompat(methods, seed)` | {`records` or `items`, `perturbations`, optional `paraphrases`} | `rows`: COMPAT rows; `items`; `available`; `dead_letter` |
 | `RandomBaseline(connectivity_dir, steps, num_trajectories, seed)` | records | `tables`; totals; `dead_letter` |
 | `ReadAlignments`, `MakeProbeEpisodes`, `ScoreProbeEpisodes`, `SummarizeSkills` | see `transforms.probes` | |
 | `WriteParquetShards(prefix, schema)` | dicts (or lists of dicts) | writes `<prefix>-SSSSS-of-NNNNN.parquet` |
@@ -23,6 +25,8 @@ PCollections; `"dead_letter"` is always among them.
 | `WriteDeadLetters(path)` | dead-letter dicts (several PCollections) | writes one JSON Lines file |
 | `GatherToOne()` | small PCollection[T] | one list[T] (also when empty) |
 | `FinishRun(output_dir, summarize)` / `finish_run(...)` | dead letters and tallies | writes the dead letters and summary.json |
+
+Chaining them into one pipeline with no files in between: docs/composing.md.
 
     >>> from transforms import JoinR4R, ReadR2R  # doctest: +SKIP
 """
@@ -37,7 +41,9 @@ __getattr__, __all__ = lazy_exports(
         "perturb": ("Perturb", "PerturbInstructions", "PerturbTrajectories"),
         "paraphrase": ("RoundTripParaphrase", "ComposeR4RParaphrases", "TranslatorSpec"),
         "score_read": ("ReadPredictionBatches", "ReadReferenceBatches"),
+        "score_references": ("ReferenceBatchesFromRecords",),
         "score_batches": ("ScoreBuckets",),
+        "compat": ("AssembleCompat",),
         "score_records": ("ReadDataset",),
         "score_write": ("WriteTables", "WriteLines"),
         "random_walks": ("RandomBaseline",),

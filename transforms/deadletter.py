@@ -35,7 +35,9 @@ class WriteDeadLetters(beam.PTransform):
         self.path = path
 
     def expand(self, pcolls):
-        flat = tuple(pcolls) | "FlattenDeadLetters" >> beam.Flatten()
+        # One PCollection (e.g. already flattened) or several.
+        pcolls = (pcolls,) if isinstance(pcolls, beam.pvalue.PCollection) else tuple(pcolls)
+        flat = pcolls | "FlattenDeadLetters" >> beam.Flatten()
         counter = Metrics.counter("dead_letter", "records")
         path = self.path
 
