@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> None:
         for job in JOBS:
             doc = (importlib.import_module(f"pipelines.{job}").__doc__ or "").strip().splitlines()[0]
             print(f"  {job:<16} {doc}")
+        print(
+            "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
+        )
         return
     run_job(argv[0].replace("-", "_"), argv[1:])
 
