@@ -151,3 +151,33 @@ def test_beam_temp_folders_of_a_killed_run_are_removed(inputs, tmp_path):
     assert not any(n.startswith("beam-temp-") for n in names)
     assert "paths-00007-of-00009.parquet" not in names
     assert names[-1] == "summary.json" and "_SUCCESS" in names
+
+
+def test_a_paraphrase_run_whose_translations_all_fail_is_not_complete_and_is_never_skipped(tmp_path, capsys):
+    """With no network every TranslateText call fails UNAVAILABLE: the run must not look complete, and the
+    next --skip_if_unchanged run must run again rather than skip forever."""
+    import grpc
+
+    from tests.translate_standin import TranslateStandin, sample_records
+
+    data = tmp_path / "r2r.json"
+    data.write_text(json.dumps(sample_records()))
+    out = tmp_path / "out"
+    with TranslateStandin() as server:
+        server.fail_next(10**6, grpc.StatusCode.UNAVAILABLE)
+        flags = [
+            f"--dataset={data}",
+            f"--output_dir={out}",
+            "--gcp_project=test-project",
+            f"--translate_endpoint={server.endpoint}",
+            "--translate_insecure",
+            "--languages=de",
+            "--max_attempts=1",
+            "--skip_if_unchanged",
+        ]
+        for _ in range(2):
+            with pytest.raises(SystemExit) as exc:
+                run("paraphrase", *flags)
+            assert exc.value.code == 3
+            assert "run failed" in capsys.readouterr().err
+            assert not (out / "_SUCCESS").exists()
