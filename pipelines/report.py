@@ -158,7 +158,7 @@ def render(_, partial, episodes, *, opts, inputs, summaries, band):
     write_json(fileio.join(out, TABLES), {"tables": tables, "score_summaries": summaries, "keep_band": band}, True)
     dead = tables.get("dead_letters", {})
     summary = {
-        "job": JOB,
+        "job": JOB.name,
         "inputs": {kind: sum(1 for i in inputs if i.kind == kind) for kind in sorted({i.kind for i in inputs})},
         "labels": sorted({i.label for i in inputs}),
         "datasets": {k: v["counts"] for k, v in tables.get(DATASET, {}).items()},
