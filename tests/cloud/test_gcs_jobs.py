@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -62,7 +61,10 @@ def inputs(gcs_emulator, shared_data, tmp_path_factory):
     subset = [r for r in r2r if r["scan"] in scans]
     urls = {"r2r": b.put("inputs/R2R_val_seen_small.json", json.dumps(subset).encode())}
     for scan in scans:
-        b.upload(str(shared_data / "connectivity" / f"{scan}_connectivity.json"), f"inputs/connectivity/{scan}_connectivity.json")
+        b.upload(
+            str(shared_data / "connectivity" / f"{scan}_connectivity.json"),
+            f"inputs/connectivity/{scan}_connectivity.json",
+        )
     urls["connectivity"] = b.url("inputs/connectivity")
     fgr2r = json.loads((shared_data / "fgr2r" / "FGR2R_val_seen.json").read_text())
     urls["fgr2r"] = b.put(
@@ -175,7 +177,9 @@ def test_score_probes_and_report_read_job_outputs_from_the_bucket(gcs_emulator, 
     assert read_parquet(b, "chain/score_probes", "scores").num_rows > 0
 
     score = b.url("chain/score")
-    run_job("score", [f"--predictions={inputs['predictions']}", f"--dataset={inputs['r2r']}", conn, f"--output_dir={score}"])
+    run_job(
+        "score", [f"--predictions={inputs['predictions']}", f"--dataset={inputs['r2r']}", conn, f"--output_dir={score}"]
+    )
     run_job("report", [f"--inputs={score}", conn, "--draw=2", f"--output_dir={b.url('chain/report')}"])
     names = check_outputs(b, "chain/report", "report")
     assert any(n.startswith("figures/") for n in names)
@@ -201,12 +205,24 @@ def test_a_rerun_removes_stale_shards_and_beam_temp_objects(gcs_emulator, inputs
 def test_a_run_that_fails_part_way_leaves_no_success(gcs_emulator, inputs):
     b = gcs_emulator
     prefix = "failing/build_r4r"
-    flags = [f"--dataset={inputs['r2r']}", f"--connectivity_dir={inputs['connectivity']}", f"--output_dir={b.url(prefix)}"]
+    flags = [
+        f"--dataset={inputs['r2r']}",
+        f"--connectivity_dir={inputs['connectivity']}",
+        f"--output_dir={b.url(prefix)}",
+    ]
     run_job("build_r4r", flags)
     assert "_SUCCESS" in b.list(prefix)
-    # The JSON file goes to a bucket that does not exist: the pipeline fails after its shards are written.
-    with pytest.raises(Exception):  # noqa: B017 -- whatever the storage client raises; the point is what is left
-        run_job("build_r4r", [*flags, "--json_output=gs://no-such-bucket-vlnkit/R4R.json"])
+    # The summary cannot be written: the pipeline fails after its shards are in the bucket.
+    import transforms.write
+
+    def broken_write(path, obj, indent=False):
+        raise OSError(f"{path}: simulated storage failure")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(transforms.write, "write_json", broken_write)
+        with pytest.raises(Exception, match="simulated storage failure"):
+            run_job("build_r4r", flags)
+    assert any(n.startswith("paths-") for n in b.list(prefix)), "the run did not get part-way"
     assert "_SUCCESS" not in b.list(prefix)
     # A run judged failed (too many dead letters) writes a manifest saying so, and no _SUCCESS.
     records = json.loads(b.get("inputs/R2R_val_seen_small.json"))
