@@ -6,7 +6,9 @@
         [--seed=0] [--methods=...] [--spacy_model=NAME]
 
 Positives are every instruction with its path and, with --paraphrases, every kept paraphrase with its
-source's path. Negatives come from the perturbations (`pipelines.perturb`, one per instruction and
+source's path. Paraphrases made by the `offline-demo` translator are not translations (and files too
+old to record their `backend` cannot be told apart from them): the job refuses them as positives
+unless --allow_demo_paraphrases is given. Negatives come from the perturbations (`pipelines.perturb`, one per instruction and
 method): positives/2 instruction perturbations and positives/2 trajectory perturbations, split
 equally over the requested methods of each family and chosen by a seeded hash of (method,
 instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
@@ -28,6 +30,7 @@ from transforms.tally import tally
 from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.schemas import schema_version
+from vlnkit.paraphrases.translation import OFFLINE_DEMO
 from vlnkit.perturbations.compat import COMPAT, GROUND_TRUTH, INSTRUCTION, method_quota
 
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
@@ -38,6 +41,11 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--paraphrases",
         help="paraphrases-*.parquet of pipelines.paraphrase (glob or comma list): kept rows are extra positives",
+    )
+    parser.add_argument(
+        "--allow_demo_paraphrases",
+        action="store_true",
+        help="Accept paraphrases of the offline-demo translator (not real translations) as positives",
     )
 
 
@@ -53,7 +61,48 @@ def read_paraphrases(pipeline, files: list[str]):
     )
 
 
-def build(pipeline, files, paraphrase_files, opts, methods) -> None:
+def paraphrase_backends(files: list[str]) -> dict[str, dict[str, int]]:
+    """{file: {backend: kept rows}}, read in the driver from the `backend` and `kept` columns only.
+
+    A file without a `backend` column (paraphrases schema v1) counts its kept rows under "unknown".
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    found = {}
+    for path in files:
+        with fileio.open_read(path) as f:
+            pf = pq.ParquetFile(f)
+            if "backend" not in pf.schema_arrow.names:
+                kept = pf.read(columns=["kept"]).column("kept")
+                found[path] = {"unknown": int(pc.sum(kept).as_py() or 0)}
+                continue
+            table = pf.read(columns=["backend", "kept"]).filter(pc.field("kept"))
+        counts = table.group_by("backend").aggregate([("kept", "count")]).to_pylist()
+        found[path] = {r["backend"]: r["kept_count"] for r in counts}
+    return found
+
+
+def check_demo_paraphrases(backends: dict[str, dict[str, int]], allow: bool) -> None:
+    """Refuse kept paraphrases that no real translator made, naming the first such file."""
+    if allow:
+        return
+    for path, counts in backends.items():
+        demo, unknown = counts.get(OFFLINE_DEMO, 0), counts.get("unknown", 0)
+        if demo:
+            raise JobError(
+                f"--paraphrases: {path} holds {demo} kept paraphrase(s) made by the {OFFLINE_DEMO} translator "
+                "(not real translations); refusing them as training positives (pass --allow_demo_paraphrases "
+                "to use them anyway)"
+            )
+        if unknown:
+            raise JobError(
+                f"--paraphrases: {path} does not record which translator made its {unknown} kept paraphrase(s) "
+                "(paraphrases schema v1); rerun pipelines.paraphrase, or pass --allow_demo_paraphrases"
+            )
+
+
+def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | None = None) -> None:
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
     records, dead = read["records"], [read[DEAD_LETTER]]
@@ -74,6 +123,12 @@ def build(pipeline, files, paraphrase_files, opts, methods) -> None:
         rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}.{r['method']}": 1}),
     )
     static = {"job": JOB.name, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
+    # Kept paraphrases per translator backend over all --paraphrases files (demo rows only when allowed).
+    totals_by_backend: dict[str, int] = {}
+    for counts in (backends or {}).values():
+        for name, n in counts.items():
+            totals_by_backend[name] = totals_by_backend.get(name, 0) + n
+    static["paraphrase_backends"] = dict(sorted(totals_by_backend.items()))
     static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
     _ = finish_run(out, lambda totals: finish_summary(static, totals, methods), dead, tallies)
 
@@ -130,7 +185,9 @@ def run(ctx: Run) -> dict:
     paraphrase_files = ctx.inputs("paraphrases", ctx.args.paraphrases, required=False)
     if not all(p.endswith(".parquet") for p in paraphrase_files):
         raise JobError(f"--paraphrases={ctx.args.paraphrases}: expected .parquet files")
-    return ctx.execute(lambda p: build(p, files, paraphrase_files, ctx.args, methods), ["compat"])
+    backends = paraphrase_backends(paraphrase_files)
+    check_demo_paraphrases(backends, ctx.args.allow_demo_paraphrases)
+    return ctx.execute(lambda p: build(p, files, paraphrase_files, ctx.args, methods, backends), ["compat"])
 
 
 main = JOB.main(run, print_summary)

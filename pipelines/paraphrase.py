@@ -5,13 +5,19 @@
         --translation_cache=gs://bucket/translation_cache
     python -m pipelines.paraphrase --dataset=R2R_val_seen.json --compose_from=R4R_val_seen.json ...
 
-Writes `paraphrases-SSSSS-of-NNNNN.parquet` (every instruction x pivot, kept or not), with
---compose_from also `r4r_paraphrases-SSSSS-of-NNNNN.parquet`, `dead_letter-00000-of-00001.jsonl`,
-`summary.json`, `manifest.json` and `_SUCCESS` into --output_dir. Before running it prints how many
-characters it will send and what that costs.
+Writes `paraphrases-SSSSS-of-NNNNN.parquet` (every instruction x pivot, kept or not; each row names
+the `backend` that made it), with --compose_from also `r4r_paraphrases-SSSSS-of-NNNNN.parquet`,
+`dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.json` and `_SUCCESS` into --output_dir.
+
+Cloud Translation is paid per character, so before anything is sent the job prints its plan
+(characters and requests per pivot, translations already in the cache, estimated cost).
+`--plan_only` stops there (exit 0); `--max_cost_usd=X` stops before the first request (exit 2,
+one line) when the uncached characters would cost more than X.
 """
 
 from __future__ import annotations
+
+import math
 
 import apache_beam as beam
 
@@ -96,6 +102,12 @@ def declare_flags(parser) -> None:
     add("--request_timeout", type=float, help="Seconds per TranslateText call")
     add("--batch_texts", type=int, help="Distinct texts per translation batch in a worker")
     add("--usd_per_million_chars", type=float, help="Price for the cost estimate")
+    add("--plan_only", action="store_true", help="Print the translation plan and cost estimate, then exit 0")
+    add(
+        "--max_cost_usd",
+        type=float,
+        help="Refuse to start (exit 2) when the estimated cost of the uncached characters exceeds this",
+    )
 
 
 JOB = Job("paraphrase", __doc__, declare_flags)
@@ -157,14 +169,29 @@ def check_credentials() -> None:
 
 
 def plan(files: list[str], s: dict) -> dict:
-    """What the run will send, counted in the driver before anything is paid for."""
+    """What the run will send, counted in the driver before anything is paid for.
+
+    Per pivot: the distinct texts not yet in the translation cache, their characters both ways (the
+    way back costs about as much as the way out; its exact size is known only after) and the
+    fewest requests that carry them within the per-request limits (workers may split batches
+    further, so this is a lower bound).
+
+        >>> s = {"translation_cache": None, "languages": ("de",), "translator": "google",
+        ...      "source_language": "en", "max_segments_per_request": 2, "max_codepoints_per_request": 30000,
+        ...      "usd_per_million_chars": 20.0}
+        >>> p = plan_texts({"Go left.", "Stop."}, s)
+        >>> p["per_pivot"]["de"], p["estimated_requests"]
+        ({'uncached_texts': 2, 'characters': 26, 'requests': 2}, 2)
+    """
     texts: set[str] = set()
     for path in files:
         for item in parse_r2r(fileio.read_bytes(path), path):
             if not isinstance(item, RecordError):
                 texts.update(item["instructions"])
-    cached = 0
-    forward = 0
+    return plan_texts(texts, s)
+
+
+def plan_texts(texts: set[str], s: dict) -> dict:
     if s["translation_cache"]:
         try:
             cache = TranslationCache(s["translation_cache"])
@@ -172,21 +199,30 @@ def plan(files: list[str], s: dict) -> dict:
             raise JobError(str(exc)) from None
     else:
         cache = None
+    per_pivot = {}
+    cached = 0
     for lang in s["languages"]:
-        for text in texts:
-            if cache is not None and cache.get((s["translator"], s["source_language"], lang, text)) is not None:
-                cached += 1
-            else:
-                forward += codepoints(text)
-    # The way back costs about as much as the way out (its exact size is known only after).
-    characters = 2 * forward
+        todo = [
+            t for t in texts if cache is None or cache.get((s["translator"], s["source_language"], lang, t)) is None
+        ]
+        cached += len(texts) - len(todo)
+        forward = sum(codepoints(t) for t in todo)
+        requests = max(
+            math.ceil(len(todo) / s["max_segments_per_request"]),
+            math.ceil(forward / s["max_codepoints_per_request"]),
+        )
+        per_pivot[lang] = {"uncached_texts": len(todo), "characters": 2 * forward, "requests": 2 * requests}
+    characters = sum(p["characters"] for p in per_pivot.values())
     cost = 0.0 if s["translator"] == OFFLINE_DEMO else estimate_cost_usd(characters, s["usd_per_million_chars"])
     return {
         "distinct_texts": len(texts),
         "pivots": len(s["languages"]),
+        "per_pivot": per_pivot,
         "cached_forward_translations": cached,
         "estimated_characters": characters,
+        "estimated_requests": sum(p["requests"] for p in per_pivot.values()),
         "estimated_cost_usd": round(cost, 2),
+        "estimated_cost_usd_exact": cost,
     }
 
 
@@ -196,20 +232,37 @@ def print_plan(p: dict, s: dict) -> None:
         if s["translator"] == OFFLINE_DEMO
         else (f"${p['estimated_cost_usd']:,.2f} at ${s['usd_per_million_chars']}/million characters")
     )
-    print(
-        format_table(
-            [
-                ("translator", s["translator"]),
-                ("distinct instruction texts", p["distinct_texts"]),
-                ("pivot languages", ",".join(s["languages"])),
-                ("forward translations already cached", p["cached_forward_translations"]),
-                ("characters to send (estimate, both ways)", f"{p['estimated_characters']:,}"),
-                ("estimated cost", price),
-            ],
-            "Translation plan",
-        ),
-        flush=True,
-    )
+    rows = [
+        ("translator", s["translator"]),
+        ("distinct instruction texts", p["distinct_texts"]),
+        ("pivot languages", ",".join(s["languages"])),
+        ("forward translations already cached", p["cached_forward_translations"]),
+    ]
+    for lang, v in p["per_pivot"].items():
+        rows.append(
+            (f"  {lang}: characters, requests", f"{v['characters']:,} chars, {v['requests']:,} requests (uncached)")
+        )
+    rows += [
+        ("characters to send (estimate, both ways)", f"{p['estimated_characters']:,}"),
+        ("requests (estimate, at least)", f"{p['estimated_requests']:,}"),
+        ("estimated cost", price),
+    ]
+    if s.get("max_cost_usd") is not None:
+        rows.append(("cost cap (--max_cost_usd)", f"${s['max_cost_usd']:,.2f}"))
+    print(format_table(rows, "Translation plan"), flush=True)
+
+
+def check_cost_cap(p: dict, s: dict) -> None:
+    """Stop before the first request when the uncached characters would cost more than the cap."""
+    cap = s.get("max_cost_usd")
+    if cap is None or s["translator"] == OFFLINE_DEMO:
+        return
+    if p["estimated_cost_usd_exact"] > cap:
+        raise JobError(
+            f"--max_cost_usd={cap:g}: this run would send about {p['estimated_characters']:,} uncached characters, "
+            f"an estimated ${p['estimated_cost_usd_exact']:,.2f}; nothing was sent (raise the cap, or narrow "
+            "--dataset/--languages)"
+        )
 
 
 def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
@@ -232,7 +285,7 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     if compose_files:
         r4r_read = pipeline | "ReadR4R" >> ReadR2R(compose_files)
         r4r = r4r_read["records"] | "ComposeR4R" >> ComposeR4RParaphrases(
-            records, para[BY_TEXT], s["languages"], bounds
+            records, para[BY_TEXT], s["languages"], bounds, backend=s["translator"]
         )
         r4r["rows"] | "WriteR4RParaphrases" >> WriteParquetShards(
             fileio.join(out, "r4r_paraphrases"), PARAPHRASES, s["num_shards"]
@@ -355,11 +408,18 @@ def run(ctx: Run) -> dict:
         check_credentials()
     files = ctx.inputs("dataset", s["dataset"])
     compose_files = ctx.inputs("compose_from", s["compose_from"], required=False)
-    print_plan(plan(files, s), s)
+    the_plan = plan(files, s)
+    print_plan(the_plan, s)
+    if s["plan_only"]:
+        print("--plan_only: nothing was sent and nothing was written", flush=True)
+        return {"skipped": True, "plan_only": True, "plan": the_plan}
+    check_cost_cap(the_plan, s)
     static = {
         "job": JOB.name,
         "schema_version": schema_version(PARAPHRASES),
         "translator": s["translator"],
+        # The `backend` column of every row; a consumer of the files can refuse offline-demo rows.
+        "backend": s["translator"],
         "languages": list(s["languages"]),
         "source_language": s["source_language"],
         "min_bleu": bounds.min_bleu,

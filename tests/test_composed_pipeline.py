@@ -81,6 +81,7 @@ def jobs(example, tmp_path_factory):
         "build_compat": build_compat.main(
             [*common, f"--dataset={r4r_json}", methods, "--spacy_model=blank:en", f"--seed={ns['SEED']}"]
             + [f"--paraphrases={t}/para/paraphrases-*.parquet", f"--output_dir={t}/compat"]
+            + ["--allow_demo_paraphrases"]  # the composed pipeline uses the offline demo translator too
         ),
         "score": score.main(
             [

@@ -60,8 +60,8 @@ def instruction_rows(record: dict):
         yield text, (f"{record['path_id']}_{k}", source)
 
 
-def _row(instr_id: str, instruction: str, verdict: dict) -> dict:
-    return {"instr_id": instr_id, "instruction": instruction, **verdict}
+def _row(instr_id: str, instruction: str, verdict: dict, backend: str) -> dict:
+    return {"instr_id": instr_id, "instruction": instruction, **verdict, "backend": backend}
 
 
 def _verdict_stats(verdicts: list[dict], times: int, prefix: str = "") -> dict:
@@ -120,7 +120,7 @@ class _RoundTrip(beam.DoFn):
             yield beam.pvalue.TaggedOutput(BY_TEXT, (text, dict(cands)))
             for instr_id, _ in ids:
                 for v in verdicts:
-                    yield _row(instr_id, text, v)
+                    yield _row(instr_id, text, v, self.spec.backend)
             for key, value in _verdict_stats(verdicts, len(ids)).items():
                 stats[key] = stats.get(key, 0) + value
             for lang, error in errs:
@@ -159,7 +159,8 @@ class _RoundTrip(beam.DoFn):
 class RoundTripParaphrase(beam.PTransform):
     """Validated R2R records -> {"rows", "dead_letter", "by_text", "stats"}.
 
-    `rows`: dicts with instr_id, instruction, language, paraphrase, bleu, kept, reason;
+    `rows`: dicts with instr_id, instruction, language, paraphrase, bleu, kept, reason, backend
+    (the translator of `spec`, so every row says whether it came from a real translation);
     `by_text`: (original text, {language: back-translation}) for every distinct text;
     `stats`: {name: number} dicts to sum (rows/kept per language, translation counters).
     """
@@ -195,7 +196,8 @@ class RoundTripParaphrase(beam.PTransform):
 
 
 class _Compose(beam.DoFn):
-    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds):
+    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds, backend: str):
+        self.backend = backend
         self.languages = tuple(languages)
         self.bounds = bounds
         self.rows = Metrics.counter("paraphrase", "r4r_rows")
@@ -240,7 +242,7 @@ class _Compose(beam.DoFn):
                     )
             verdicts = judge(x + y, cands, self.bounds)
             for v in verdicts:
-                yield _row(instr_id, x + y, v)
+                yield _row(instr_id, x + y, v, self.backend)
             for key, value in _verdict_stats(verdicts, 1, prefix="r4r_").items():
                 stats[key] = stats.get(key, 0) + value
             self.rows.inc(len(verdicts))
@@ -250,12 +252,15 @@ class _Compose(beam.DoFn):
 class ComposeR4RParaphrases(beam.PTransform):
     """R4R records + R2R records + `by_text` paraphrases -> {"rows", "dead_letter", "stats"}.
 
+    `backend` is the translator that made `by_text`; every composed row records it.
+
     The R2R side (instructions by path_id, paraphrases by text) is as large as one R2R split, so it
     travels as side inputs; the R4R records, up to hundreds of thousands, stream past it.
     """
 
-    def __init__(self, r2r_records, by_text, languages, bounds: BleuBounds = BleuBounds()):
+    def __init__(self, r2r_records, by_text, languages, bounds: BleuBounds = BleuBounds(), *, backend: str):
         super().__init__()
+        self.backend = backend
         self.r2r_records = r2r_records
         self.by_text = by_text
         self.languages = tuple(languages)
@@ -264,7 +269,7 @@ class ComposeR4RParaphrases(beam.PTransform):
     def expand(self, r4r_records):
         by_path = self.r2r_records | "InstructionsByPathId" >> beam.Map(lambda r: (r["path_id"], r["instructions"]))
         out = r4r_records | "Compose" >> beam.ParDo(
-            _Compose(self.languages, self.bounds),
+            _Compose(self.languages, self.bounds, self.backend),
             r2r_instructions=beam.pvalue.AsDict(by_path),
             paraphrases=beam.pvalue.AsDict(self.by_text),
         ).with_outputs(DEAD_LETTER, STATS, main="rows")

@@ -43,7 +43,9 @@ def test_offline_run_writes_every_instruction_x_pivot_a_summary_and_composed_r4r
     for r in sample_records():
         for k, text in enumerate(r["instructions"]):
             for v in judge(text, [(lang, demo_round_trip(text, lang)) for lang in DEFAULT_LANGUAGES]):
-                expected.append({"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v})
+                expected.append(
+                    {"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v, "backend": "offline-demo"}
+                )
     assert got == sorted(expected, key=lambda r: (r["instr_id"], r["language"]))
     assert summary["translator"] == "offline-demo" and summary["instructions"] == 12
     assert summary["distinct_texts"] == 11 and summary["rows"] == 120 == len(got)
@@ -87,7 +89,14 @@ def test_google_run_against_the_standin_matches_offline_and_a_cached_rerun_is_fr
     assert first["translation"]["characters_sent"] > 0 and first["translation"]["cost_usd"] >= 0
     assert second["translation"]["calls"] == 0 and second["translation"]["characters_sent"] == 0
     assert second["translation"]["cache_hits"] == 2 * 3 * 11
-    assert rows(tmp_path / "a") == rows(tmp_path / "b") == rows(tmp_path / "c") != []
+    google_rows, demo_rows = rows(tmp_path / "a"), rows(tmp_path / "c")
+    assert {r["backend"] for r in google_rows} == {"google"} and {r["backend"] for r in demo_rows} == {"offline-demo"}
+    assert first["backend"] == "google" and offline["backend"] == "offline-demo"
+    strip = [{k: v for k, v in r.items() if k != "backend"} for r in google_rows]
+    assert rows(tmp_path / "b") == google_rows and strip == [
+        {k: v for k, v in r.items() if k != "backend"} for r in demo_rows
+    ]
+    assert google_rows
     assert first["kept"] == second["kept"] == offline["kept"]
 
 
@@ -173,3 +182,62 @@ def test_real_val_seen_and_published_r4r_compose_with_revised_texts_dead_lettere
     dead = [json.loads(line) for line in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
     assert {d["stage"] for d in dead} == {"compose"} and all("R2R text revised" in d["reason"] for d in dead)
     assert 0 < summary["kept"] < summary["rows"] and 0 < summary["r4r"]["kept"] < summary["r4r"]["rows"]
+
+
+def _google_flags(server, r2r, tmp_path, *extra):
+    return [
+        "--runner=DirectRunner",
+        f"--dataset={r2r}",
+        "--gcp_project=test-project",
+        f"--translate_endpoint={server.endpoint}",
+        "--translate_insecure",
+        f"--translation_cache={tmp_path / 'cache'}",
+        "--languages=de,fr",
+        f"--output_dir={tmp_path / 'out'}",
+        *extra,
+    ]
+
+
+def test_plan_only_prints_characters_and_requests_per_pivot_and_sends_nothing(tmp_path, inputs, capsys):
+    r2r, _ = inputs
+    texts = {t for r in sample_records() for t in r["instructions"]}
+    with TranslateStandin() as server:
+        result = paraphrase.main(_google_flags(server, r2r, tmp_path, "--plan_only", "--max_segments_per_request=4"))
+        assert server.requests == []
+    plan = result["plan"]
+    assert result["plan_only"] and plan["distinct_texts"] == len(texts) == 11
+    chars = 2 * sum(len(t) for t in texts)
+    # 11 texts at most 4 per request: 3 requests each way, per pivot.
+    assert plan["per_pivot"] == {
+        lang: {"uncached_texts": 11, "characters": chars, "requests": 6} for lang in ("de", "fr")
+    }
+    assert plan["estimated_characters"] == 2 * chars and plan["estimated_requests"] == 12
+    assert plan["estimated_cost_usd_exact"] == pytest.approx(2 * chars * 20.0 / 1e6)
+    printed = capsys.readouterr().out
+    assert "Translation plan" in printed and "de: characters, requests" in printed and "nothing was sent" in printed
+    assert not (tmp_path / "out" / "_SUCCESS").exists() and not list((tmp_path / "out").glob("paraphrases-*"))
+
+
+def test_a_cost_cap_stops_the_run_before_its_first_request_and_a_cached_rerun_is_within_it(tmp_path, inputs, capsys):
+    r2r, _ = inputs
+    with TranslateStandin() as server:
+        with pytest.raises(SystemExit) as exc:
+            paraphrase.main(_google_flags(server, r2r, tmp_path, "--max_cost_usd=0.001"))
+        assert exc.value.code == 2 and server.requests == []
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--max_cost_usd=0.001" in err[0] and "nothing was sent" in err[0]
+        assert not list((tmp_path / "out").glob("paraphrases-*"))
+        # Under a cap it runs and fills the cache; then even a zero cap lets the (free) cached rerun through.
+        paraphrase.main(_google_flags(server, r2r, tmp_path, "--max_cost_usd=1"))
+        calls = len(server.requests)
+        assert calls > 0 and (tmp_path / "out" / "_SUCCESS").exists()
+        rerun = paraphrase.main(_google_flags(server, r2r, tmp_path, "--max_cost_usd=0"))
+        assert len(server.requests) == calls and rerun["translation"]["cache_hits"] == 2 * 2 * 11
+
+
+def test_the_offline_demo_backend_is_never_capped(tmp_path, inputs):
+    r2r, _ = inputs
+    summary = paraphrase.main(
+        ["--runner=DirectRunner", f"--dataset={r2r}", "--max_cost_usd=0", f"--output_dir={tmp_path}/o"]
+    )
+    assert summary["backend"] == "offline-demo" and summary["translation"]["cost_usd"] == 0.0

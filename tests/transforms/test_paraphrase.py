@@ -21,15 +21,16 @@ from vlnkit.paraphrases.translation import GOOGLE, OFFLINE_DEMO, GoogleConfig, R
 LANGS = ("de", "fr", "zh")
 
 
-def expected_rows(records, languages=LANGS, skip=()):
-    """Rows computed directly from the core: every instruction x pivot (minus `skip` texts)."""
+def expected_rows(records, languages=LANGS, skip=(), backend=OFFLINE_DEMO):
+    """Rows computed directly from the core: every instruction x pivot (minus `skip` texts), each
+    naming the backend that made it."""
     out = []
     for r in records:
         for k, text in enumerate(r["instructions"]):
             if text in skip:
                 continue
             for v in judge(text, [(lang, demo_round_trip(text, lang)) for lang in languages]):
-                out.append({"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v})
+                out.append({"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v, "backend": backend})
     return out
 
 
@@ -74,7 +75,9 @@ def test_google_backend_through_the_standin_retries_transients_and_dead_letters_
             recs = (p | ReadR2R([dataset]))["records"]
             out = recs | RoundTripParaphrase(spec, LANGS, batch_texts=100)
             assert_that(
-                out["rows"] | beam.Map(key), equal_to([key(r) for r in expected_rows(records, skip={bad})]), "rows"
+                out["rows"] | beam.Map(key),
+                equal_to([key(r) for r in expected_rows(records, skip={bad}, backend=GOOGLE)]),
+                "rows",
             )
             assert_that(
                 out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["record"], d["reason"].split(":")[0])),
@@ -103,14 +106,16 @@ def test_r4r_paraphrases_are_composed_from_the_r2r_sentence_paraphrases(dataset,
             b = next(r for r in records if r["path_id"] == rec["second_path_id"])["instructions"][k % 3]
             cands = [(lang, compose(a, demo_round_trip(a, lang), demo_round_trip(b, lang))) for lang in LANGS]
             for v in judge(text, cands, BleuBounds(0.2, 0.8)):
-                expected.append(key({"instr_id": f"{rec['path_id']}_{k}", "instruction": text, **v}))
+                expected.append(
+                    key({"instr_id": f"{rec['path_id']}_{k}", "instruction": text, **v, "backend": OFFLINE_DEMO})
+                )
     assert len(expected) == 2 * 9 * 3
 
     with TestPipeline() as p:
         r2r = (p | "R2R" >> ReadR2R([dataset]))["records"]
         para = r2r | RoundTripParaphrase(TranslatorSpec(OFFLINE_DEMO), LANGS, BleuBounds(0.2, 0.8))
         r4r_recs = (p | "R4R" >> ReadR2R([str(r4r_path)]))["records"]
-        out = r4r_recs | ComposeR4RParaphrases(r2r, para[BY_TEXT], LANGS, BleuBounds(0.2, 0.8))
+        out = r4r_recs | ComposeR4RParaphrases(r2r, para[BY_TEXT], LANGS, BleuBounds(0.2, 0.8), backend="offline-demo")
         assert_that(out["rows"] | beam.Map(key), equal_to(expected), label="rows")
         assert_that(
             out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["record"].split()[0], d["reason"][:25])),

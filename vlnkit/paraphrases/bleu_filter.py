@@ -130,7 +130,7 @@ def _schema():
 
     return versioned_schema(
         "paraphrases",
-        1,
+        2,
         [
             pa.field("instr_id", pa.string(), nullable=False),
             pa.field("instruction", pa.string(), nullable=False),
@@ -139,10 +139,13 @@ def _schema():
             pa.field("bleu", pa.float64(), nullable=False),
             pa.field("kept", pa.bool_(), nullable=False),
             pa.field("reason", pa.string(), nullable=False),
+            pa.field("backend", pa.string(), nullable=False),
         ],
     )
 
 
 # One row per instruction x pivot, kept or not (`reason`: kept, bleu_below_min, bleu_above_max,
-# same_as_original, duplicate_of_<language>).
+# same_as_original, duplicate_of_<language>). `backend` names the translator that made the row
+# (`google`, or `offline-demo`, which is not a translation): a consumer can refuse demo rows as
+# training data. Version 2 added `backend`.
 PARAPHRASES = _schema()

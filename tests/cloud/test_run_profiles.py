@@ -1,0 +1,67 @@
+"""The Dataflow and Flink run profiles parse for every job: every key is a flag Beam 2.77 or the job
+knows, with an accepted value (a profile naming a Flink version Beam publishes no job server for,
+or a flag that was renamed, fails here rather than on a cluster)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from apache_beam.options.pipeline_options import (
+    FlinkRunnerOptions,
+    GoogleCloudOptions,
+    PortableOptions,
+    SetupOptions,
+    StandardOptions,
+    WorkerOptions,
+)
+
+from tests.conftest import ROOT
+
+JOBS = [
+    "build_r4r",
+    "score",
+    "random_baseline",
+    "perturb",
+    "build_compat",
+    "paraphrase",
+    "build_probes",
+    "score_probes",
+    "report",
+]
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_dataflow_profile_parses_for_every_job(job):
+    options, _ = importlib.import_module(f"pipelines.{job}").JOB.parse([f"--config={ROOT}/configs/dataflow.yaml"])
+    assert options.view_as(StandardOptions).runner == "DataflowRunner"
+    gcp = options.view_as(GoogleCloudOptions)
+    assert gcp.temp_location.startswith("gs://") and gcp.staging_location.startswith("gs://")
+    assert options.view_as(SetupOptions).setup_file == "./setup.py"
+    assert options.view_as(WorkerOptions).machine_type
+    assert options.view_as(WorkerOptions).sdk_container_image.endswith("2.77.0")
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_flink_profile_parses_for_every_job(job):
+    options, _ = importlib.import_module(f"pipelines.{job}").JOB.parse([f"--config={ROOT}/configs/flink.yaml"])
+    assert options.view_as(StandardOptions).runner == "FlinkRunner"
+    flink = options.view_as(FlinkRunnerOptions)
+    assert flink.flink_version in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS
+    assert options.view_as(PortableOptions).environment_type == "DOCKER"
+    assert options.view_as(SetupOptions).setup_file == "./setup.py"
+
+
+def test_the_dataflow_profile_example_uses_flags_that_exist():
+    """The command in the profile's header comment parses (e.g. --dataset, not a retired name)."""
+    text = (ROOT / "configs" / "dataflow.yaml").read_text()
+    example = " ".join(
+        line.lstrip("#").strip().rstrip("\\")
+        for line in text.splitlines()
+        if line.startswith("#   ") or line.startswith("#       ")
+    )
+    flags = [w for w in example.split() if w.startswith("--")]
+    assert any(f.startswith("--dataset=") for f in flags)
+    from pipelines import build_r4r
+
+    build_r4r.JOB.parse(flags)  # raises SystemExit on an unknown flag
