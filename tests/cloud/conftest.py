@@ -61,8 +61,8 @@ class Bucket:
         return storage.Client.create_anonymous_client()
 
     def list(self, prefix: str) -> list[str]:
-        """Object names under `prefix` (relative to it), sorted: what a user of the bucket would see."""
-        prefix = prefix.rstrip("/") + "/"
+        """Object names under `prefix` (relative to it; "" for the whole bucket), sorted."""
+        prefix = prefix.rstrip("/") + "/" if prefix else ""
         names = [b.name for b in self.client().list_blobs(self.name, prefix=prefix)]
         return sorted(n[len(prefix) :] for n in names)
 

@@ -110,6 +110,8 @@ def check_outputs(b, prefix: str, job: str) -> list[str]:
     assert not undocumented, f"{job}: objects that are not documented outputs: {undocumented}"
     for required in REQUIRED[job] + ["summary.json", "manifest.json", "_SUCCESS"]:
         assert any(n.startswith(required) for n in names), f"{job}: no {required} in {names}"
+    leftovers = [n for n in b.list("") if "beam-temp" in n or ".fragments-" in n]
+    assert not leftovers, f"{job}: temporary objects left in the bucket: {leftovers}"
     manifest = json.loads(b.get(f"{prefix}/manifest.json"))
     assert manifest["status"] == "complete"
     listed = {o["path"] for o in manifest["outputs"]}
