@@ -43,6 +43,9 @@ setup(
         "test": [
             "pytest>=8,<10",
             "hypothesis>=6.100,<7",
+            # The suite runs on both cores (`-n 2 --dist loadfile` in pyproject.toml): most of a test is
+            # one Beam pipeline in one Python thread.
+            "pytest-xdist>=3.5,<4",
             "ruff>=0.5",
             "pillow>=10",
             # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.

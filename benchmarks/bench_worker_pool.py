@@ -37,8 +37,12 @@ DATA = os.environ.get("VLNKIT_SHARED_DATA", os.path.join(os.path.dirname(ROOT), 
 AGENT = os.path.join(DATA, "agent_outputs", "rszia+rpl2024-final-group9", "val_unseen_random_agent.json")
 
 
-def make_input(work: str, copies: int) -> tuple[str, str, int]:
-    """R2R val_unseen and its random-agent predictions, `copies` times under fresh path ids."""
+def make_input(work: str, copies: int, split: int = 1) -> tuple[str, str, int]:
+    """R2R val_unseen and its random-agent predictions, `copies` times under fresh path ids.
+
+    With `split` > 1 both are written as that many files (returned as globs): a JSON file is read
+    by one worker, so file size, not total size, bounds what one worker holds while reading.
+    """
     dataset = json.load(open(os.path.join(DATA, "r2r", "R2R_val_unseen.json")))
     preds = {p["instr_id"]: p["trajectory"] for p in json.load(open(AGENT))}
     out_d, out_p = [], []
@@ -50,12 +54,12 @@ def make_input(work: str, copies: int) -> tuple[str, str, int]:
                 traj = preds.get(f"{r['path_id']}_{k}")
                 if traj is not None:
                     out_p.append({"instr_id": f"{pid}_{k}", "trajectory": traj})
-    d_path, p_path = os.path.join(work, "dataset.json"), os.path.join(work, "predictions.json")
-    with open(d_path, "w") as f:
-        json.dump(out_d, f)
-    with open(p_path, "w") as f:
-        json.dump(out_p, f)
-    return d_path, p_path, len(out_p)
+    for name, rows in (("dataset", out_d), ("predictions", out_p)):
+        step = -(-len(rows) // split)
+        for i in range(split):
+            with open(os.path.join(work, f"{name}-{i:03d}.json"), "w") as f:
+                json.dump(rows[i * step : (i + 1) * step], f)
+    return os.path.join(work, "dataset-*.json"), "agent=" + os.path.join(work, "predictions-*.json"), len(out_p)
 
 
 def free_port() -> int:
@@ -126,13 +130,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--split", type=int, default=1, help="Write the input as this many files")
     parser.add_argument("--modes", default="in-process,worker-pool")
     args = parser.parse_args()
     modes = args.modes.split(",")
     with tempfile.TemporaryDirectory() as work:
-        dataset, preds, n = make_input(work, args.copies)
+        dataset, preds, n = make_input(work, args.copies, args.split)
         common = [f"--dataset={dataset}", f"--predictions={preds}", f"--connectivity_dir={DATA}/connectivity"]
-        print(f"score on {n:,} episodes ({args.copies} x R2R val_unseen)", flush=True)
+        print(f"score on {n:,} episodes ({args.copies} x R2R val_unseen, {args.split} file(s) each)", flush=True)
         times, summaries = {}, {}
         if "in-process" in modes:
             times["in-process"], summaries["in-process"] = run_score(
@@ -163,7 +168,9 @@ def main() -> None:
                     f"--environment_config=localhost:{port}",
                     f"--direct_num_workers={args.workers}",
                 ]
-                times["worker-pool"], summaries["worker-pool"] = run_score([*flags, *common, f"--output_dir={work}/pool"])
+                times["worker-pool"], summaries["worker-pool"] = run_score(
+                    [*flags, *common, f"--output_dir={work}/pool"]
+                )
                 sampler.stop.set()
                 sampler.join()
             finally:
@@ -179,7 +186,9 @@ def main() -> None:
         if len(times) == 2:
             a, b = (comparable(summaries[m]) for m in ("in-process", "worker-pool"))
             same = a.replace(f"{work}/in_process", "<out>") == b.replace(f"{work}/pool", "<out>")
-            print(f"ratio in-process / worker pool: {times['in-process'] / times['worker-pool']:.2f}x; same summary: {same}")
+            print(
+                f"ratio in-process / worker pool: {times['in-process'] / times['worker-pool']:.2f}x; same summary: {same}"
+            )
             if not same:
                 raise SystemExit("the worker pool's summary differs from the in-process run")
 

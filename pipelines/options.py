@@ -43,7 +43,7 @@ class JobError(RuntimeError):
 
 
 # Flags whose values never change a job's output (left out of the --skip_if_unchanged fingerprint).
-NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged"})
+NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged", "plan_only", "max_cost_usd"})
 
 # Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
 SHARED: dict[str, tuple[tuple[str, ...], dict]] = {

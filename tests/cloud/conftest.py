@@ -32,9 +32,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_http(url: str, seconds: float = 30.0) -> None:
+def wait_for_http(url: str, proc: subprocess.Popen, seconds: float = 30.0) -> None:
     deadline = time.time() + seconds
     while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the storage emulator exited with code {proc.returncode}")
         try:
             urllib.request.urlopen(url, timeout=1)
             return
@@ -61,8 +63,8 @@ class Bucket:
         return storage.Client.create_anonymous_client()
 
     def list(self, prefix: str) -> list[str]:
-        """Object names under `prefix` (relative to it), sorted: what a user of the bucket would see."""
-        prefix = prefix.rstrip("/") + "/"
+        """Object names under `prefix` (relative to it; "" for the whole bucket), sorted."""
+        prefix = prefix.rstrip("/") + "/" if prefix else ""
         names = [b.name for b in self.client().list_blobs(self.name, prefix=prefix)]
         return sorted(n[len(prefix) :] for n in names)
 
@@ -81,6 +83,11 @@ class Bucket:
 @pytest.fixture(scope="session")
 def gcs_emulator():
     """Start the emulator, point Beam at it anonymously, yield the bucket; stop it at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("gcp_storage_emulator") is None:
+        # A test dependency (setup.py extra "test"): missing means a broken environment, not a skip.
+        pytest.fail("gcp-storage-emulator is not installed: pip install -e '.[test]'")
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -103,7 +110,7 @@ def gcs_emulator():
 
     saved_credentials = (auth._Credentials._credentials_init, auth._Credentials._credentials)
     try:
-        wait_for_http(host + "/")
+        wait_for_http(host + "/", proc)
         os.environ["STORAGE_EMULATOR_HOST"] = host
         os.environ["NO_GCE_CHECK"] = "true"
         auth._Credentials._credentials_init = True

@@ -110,6 +110,8 @@ def check_outputs(b, prefix: str, job: str) -> list[str]:
     assert not undocumented, f"{job}: objects that are not documented outputs: {undocumented}"
     for required in REQUIRED[job] + ["summary.json", "manifest.json", "_SUCCESS"]:
         assert any(n.startswith(required) for n in names), f"{job}: no {required} in {names}"
+    leftovers = [n for n in b.list("") if "beam-temp" in n or ".fragments-" in n]
+    assert not leftovers, f"{job}: temporary objects left in the bucket: {leftovers}"
     manifest = json.loads(b.get(f"{prefix}/manifest.json"))
     assert manifest["status"] == "complete"
     listed = {o["path"] for o in manifest["outputs"]}
@@ -151,6 +153,13 @@ def test_job_reads_and_writes_only_the_bucket(job, gcs_emulator, inputs):
     if job == "paraphrase":
         cache = b.list("translation_cache")
         assert cache and all(n.endswith(".parquet") for n in cache), cache
+        assert {r["backend"] for r in read_parquet(b, prefix, "paraphrases").to_pylist()} == {"offline-demo"}
+        # Another run reads every translation back from the cache in the bucket.
+        again = run_job(job, [*job_flags(job, inputs, b), f"--output_dir={b.url('out/paraphrase_cached')}"])
+        assert again["translation"]["cache_misses"] == 0 and again["translation"]["cache_hits"] > 0
+        cached_rows = read_parquet(b, "out/paraphrase_cached", "paraphrases").to_pylist()
+        key = json.dumps
+        assert sorted(map(key, cached_rows)) == sorted(map(key, read_parquet(b, prefix, "paraphrases").to_pylist()))
     # The same run again is skipped, and touches nothing.
     before = {x.name: x.updated for x in b.client().list_blobs(b.name, prefix=prefix + "/")}
     again = run_job(job, [*job_flags(job, inputs, b), f"--output_dir={b.url(prefix)}", "--skip_if_unchanged"])
