@@ -149,7 +149,9 @@ def test_missing_graphs_and_bad_records_go_to_dead_letters(tmp_path):
     (tmp_path / "env" / "connectivity" / "synthetic_grid_01_connectivity.json").unlink()
     records.append({"scan": "synthetic_grid_00", "path_id": "x"})
     (tmp_path / "in.json").write_text(json.dumps(records))
-    out, summary = run(tmp_path, f"--r2r_path={tmp_path}/in.json", f"--connectivity_dir={conn_dir}")
+    out, summary = run(
+        tmp_path, f"--r2r_path={tmp_path}/in.json", f"--connectivity_dir={conn_dir}", "--max_failure_fraction=0.7"
+    )
     assert summary["records_read"] == 12 and summary["dead_letters"] == 7
     dead = [json.loads(line) for line in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
     assert sum("synthetic_grid_01_connectivity.json: cannot read" in d["reason"] for d in dead) == 6

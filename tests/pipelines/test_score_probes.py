@@ -150,4 +150,4 @@ def test_command_line_entry_point_and_structural_errors(tmp_path, probes, capsys
     assert "Probe scores" in proc.stdout and "missing_episodes.txt" in proc.stdout
     with pytest.raises(SystemExit):
         score(tmp_path, pattern, tmp_path / "none.jsonl")
-    assert "matches no file" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err

@@ -16,8 +16,12 @@ Exactness notes (kept equal to the whole-file reader `vlnkit.datasets.r2r.json_i
 are split like `str.splitlines` (a chunk holding any other line break falls back to it), blank
 lines are skipped without taking an index, a record holding an integer too large for orjson is
 re-parsed with the standard `json` module before the record parsers see it, and a line orjson
-rejects is re-parsed with `json` (so NaN literals and error messages are the standard library's). One difference remains: invalid
-UTF-8 past the first chunk of a JSON Lines file dead-letters the rest of the file, not the whole.
+rejects is re-parsed with `json` (so NaN literals and error messages are the standard library's). A
+file that is not JSON Lines from its first line on (a byte-order mark is skipped; an indented object,
+a bare value or a broken first line) is handed to the whole-file reader. Two differences remain, both
+loud: invalid UTF-8 past the first chunk of a JSON Lines file dead-letters the rest of the file, not
+the whole; and a file whose first line is an object but whose lines are mostly broken dead-letters
+each broken line, where the whole-file reader refuses the file as one error.
 
 Why one module of ~600 lines: the chunked reader and the batch builders share the exactness rules
 above (line splitting, big integers, the fall-back to the record parsers), and they are tested
@@ -39,10 +43,11 @@ from operator import itemgetter
 import numpy as np
 import orjson
 
-from vlnkit.datasets.r2r import RecordError, validate_record
+from vlnkit.datasets.r2r import RecordError, json_items, validate_record
 from vlnkit.datasets.trajectories import prediction
 
 CHUNK_BYTES = 8 << 20
+BOM_BYTES = b"\xef\xbb\xbf"
 LIST_CHUNK = 32768  # records per batch when a JSON list is parsed whole
 # str.splitlines breaks lines at these too; a chunk holding one is split the slow, exact way.
 _UNUSUAL_BREAK = re.compile(rb"\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
@@ -363,6 +368,30 @@ def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bo
     return items, False
 
 
+def _read_first_line(head: bytes, stream, chunk_bytes: int) -> tuple[bytes, bool]:
+    """(head extended to hold the file's first non-blank line, whether that line is one JSON object).
+
+    Plain JSON Lines start with an object on their first line; anything else (an indented object, a
+    bare value, a broken first line) is left to the whole-file reader, which tells those apart.
+    """
+    while True:
+        text = head.decode("utf-8", errors="replace")
+        lines = [line for line in text.splitlines(keepends=True) if line.strip()]
+        complete = lines and (lines[0].endswith(("\n", "\r")) or len(lines) > 1)
+        if complete:
+            break
+        more = stream.read(chunk_bytes)
+        if not more:
+            break
+        head += more
+    if not lines:
+        return head, False
+    try:
+        return head, isinstance(json.loads(lines[0]), dict)
+    except (ValueError, RecursionError):
+        return head, False
+
+
 def json_chunks(
     stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[tuple[int, list, bool] | RecordError]:
@@ -374,6 +403,13 @@ def json_chunks(
     RecordError (and nothing else).
     """
     head = stream.read(chunk_bytes)
+    while 0 < len(head) < len(BOM_BYTES):  # enough bytes to see a byte-order mark
+        more = stream.read(chunk_bytes)
+        if not more:
+            break
+        head += more
+    if head.startswith(BOM_BYTES):  # as the whole-file reader does: a UTF-8 byte-order mark is not content
+        head = head[len(BOM_BYTES) :]
     while True:  # read on until the first non-blank character says list or lines
         stripped = head[:4096].decode("utf-8", errors="ignore").lstrip()
         more = b"" if stripped else stream.read(chunk_bytes)
@@ -403,6 +439,19 @@ def json_chunks(
             return
         for start in range(0, len(items), LIST_CHUNK):
             yield start, items[start : start + LIST_CHUNK], strict
+        return
+    head, first_is_object = _read_first_line(head, stream, chunk_bytes)
+    if not first_is_object:
+        # Not plain JSON Lines from its first line on (an indented object, a bare value, a broken first
+        # line): the whole-file reader decides what the file is, exactly as it does for every job.
+        data = head + stream.read()
+        for found in json_items(data, source, what):
+            if isinstance(found, RecordError) and not found.record:
+                yield found
+                return
+        items = [x if isinstance(x, RecordError) else x[1] for x in json_items(data, source, what)]
+        if items:
+            yield 0, items, False
         return
     index, lineno, rest, first = 0, 1, b"", True
     block = head

@@ -92,7 +92,23 @@ def test_property_chunked_json_lines_equal_json_items(lines, newline, chunk_byte
         data.decode("utf-8")
     except UnicodeDecodeError:
         return
-    assert chunked(data, chunk_bytes) == list(json_items(data, "f", "predictions"))
+    whole = list(json_items(data, "f", "predictions"))
+    got = chunked(data, chunk_bytes)
+    if (
+        got != whole
+        and len(whole) == 1
+        and isinstance(whole[0], RecordError)
+        and whole[0].reason.startswith("neither a JSON list")
+    ):
+        # The one documented difference: a file whose first line is a JSON object but whose lines are
+        # mostly broken is refused whole by the whole-file reader (it sees every line first); the streaming
+        # reader cannot know that in advance, so it dead-letters each broken line. Nothing is dropped.
+        assert got and all(
+            isinstance(x, RecordError) and x.record.startswith("line ") or isinstance(x[1], dict) for x in got
+        )
+        assert sum(isinstance(x, RecordError) for x in got) >= 2
+        return
+    assert got == whole
 
 
 def test_prediction_batches_equal_the_record_parser():
@@ -181,8 +197,11 @@ def test_reference_batches_equal_parse_r2r():
     old = list(parse_r2r(data, "f"))
     ((start, items, _),) = list(json_chunks(io.BytesIO(data), "f"))
     batch, errors = reference_batch(items, start, "f", 0, VOCAB)
-    assert errors[:2] == [e for e in old if isinstance(e, RecordError)]
+    old_errors = [e for e in old if isinstance(e, RecordError)]
+    assert errors[:2] == old_errors[:2]
+    # Both readers refuse a path_id beyond 64 bits (every output writes it as int64), naming the record.
     assert "64-bit" in errors[2].reason and errors[2].record == f"#4 (path_id={2**70})"
+    assert "64-bit" in old_errors[2].reason and old_errors[2].record == errors[2].record
     assert batch.path_id.tolist() == [1, 2] and batch.instructions.tolist() == [2, 1]
     assert batch.scan.tolist() == ["s1", "s2"]
     assert [batch.paths.viewpoints(r, VOCAB) for r in range(2)] == [["a", "b"], ["d", "zz"]]
