@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -18,6 +17,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.progress import Progress
+from transforms.worker_cache import per_worker
 from vlnkit.paraphrases.bleu_filter import BleuBounds, ComposeError, compose, judge, r4r_sources
 from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
 from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_translator
@@ -25,17 +25,10 @@ from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_t
 BY_TEXT = "by_text"
 STATS = "stats"
 
-_CACHES: dict[str, TranslationCache] = {}
-_CACHES_LOCK = threading.Lock()
-
 
 def worker_cache(path: str) -> TranslationCache:
     """One cache view per folder per worker process, shared by every DoFn in it (loaded once)."""
-    with _CACHES_LOCK:
-        cache = _CACHES.get(path)
-        if cache is None:
-            cache = _CACHES[path] = TranslationCache(path)
-        return cache
+    return per_worker("translation_cache", path, lambda: TranslationCache(path))
 
 
 @dataclass(frozen=True)

@@ -185,3 +185,41 @@ PROBE_SCORES = versioned_schema(
         pa.field("renormalized", pa.bool_(), nullable=False),
     ],
 )
+
+
+# ---------------------------------------------------------------------------- paraphrases
+def _paraphrases_schema():
+    return versioned_schema(
+        "paraphrases",
+        2,
+        [
+            pa.field("instr_id", pa.string(), nullable=False),
+            pa.field("instruction", pa.string(), nullable=False),
+            pa.field("language", pa.string(), nullable=False),
+            pa.field("paraphrase", pa.string(), nullable=False),
+            pa.field("bleu", pa.float64(), nullable=False),
+            pa.field("kept", pa.bool_(), nullable=False),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("backend", pa.string(), nullable=False),
+        ],
+    )
+
+
+# One row per instruction x pivot, kept or not (`reason`: kept, bleu_below_min, bleu_above_max,
+# same_as_original, duplicate_of_<language>). `backend` names the translator that made the row
+# (`google`, or `offline-demo`, which is not a translation): a consumer can refuse demo rows as
+# training data. Version 2 added `backend`.
+PARAPHRASES = _paraphrases_schema()
+
+# The translation cache's part files (vlnkit.paraphrases.cache).
+CACHE_SCHEMA = versioned_schema(
+    "translation_cache",
+    1,
+    [
+        pa.field("backend", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("target", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("translation", pa.string(), nullable=False),
+    ],
+)

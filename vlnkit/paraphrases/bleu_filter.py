@@ -1,4 +1,4 @@
-"""Judging round-trip paraphrases (DESIGN.md, "Paraphrases by round-trip back-translation").
+"""Judging round-trip paraphrases (docs/jobs/paraphrase.md).
 
 A paraphrase is kept when its sentence BLEU against the original, on a 0-1 scale, is within
 [min_bleu, max_bleu] (both inclusive; default [0.25, 0.7]): below, it is garbage; above, a
@@ -123,29 +123,4 @@ def compose(x: str, px: str, py: str) -> str:
     return px.rstrip() + joiner + py.lstrip()
 
 
-def _schema():
-    import pyarrow as pa
-
-    from vlnkit.io.schemas import versioned_schema
-
-    return versioned_schema(
-        "paraphrases",
-        2,
-        [
-            pa.field("instr_id", pa.string(), nullable=False),
-            pa.field("instruction", pa.string(), nullable=False),
-            pa.field("language", pa.string(), nullable=False),
-            pa.field("paraphrase", pa.string(), nullable=False),
-            pa.field("bleu", pa.float64(), nullable=False),
-            pa.field("kept", pa.bool_(), nullable=False),
-            pa.field("reason", pa.string(), nullable=False),
-            pa.field("backend", pa.string(), nullable=False),
-        ],
-    )
-
-
-# One row per instruction x pivot, kept or not (`reason`: kept, bleu_below_min, bleu_above_max,
-# same_as_original, duplicate_of_<language>). `backend` names the translator that made the row
-# (`google`, or `offline-demo`, which is not a translation): a consumer can refuse demo rows as
-# training data. Version 2 added `backend`.
-PARAPHRASES = _schema()
+from vlnkit.io.schemas import PARAPHRASES  # noqa: E402,F401  (declared with every other output schema)

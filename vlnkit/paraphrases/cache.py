@@ -17,20 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vlnkit.io import fileio
-from vlnkit.io.schemas import versioned_schema
+from vlnkit.io.schemas import CACHE_SCHEMA
 from vlnkit.paraphrases.translation import Job, Outcome, TranslationStats, Translator
 
-CACHE_SCHEMA = versioned_schema(
-    "translation_cache",
-    1,
-    [
-        pa.field("backend", pa.string(), nullable=False),
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("target", pa.string(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("translation", pa.string(), nullable=False),
-    ],
-)
 PART_PATTERN = "part-*.parquet"
 
 Key = tuple[str, str, str, str]  # backend, source, target, text

@@ -1,5 +1,8 @@
 """Machine translation for round-trip paraphrasing: one interface, an offline demo backend, Google v3.
 
+(About 500 lines on purpose: request packing, retries, the rate limit and per-text failure all serve
+the one `Translator` contract, and are tested together against the gRPC stand-in.)
+
 Every backend takes *jobs* (a list of texts, a source and a target language) and returns one
 `Outcome` per text: a translation or the reason there is none. Failures are per text, so a
 caller can dead-letter exactly what was lost and keep the rest.
