@@ -36,6 +36,7 @@ PAGES = [
     "docs/jobs/report.md",
     "docs/failure_semantics.md",
     "docs/rewards.md",
+    "docs/cloud.md",
 ]
 # Pages whose blocks another test runs (and compares against the jobs): not run twice.
 TESTED_ELSEWHERE = {"docs/composing.md": "tests/test_composed_pipeline.py"}

@@ -132,7 +132,7 @@ def test_adversarial_predictions_are_dead_lettered_with_reasons(shared_data, tmp
     summary = run(
         "score",
         [
-            f"--predictions={pred_file},{files['truncated']}",
+            f"--predictions=agent={pred_file},{files['truncated']}",  # one agent, two files
             f"--dataset={files['dataset']}",
             f"--connectivity_dir={shared_data}/connectivity",
             f"--output_dir={out}",
