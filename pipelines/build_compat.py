@@ -71,13 +71,25 @@ def paraphrase_backends(files: list[str]) -> dict[str, dict[str, int]]:
 
     found = {}
     for path in files:
-        with fileio.open_read(path) as f:
-            pf = pq.ParquetFile(f)
-            if "backend" not in pf.schema_arrow.names:
-                kept = pf.read(columns=["kept"]).column("kept")
-                found[path] = {"unknown": int(pc.sum(kept).as_py() or 0)}
-                continue
-            table = pf.read(columns=["backend", "kept"]).filter(pc.field("kept"))
+        try:
+            with fileio.open_read(path) as f:
+                pf = pq.ParquetFile(f)
+                names = pf.schema_arrow.names
+                missing = [c for c in PARAPHRASE_COLUMNS if c not in names]
+                if missing:
+                    raise JobError(
+                        f"--paraphrases: {path} is not a paraphrases file of pipelines.paraphrase "
+                        f"(no column {', '.join(missing)})"
+                    )
+                if "backend" not in names:
+                    kept = pf.read(columns=["kept"]).column("kept")
+                    found[path] = {"unknown": int(pc.sum(kept).as_py() or 0)}
+                    continue
+                table = pf.read(columns=["backend", "kept"]).filter(pc.field("kept"))
+        except JobError:
+            raise
+        except Exception as exc:  # corrupt, truncated, not Parquet at all
+            raise JobError(f"--paraphrases: {path} cannot be read as Parquet ({type(exc).__name__}: {exc})") from None
         counts = table.group_by("backend").aggregate([("kept", "count")]).to_pylist()
         found[path] = {r["backend"]: r["kept_count"] for r in counts}
     return found

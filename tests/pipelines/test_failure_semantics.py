@@ -181,3 +181,24 @@ def test_a_paraphrase_run_whose_translations_all_fail_is_not_complete_and_is_nev
             assert exc.value.code == 3
             assert "run failed" in capsys.readouterr().err
             assert not (out / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "wrong_kind"])
+def test_a_bad_paraphrases_file_is_one_line(kind, inputs, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bad = tmp_path / "para.parquet"
+    if kind == "corrupt":
+        bad.write_bytes(b"PAR1 not really")
+    else:
+        pq.write_table(pa.table({"x": [1]}), bad)
+    with pytest.raises(SystemExit) as exc:
+        run(
+            "build_compat",
+            f"--output_dir={tmp_path}/out",
+            f"--paraphrases={bad}",
+            *JOB_FLAGS["build_compat"](inputs, inputs["dataset"]),
+        )
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--paraphrases" in err and str(bad) in err and "Traceback" not in err
