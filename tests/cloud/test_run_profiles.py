@@ -16,19 +16,8 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
 )
 
+from pipelines.cli import JOBS  # noqa: E402  (every job)
 from tests.conftest import ROOT
-
-JOBS = [
-    "build_r4r",
-    "score",
-    "random_baseline",
-    "perturb",
-    "build_compat",
-    "paraphrase",
-    "build_probes",
-    "score_probes",
-    "report",
-]
 
 
 @pytest.mark.parametrize("job", JOBS)
