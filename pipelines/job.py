@@ -175,6 +175,9 @@ class Outcome:
     failed_before_read: int | None = None  # dead letters not among `read` (refused while reading); None: all
 
 
+BEFORE_READ = ("read", "dedupe")  # dead-letter stages whose records a job's "records read" never counts
+
+
 def default_outcome(summary: dict) -> Outcome:
     return with_stages(
         Outcome(int(summary.get("records_read", 0) or 0), int(summary.get("dead_letters", 0) or 0)), summary
@@ -182,10 +185,11 @@ def default_outcome(summary: dict) -> Outcome:
 
 
 def with_stages(outcome: Outcome, summary: dict) -> Outcome:
-    """Tell apart the dead letters refused while reading (never counted as read) from later ones."""
+    """Tell apart the dead letters refused while reading or as duplicates (never counted as read) from
+    later ones (already among the records read), so each record offered counts once."""
     stages = summary.get("dead_letters_by_stage")
     if stages is not None and outcome.failed_before_read is None:
-        outcome.failed_before_read = int(stages.get("read", 0))
+        outcome.failed_before_read = sum(int(stages.get(s, 0)) for s in BEFORE_READ)
     return outcome
 
 

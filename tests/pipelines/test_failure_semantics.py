@@ -202,3 +202,23 @@ def test_a_bad_paraphrases_file_is_one_line(kind, inputs, tmp_path, capsys):
         )
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--paraphrases" in err and str(bad) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "read, failed, stages, verdict",
+    [
+        (10, 10, {"dedupe": 10}, None),  # 20 offered, 10 duplicates: 50% is not more than 0.5
+        (2, 6, {"read": 6}, "6 of the 8 records offered"),  # refused while reading: never among `read`
+        (12, 7, {"read": 1, "graph": 6}, "7 of the 13 records offered"),  # refused later: already read
+        (0, 0, {}, "nothing was read"),
+        (0, 3, {"read": 3}, "nothing usable was read"),
+    ],
+)
+def test_each_record_offered_counts_once_in_the_verdict(read, failed, stages, verdict):
+    import argparse
+
+    from pipelines.job import Outcome, Run, with_stages
+
+    ctx = Run("demo", None, argparse.Namespace(output_dir="unused", max_failure_fraction=0.5))
+    got = ctx.judge(with_stages(Outcome(read, failed), {"dead_letters_by_stage": stages}))
+    assert (got is None) if verdict is None else (verdict in got)
