@@ -12,7 +12,7 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 from __future__ import annotations
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
-from pipelines.options import add_shared, settings
+from pipelines.options import add_shared, settings, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
 from transforms.read import DedupeBy
@@ -27,7 +27,6 @@ from vlnkit.probes.episodes import (
     PROBE_EPISODES,
     PROBES,
     ProbeConfig,
-    ProbeInputError,
     agent_episode,
     load_objects,
     load_rooms,
@@ -130,7 +129,7 @@ def run(ctx: Run) -> dict:
     opts = ctx.args
     files = ctx.inputs("alignments", opts.alignments)
     ctx.graphs(opts.connectivity_dir)
-    try:
+    with user_error():
         config = ProbeConfig(
             probes=tuple(p.strip() for p in opts.probe_types.split(",") if p.strip()),
             seed=opts.seed,
@@ -144,8 +143,6 @@ def run(ctx: Run) -> dict:
             load_rooms(opts.rooms)
         if opts.objects:
             load_objects(opts.objects)
-    except (ValueError, ProbeInputError) as exc:
-        raise JobError(str(exc)) from None
     for flag, probe, given in (("--rooms", "room", opts.rooms), ("--objects", "object", opts.objects)):
         if probe in config.probes and not given and opts.probe_types != ",".join(PROBES):
             raise JobError(f"--probe_types asks for {probe} probes, which need {flag}")

@@ -16,7 +16,7 @@ import os
 import apache_beam as beam
 
 from pipelines.job import Job, JobError, Run, format_table, print_outputs
-from pipelines.options import add_shared
+from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
@@ -152,10 +152,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def run(ctx: Run) -> dict:
     opts = ctx.args
-    try:
+    with user_error():
         config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
     ctx.check_output_file("json_output", opts.json_output)
     dataset, connectivity_dir = resolve_inputs(opts)
     files = ctx.inputs("dataset", dataset)

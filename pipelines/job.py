@@ -164,6 +164,16 @@ def _remove_temp_folders(output_dir: str) -> None:
                 fileio.remove_tree(os.path.join(output_dir, name))
 
 
+def _writable_folder(folder: str, flag: str, name: str) -> None:
+    """Create a local folder if needed and check it can be written; `flag` and `name` word the error."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise JobError(f"{flag}: cannot create {name} ({exc.strerror or exc})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise JobError(f"{flag}: {name} is not writable")
+
+
 # ---------------------------------------------------------------------------- the run of one job
 @dataclass
 class Outcome:
@@ -173,6 +183,9 @@ class Outcome:
     failed: int
     reason: str | None = None  # set by a job's own rule; None means judge by the two counts
     failed_before_read: int | None = None  # dead letters not among `read` (refused while reading); None: all
+    # Other parts of the work judged by the same --max_failure_fraction: (failed, total, what failed), e.g.
+    # (30, 30, "translations failed") for a paraphrase run whose translation calls all failed.
+    shares: tuple[tuple[int, int, str], ...] = ()
 
 
 BEFORE_READ = ("read", "dedupe")  # dead-letter stages whose records a job's "records read" never counts
@@ -212,12 +225,7 @@ class Run:
             return
         if os.path.exists(out) and not os.path.isdir(out):
             raise JobError(f"--output_dir={out}: is a file, not a folder")
-        try:
-            os.makedirs(out, exist_ok=True)
-        except OSError as exc:
-            raise JobError(f"--output_dir={out}: cannot create the folder ({exc.strerror or exc})") from None
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise JobError(f"--output_dir={out}: the folder is not writable")
+        _writable_folder(out, f"--output_dir={out}", "the folder")
 
     def check_output_file(self, flag: str, path: str | None) -> None:
         """An output file named by a flag (e.g. --json_output): not a folder, its folder writable."""
@@ -226,12 +234,7 @@ class Run:
         if os.path.isdir(path):
             raise JobError(f"--{flag}={path}: is a folder; name a file")
         parent = os.path.dirname(os.path.abspath(path))
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            raise JobError(f"--{flag}={path}: cannot create {parent} ({exc.strerror or exc})") from None
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise JobError(f"--{flag}={path}: {parent} is not writable")
+        _writable_folder(parent, f"--{flag}={path}", parent)
 
     def remove_success(self) -> None:
         """Forget that a previous run here was complete (called before anything that can fail)."""
@@ -365,6 +368,9 @@ class Run:
                 if outcome.failed
                 else "nothing was read: the inputs hold no records"
             )
+        for failed, of, what in outcome.shares:
+            if of and failed / of > self.args.max_failure_fraction:
+                return f"{failed} of {of} {what}"
         fraction = min(1.0, outcome.failed / total)
         if fraction > self.args.max_failure_fraction:
             return (

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import os
 import re
 import sys
+from contextlib import contextmanager
 
 import yaml
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -40,6 +42,22 @@ class JobError(RuntimeError):
 
     The job ends with one line naming the flag, the file and the reason, and exit code 2.
     """
+
+
+@contextmanager
+def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueError,)):
+    """Checks of a user's flags and files raise ValueError (or `errors`); here they become one JobError line.
+
+    >>> with user_error("--methods=x: "):  # doctest: +IGNORE_EXCEPTION_DETAIL
+    ...     raise ValueError("unknown method 'x'")
+    Traceback (most recent call last):
+    ...
+    JobError: --methods=x: unknown method 'x'
+    """
+    try:
+        yield
+    except errors as exc:
+        raise JobError(f"{prefix}{exc}") from None
 
 
 # Flags whose values never change a job's output (left out of the --skip_if_unchanged fingerprint).
@@ -213,11 +231,17 @@ def _flag_name(arg: str) -> str:
     return arg[2:].split("=", 1)[0]
 
 
+@functools.cache
+def beam_option_names() -> frozenset[str]:
+    """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
+    return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
+
+
 def unknown_flags(rest: list[str]) -> list[str]:
     """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
     if not rest:
         return []
-    known = set(PipelineOptions([]).get_all_options(drop_default=False))
+    known = beam_option_names()
     retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
     unknown = set(retained) - known
     names = []
@@ -233,8 +257,7 @@ def unknown_flags(rest: list[str]) -> list[str]:
 
 def _suggest(name: str, parser: argparse.ArgumentParser) -> str:
     own = re.findall(r"--([a-z0-9_]+)", parser.format_help())
-    beam = list(PipelineOptions([]).get_all_options(drop_default=False))
-    close = difflib.get_close_matches(name, own + beam, n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, own + sorted(beam_option_names()), n=1, cutoff=0.75)
     return f" (did you mean --{close[0]}?)" if close else ""
 
 

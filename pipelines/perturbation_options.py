@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pipelines.job import JobError, Run
-from pipelines.options import add_shared
+from pipelines.options import add_shared, user_error
 from vlnkit.perturbations.compat import ALL_METHODS, INSTRUCTION_METHODS, TRAJECTORY_METHODS, parse_methods
-from vlnkit.perturbations.nlp import NLPError, load_pipeline, resolve_model
+from vlnkit.perturbations.nlp import load_pipeline, resolve_model
 
 
 def declare_perturbation_flags(parser) -> None:
@@ -29,10 +29,8 @@ def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
     Returns the dataset files and the parsed methods.
     """
     opts = ctx.args
-    try:
+    with user_error(f"--methods={opts.methods}: "):
         methods = parse_methods(opts.methods)
-    except ValueError as exc:
-        raise JobError(f"--methods={opts.methods}: {exc}") from None
     if getattr(opts, "per_instruction", 1) < 1:
         raise JobError("--per_instruction must be at least 1")
     files = ctx.inputs("dataset", opts.dataset)
@@ -42,8 +40,6 @@ def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
         ctx.graphs(opts.connectivity_dir)
     if any(m in INSTRUCTION_METHODS for m in methods):
         opts.spacy_model = resolve_model(opts.spacy_model)  # the summary records the one used
-        try:  # fail here, once, with the reason, rather than in every worker
+        with user_error("--spacy_model: "):  # fail here, once, with the reason, rather than in every worker
             load_pipeline(opts.spacy_model, methods)
-        except NLPError as exc:
-            raise JobError(f"--spacy_model: {exc}") from None
     return files, methods

@@ -15,7 +15,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
-from pipelines.options import add_shared
+from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.random_walks import RandomBaseline
 from transforms.score_read import TOTALS
@@ -23,7 +23,7 @@ from transforms.score_records import ReadDataset
 from transforms.score_write import WriteTables
 from transforms.tally import tally
 from transforms.write import WriteSummary
-from vlnkit.datasets.r2r import NoUsableRecords, require_usable_records
+from vlnkit.datasets.r2r import require_usable_records
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
@@ -134,16 +134,12 @@ def run(ctx: Run) -> dict:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")
     if opts.seed < 0:
         raise JobError(f"--seed must be >= 0, got {opts.seed}")
-    try:
+    with user_error():
         config = scoring_config(opts)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
     data_files = ctx.inputs("dataset", opts.dataset)
     steps_files = ctx.inputs("steps_from", opts.steps_from)
-    try:
+    with user_error():
         require_usable_records("--steps_from", steps_files)
-    except NoUsableRecords as exc:
-        raise JobError(str(exc)) from None
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
         lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),

@@ -24,15 +24,14 @@ import re
 import apache_beam as beam
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
-from pipelines.options import add_shared
+from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
 from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
 from transforms.score_write import WriteLines, WriteTables
 from vlnkit.evaluation.metrics import METRICS, means
-from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows
-from vlnkit.evaluation.scoring_config import scoring_config as _scoring_config
+from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import EPISODE_SCORES, schema_version
 
@@ -324,14 +323,6 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
 
 
-def scoring_config(opts) -> ScoringConfig:
-    """The scoring conventions from the flags shared by score and random_baseline."""
-    try:
-        return _scoring_config(opts)
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
-
-
 def outcome(summary: dict) -> Outcome:
     """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
     references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
@@ -341,7 +332,8 @@ def outcome(summary: dict) -> Outcome:
 
 def run(ctx: Run) -> dict:
     opts = ctx.args
-    config = scoring_config(opts)
+    with user_error():
+        config = scoring_config(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
     agent_files = agent_inputs(ctx, opts.predictions)

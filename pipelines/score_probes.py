@@ -15,7 +15,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table
-from pipelines.options import add_shared, settings
+from pipelines.options import add_shared, settings, user_error
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE
 from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
 from transforms.run_summary import finish_run
@@ -23,7 +23,7 @@ from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.io.schemas import PROBE_SCORES as SCORES
-from vlnkit.probes.scoring import LEVEL, N_BOOT, ProbeFileError, format_float, skill_sort_key, validate_probe_file
+from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key, validate_probe_file
 
 MISSING_FILE = "missing_episodes.txt"
 EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
@@ -124,11 +124,9 @@ def run(ctx: Run) -> dict:
     if opts.n_boot < 1:
         raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
     probe_files = ctx.inputs("probes", opts.probes)
-    try:
+    with user_error():
         for path in probe_files:
             validate_probe_file(path, "--probes")
-    except ProbeFileError as exc:
-        raise JobError(str(exc)) from None
     output_files = ctx.inputs("agent_outputs", opts.agent_outputs)
     return ctx.execute(
         lambda p: build(p, probe_files, output_files, opts),

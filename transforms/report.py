@@ -17,7 +17,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
-from transforms.scoring import ReadDataset
+from transforms.score_records import ReadDataset
 from vlnkit.datasets.trajectories import episode_ids
 from vlnkit.io import fileio
 from vlnkit.reports.stats import (

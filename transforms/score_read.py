@@ -13,8 +13,6 @@ that follows moves a few thousand compact batches, never one element per episode
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
@@ -27,7 +25,8 @@ from vlnkit.datasets.episode_batches import (
     reference_batch,
     split_by_bucket,
 )
-from vlnkit.datasets.trajectories import is_parquet
+from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
+from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
 
 TOTALS = "totals"
@@ -45,48 +44,50 @@ def agent_key(agent: str, name: str) -> str:
     return f"{agent}{SEP}{name}"
 
 
-def open_input(path: str):
-    """A binary stream of a local or remote file; .gz/.bz2 are decompressed transparently."""
-    return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
-
-
 def _read_parquet_table(path: str):
     import pyarrow.parquet as pq
 
-    with open_input(path) as f:
+    with fileio.open_read(path) as f:
         return pq.read_table(f)
 
 
-class _ReadPredictionFile(beam.DoFn):
-    """(agent, rank, path) -> (bucket, ("p", PredictionBatch)); dead letters; per-agent totals."""
+def _table_chunks(table, to_items, strict: bool):
+    """(start, items, strict) per record batch of a Parquet table, like `json_chunks` gives for JSON."""
+    start = 0
+    for rb in table.to_batches(PARQUET_BATCH):
+        yield start, to_items(rb), strict
+        start += rb.num_rows
 
-    def __init__(self, connectivity_dir: str, buckets: int):
+
+class _ReadFileBatches(beam.DoFn):
+    """Shared by the two file readers: the bucket count, the worker's vocabulary, the two counters."""
+
+    def __init__(self, connectivity_dir: str, buckets: int, namespace: str, read_counter: str):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
-        self.read = Metrics.counter("score", "predictions_read")
-        self.bad = Metrics.counter("score", "dead_letter")
+        self.read = Metrics.counter(namespace, read_counter)
+        self.bad = Metrics.counter(namespace, "dead_letter")
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
 
+
+class _ReadPredictionFile(_ReadFileBatches):
+    """(agent, rank, path) -> (bucket, ("p", PredictionBatch)); dead letters; per-agent totals."""
+
+    def __init__(self, connectivity_dir: str, buckets: int):
+        super().__init__(connectivity_dir, buckets, "score", "predictions_read")
+
     def _chunks(self, path: str):
         if is_parquet(path):
-            try:
-                table = _read_parquet_table(path)
-            except Exception as exc:  # pyarrow raises several error types for a damaged file
-                yield RecordError(path, "", f"not a readable Parquet file ({exc})")
+            table = prediction_table(lambda: _read_parquet_table(path), path)
+            if isinstance(table, RecordError):
+                yield table
                 return
-            missing = [c for c in ("instr_id", "path") if c not in table.column_names]
-            if missing:
-                yield RecordError(path, "", f"Parquet predictions need columns instr_id and path; missing {missing}")
-                return
-            start = 0
-            for rb in table.select(["instr_id", "path"]).to_batches(PARQUET_BATCH):
-                yield start, parquet_prediction_items(rb), False
-                start += rb.num_rows
+            yield from _table_chunks(table.select(list(PREDICTION_COLUMNS)), parquet_prediction_items, False)
             return
-        with open_input(path) as f:
+        with fileio.open_read(path) as f:
             yield from json_chunks(f, path, "predictions")
 
     def process(self, element):
@@ -159,18 +160,11 @@ def dataset_ranks(files: list[str]) -> list[tuple[int, str]]:
     return list(enumerate(json_files + [p for p in files if is_parquet(p)]))
 
 
-class _ReadReferenceFile(beam.DoFn):
+class _ReadReferenceFile(_ReadFileBatches):
     """(rank, path) -> (bucket, ("r", ReferenceBatch)); dead letters."""
 
     def __init__(self, connectivity_dir: str, buckets: int):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.buckets = buckets
-        self.read = Metrics.counter("read", "records")
-        self.bad = Metrics.counter("read", "dead_letter")
-
-    def setup(self):
-        self.vocab = worker_vocabulary(self.connectivity_dir)
+        super().__init__(connectivity_dir, buckets, "read", "records")
 
     def _chunks(self, path: str):
         if is_parquet(path):
@@ -179,13 +173,10 @@ class _ReadReferenceFile(beam.DoFn):
             except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
                 yield RecordError(path, "", f"cannot read Parquet ({exc})")
                 return
-            start = 0
-            for rb in table.to_batches(PARQUET_BATCH):
-                yield start, rb.to_pylist(), True
-                start += rb.num_rows
+            yield from _table_chunks(table, lambda rb: rb.to_pylist(), True)
             return
         try:
-            with open_input(path) as f:
+            with fileio.open_read(path) as f:
                 yield from json_chunks(f, path, "records")
         except OSError as exc:
             yield RecordError(path, "", f"cannot read file ({exc})")

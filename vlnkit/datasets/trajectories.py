@@ -127,18 +127,29 @@ def parse_predictions(data: bytes | str, source: str) -> Iterator[dict | RecordE
             yield prediction(obj, source, index)
 
 
+PREDICTION_COLUMNS = ("instr_id", "path")
+
+
+def prediction_table(read, source: str):
+    """`read()`'s Parquet table of predictions, checked to hold `instr_id` and `path`, or the RecordError
+    that makes the whole file a dead letter (a damaged file, or one without those columns)."""
+    try:
+        table = read()
+    except Exception as exc:  # pyarrow raises several error types for a damaged file
+        return RecordError(source, "", f"not a readable Parquet file ({exc})")
+    missing = [c for c in PREDICTION_COLUMNS if c not in table.column_names]
+    if missing:
+        return RecordError(source, "", f"Parquet predictions need columns instr_id and path; missing {missing}")
+    return table
+
+
 def parse_predictions_parquet(data: bytes, source: str) -> Iterator[dict | RecordError]:
     """Predictions of a Parquet file with columns `instr_id` and `path` (a list of viewpoint ids)."""
     import pyarrow.parquet as pq
 
-    try:
-        table = pq.read_table(io.BytesIO(data))
-    except Exception as exc:  # pyarrow raises several error types for a damaged file
-        yield RecordError(source, "", f"not a readable Parquet file ({exc})")
-        return
-    missing = [c for c in ("instr_id", "path") if c not in table.column_names]
-    if missing:
-        yield RecordError(source, "", f"Parquet predictions need columns instr_id and path; missing {missing}")
+    table = prediction_table(lambda: pq.read_table(io.BytesIO(data)), source)
+    if isinstance(table, RecordError):
+        yield table
         return
     ids, paths = table.column("instr_id").to_pylist(), table.column("path").to_pylist()
     for index, (instr_id, path) in enumerate(zip(ids, paths)):
