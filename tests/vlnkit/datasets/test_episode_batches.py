@@ -102,10 +102,10 @@ def test_property_chunked_json_lines_equal_json_items(lines, newline, chunk_byte
     ):
         # The one documented difference: a file whose first line is a JSON object but whose lines are
         # mostly broken is refused whole by the whole-file reader (it sees every line first); the streaming
-        # reader cannot know that in advance, so it dead-letters each broken line. Nothing is dropped.
-        assert got and all(
-            isinstance(x, RecordError) and x.record.startswith("line ") or isinstance(x[1], dict) for x in got
-        )
+        # reader cannot know that in advance, so it dead-letters each broken line. Nothing is dropped: every
+        # non-blank line is either an item (the record parsers judge it next) or an error naming its line.
+        assert len(got) == sum(1 for line in data.decode().splitlines() if line.strip())
+        assert all(x.record.startswith("line ") for x in got if isinstance(x, RecordError))
         assert sum(isinstance(x, RecordError) for x in got) >= 2
         return
     assert got == whole
@@ -247,3 +247,39 @@ def test_vocabulary_matches_the_graphs(connectivity_dir):
         g = store.get(scan)
         nums = v.numbers(list(g.viewpoints))
         assert (v.scan_of[nums] == v.scan_ids[scan]).all() and v.local[nums].tolist() == list(range(len(g)))
+
+
+def _batch_result(items, strict):
+    batch, errors, unknown = prediction_batch(items, 0, "f", "a", 0, VOCAB, strict)
+    rows = [
+        (int(batch.index[r]), int(batch.path_id[r]), int(batch.k[r]), batch.paths.viewpoints(r, VOCAB))
+        for r in range(len(batch))
+    ]
+    return rows, errors, unknown
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"instr_id": "", "trajectory": [["a", 0, 0]]},  # empty id: a read error, not an unknown id
+        {"instr_id": 12, "trajectory": [["a", 0, 0]]},
+        {"instr_id": "9_0", "path": [["a", 0, 0]]},
+        {"instr_id": "9_0"},
+        {"instr_id": "9_0", "trajectory": "ab"},
+        {"instr_id": "9_0", "trajectory": {"a": 1}},
+        {"instr_id": "9_0", "trajectory": []},
+        {"instr_id": "9_0", "trajectory": [["a", 0]]},
+        {"instr_id": "9_0", "trajectory": [["a", 0, False]]},
+        {"instr_id": "9_0", "trajectory": [["a", "0", 0]]},
+        {"instr_id": "9_0", "trajectory": [["", 0, 0]]},
+        {"instr_id": "9_0", "trajectory": [[5, 0, 0]]},
+        {"instr_id": "9_0", "trajectory": [["a", 0, 0], "b"]},
+        {"instr_id": "x_0", "trajectory": [["a", 0, 0]]},
+        ["not", "an", "object"],
+    ],
+)
+def test_bulk_check_gives_what_the_record_parser_gives(odd):
+    """One odd record among good ones: the bulk path (strict) must refuse the chunk or agree record for record."""
+    good = [{"instr_id": f"{i}_0", "trajectory": [["a", 0.5, -1], ["b", 1, 0]]} for i in range(5)]
+    items = json.loads(json.dumps(good[:2] + [odd] + good[2:]))
+    assert _batch_result(items, True) == _batch_result(items, False)
