@@ -163,7 +163,7 @@ class _ScoreBucket(GraphDoFn):
         scans = join.references.scan[ref_rows]
         order = np.argsort(scans, kind="stable")
         cuts = np.flatnonzero(scans[order][1:] != scans[order][:-1]) + 1
-        tables = []
+        tables, all_scores, all_jumps, repeats = [], [], [], 0
         for sel in np.split(order, cuts):
             scan = str(scans[sel[0]])
             graph, adjacent, names = self._scan(scan)
@@ -173,15 +173,9 @@ class _ScoreBucket(GraphDoFn):
                 graph, adjacent, padded(r.offsets, r.values), padded(q.offsets, q.values), self.config
             )
             self.scored.inc(len(sel))
-            part = {
-                **totals(scores),
-                "non_adjacent_steps": int(jumps.sum()),
-                "trajectories_with_jumps": int((jumps > 0).sum()),
-                "repeats_collapsed": collapsed,
-            }
-            for name, value in part.items():
-                key = agent_key(agent, name)
-                out[key] = out.get(key, 0) + value
+            all_scores.append(scores)
+            all_jumps.append(jumps)
+            repeats += collapsed
             offsets = np.zeros(len(ql) + 1, np.int32)
             np.cumsum(ql, out=offsets[1:])
             flat = qp[np.arange(qp.shape[1]) < ql[:, None]]
@@ -198,6 +192,17 @@ class _ScoreBucket(GraphDoFn):
                     schema=EPISODE_SCORES,
                 )
             )
+        # One exact sum per metric over the whole bucket (exact sums do not depend on how values are grouped).
+        jumps = np.concatenate(all_jumps)
+        part = {
+            **totals({m: np.concatenate([sc[m] for sc in all_scores]) for m in METRICS}),
+            "non_adjacent_steps": int(jumps.sum()),
+            "trajectories_with_jumps": int((jumps > 0).sum()),
+            "repeats_collapsed": repeats,
+        }
+        for name, value in part.items():
+            key = agent_key(agent, name)
+            out[key] = out.get(key, 0) + value
         return tables
 
 

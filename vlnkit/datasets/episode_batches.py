@@ -340,18 +340,27 @@ def exact_item(items: list, n: int):
     return items[n]
 
 
+def _orjson_lines(lines: list[bytes]) -> _Lines | None:
+    """Every line parsed by orjson (keeping the raw lines), or None if orjson refuses one."""
+    try:
+        with gc_paused():
+            items = _Lines(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return None
+    items.raw = lines
+    return items
+
+
 def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bool]:
     """(objects or RecordErrors of the chunk's non-blank lines, whether orjson parsed them all)."""
     unusual = _unusual_break(chunk)
     if not unusual:
-        lines = list(filter(None, map(bytes.strip, chunk.split(b"\n"))))
-        try:
-            with gc_paused():
-                items = _Lines(map(orjson.loads, lines))
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            items.raw = lines
+        split = chunk.split(b"\n")
+        # orjson skips the whitespace around a value: only a line of whitespace alone needs the strip.
+        items = _orjson_lines(list(filter(None, split)))
+        if items is None:
+            items = _orjson_lines(list(filter(None, map(bytes.strip, split))))
+        if items is not None:
             return items, True
     text = chunk.decode("utf-8")
     items = []

@@ -15,16 +15,19 @@ SUM_SCALE = 1130  # 2**-1074 is the smallest float64 and frexp mantissas carry 5
 
 def exact_sum(values) -> int:
     """The exact sum of finite float64 values, as an integer count of 2**-SUM_SCALE."""
-    mantissa, exponent = np.frexp(np.asarray(values, dtype=np.float64))  # v = m * 2**e, 0.5 <= |m| < 1
+    mantissa, exponent = np.frexp(np.asarray(values, dtype=np.float64).ravel())  # v = m * 2**e, 0.5 <= |m| < 1
+    if not len(mantissa):
+        return 0
     ints = (mantissa * 2.0**53).astype(np.int64)  # exact: |ints| < 2**53
     shifts = exponent.astype(np.int64) + (SUM_SCALE - 53)
-    total = 0
-    for shift in np.unique(shifts).tolist():
-        part = ints[shifts == shift]
-        high = part >> 26  # split so that int64 sums cannot overflow
-        low = part - (high << 26)
-        total += ((int(high.sum()) << 26) + int(low.sum())) << shift
-    return total
+    order = np.argsort(shifts, kind="stable")  # one group of equal shifts after another
+    shifts, ints = shifts[order], ints[order]
+    starts = np.flatnonzero(np.concatenate(([True], shifts[1:] != shifts[:-1])))
+    high = ints >> 26  # split so that int64 sums cannot overflow
+    low = ints - (high << 26)
+    highs = np.add.reduceat(high, starts).tolist()
+    lows = np.add.reduceat(low, starts).tolist()
+    return sum(((h << 26) + lo) << s for h, lo, s in zip(highs, lows, shifts[starts].tolist()))
 
 
 def exact_mean(total: int, count: int) -> float | None:
