@@ -21,14 +21,12 @@ from __future__ import annotations
 import math
 import re
 
-import apache_beam as beam
-
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
+from transforms.score_read import SEP, TOTALS, ReadScoringInputs
 from transforms.score_write import WriteLines, WriteTables
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
@@ -117,15 +115,13 @@ def build(
     out = opts.output_dir
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
-    preds = pipeline | "ReadPredictions" >> ReadPredictionBatches(list(agents.items()), connectivity_dir, buckets)
-    refs = pipeline | "ReadDataset" >> ReadReferenceBatches(dataset_files, connectivity_dir, buckets)
-    pieces = (preds["batches"], refs["batches"]) | "AllPieces" >> beam.Flatten()
-    scored = pieces | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
+    read = pipeline | "Read" >> ReadScoringInputs(list(agents.items()), dataset_files, connectivity_dir, buckets)
+    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
     scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
     scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))
-    dead = (preds[DEAD_LETTER], refs[DEAD_LETTER], scored[DEAD_LETTER])
-    tallies = (scored[TOTALS], preds[TOTALS])
+    dead = (read[DEAD_LETTER], scored[DEAD_LETTER])
+    tallies = (scored[TOTALS], read[TOTALS])
     static = {
         "job": JOB.name,
         "schema_version": schema_version(EPISODE_SCORES),

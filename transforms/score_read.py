@@ -1,13 +1,18 @@
 """Reading scoring inputs as bucketed columnar batches.
 
-`ReadPredictionBatches`: PBegin -> (bucket, ("p", PredictionBatch)), plus dead letters and totals.
-`ReadReferenceBatches`: PBegin -> (bucket, ("r", ReferenceBatch)), plus dead letters.
+`ReadScoringInputs`: PBegin -> (bucket, ("p", PredictionBatch) | ("r", ReferenceBatch)), plus dead
+letters and per-agent totals: prediction files and dataset files read by one step.
+`ReadPredictionBatches` and `ReadReferenceBatches` read one kind each.
 
-Each file is read by one DoFn call in chunks of lines (JSON Lines), whole (a JSON list) or by
-record batches (Parquet); gzip and bzip2 files are decompressed on the fly (Beam's filesystems
-detect them by extension). A chunk becomes a `vlnkit.datasets.episode_batches` batch whose paths
-are global viewpoint numbers, split at once by bucket (a stable hash of path_id), so the join
-that follows moves a few thousand compact batches, never one element per episode.
+A plain JSON Lines file is planned as byte ranges of whole lines (`plan_line_ranges`, with the item
+and line numbers at which each range starts), and the ranges are spread over the workers; any other
+file is one piece, read in chunks of lines, whole (a JSON list) or by record batches (Parquet); gzip
+and bzip2 files are decompressed on the fly (Beam's filesystems detect them by extension). Chunks
+become `vlnkit.datasets.episode_batches` batches whose paths are global viewpoint numbers, gathered
+to BATCH_ROWS rows and split by bucket (a stable hash of path_id), so the join that follows moves a
+few thousand compact batches, never one element per episode. Both kinds go through one read step so
+the join's shuffle takes them straight from it (a Flatten of two read steps cost a copy of every
+batch on the portable runners).
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from vlnkit.datasets.episode_batches import (
     Vocabulary,
     gc_paused,
     json_chunks,
+    json_line_range,
     parquet_prediction_items,
+    plan_line_ranges,
     prediction_batch,
     reference_batch,
     split_by_bucket,
@@ -35,6 +42,7 @@ from vlnkit.io.dead_letters import RecordError
 TOTALS = "totals"
 PARQUET_BATCH = 65536
 BATCH_ROWS = 32768  # rows gathered from the small parsed chunks before a batch is split by bucket
+COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a byte range
 SEP = "\x1f"  # agent / counter separator in totals keys (never printed)
 
 
@@ -63,15 +71,79 @@ def _table_chunks(table, to_items, strict: bool):
         start += rb.num_rows
 
 
-class _ReadFileBatches(beam.DoFn):
-    """Shared by the two file readers: the bucket count, the worker's vocabulary, the two counters."""
+class _PlanRanges(beam.DoFn):
+    """(kind, agent, rank, path) -> (kind, agent, rank, path, LineRange or None): a plain JSON Lines
+    file as byte ranges that workers read in parallel (`plan_line_ranges`), any other file (Parquet,
+    compressed, a JSON list, anything unusual) as one piece read whole."""
 
-    def __init__(self, connectivity_dir: str, buckets: int, namespace: str, read_counter: str):
+    def __init__(self):
+        super().__init__()
+        self.ranges = Metrics.counter("read", "file_ranges")
+
+    def process(self, element):
+        path = element[-1]
+        plan = None
+        if not is_parquet(path) and not path.endswith(COMPRESSED):
+            try:
+                with fileio.open_read(path) as f:
+                    plan = plan_line_ranges(f)
+            except OSError:  # the reader reports it, as for any unreadable file
+                plan = None
+        self.ranges.inc(len(plan or [None]))
+        for line_range in plan or [None]:
+            yield (*element, line_range)
+
+
+def _json_pieces(path: str, line_range, what: str):
+    """The `json_chunks` chunks of a whole JSON file, or of one planned range of it."""
+    with fileio.open_read(path) as f:
+        if line_range is None:
+            yield from json_chunks(f, path, what)
+        else:
+            yield from json_line_range(f, line_range, path)
+
+
+def _prediction_chunks(path: str, line_range):
+    if is_parquet(path):
+        table = prediction_table(lambda: _read_parquet_table(path), path)
+        if isinstance(table, RecordError):
+            yield table
+            return
+        yield from _table_chunks(table.select(list(PREDICTION_COLUMNS)), parquet_prediction_items, False)
+        return
+    yield from _json_pieces(path, line_range, "predictions")
+
+
+def _reference_chunks(path: str, line_range):
+    if is_parquet(path):
+        try:
+            table = _read_parquet_table(path)
+        except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+            yield RecordError(path, "", f"cannot read Parquet ({exc})")
+            return
+        yield from _table_chunks(table, lambda rb: rb.to_pylist(), True)
+        return
+    try:
+        yield from _json_pieces(path, line_range, "records")
+    except OSError as exc:
+        yield RecordError(path, "", f"cannot read file ({exc})")
+
+
+class _ReadScoringFile(beam.DoFn):
+    """(kind, agent, rank, path, LineRange or None) -> (bucket, (kind, batch)); dead letters; totals.
+
+    kind "p": a prediction file of `agent` (its rank within the agent orders duplicates); kind "r":
+    a dataset file (`agent` unused). Counters: score/predictions_read, read/records, */dead_letter.
+    """
+
+    def __init__(self, connectivity_dir: str, buckets: int):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
-        self.read = Metrics.counter(namespace, read_counter)
-        self.bad = Metrics.counter(namespace, "dead_letter")
+        self.predictions_read = Metrics.counter("score", "predictions_read")
+        self.predictions_bad = Metrics.counter("score", "dead_letter")
+        self.records_read = Metrics.counter("read", "records")
+        self.records_bad = Metrics.counter("read", "dead_letter")
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -81,37 +153,22 @@ class _ReadFileBatches(beam.DoFn):
         # cycles and are freed by reference counting, but a collection while a chunk is alive
         # would scan every one of them (it cost 3.7 s of a 32 s run on a million predictions).
         with gc_paused():
-            yield from self.read_file(element)
+            if element[0] == "p":
+                yield from self._predictions(*element[1:])
+            else:
+                yield from self._references(*element[2:])
 
-    def in_buckets(self, parts: list, concat):
-        """The gathered small batches as one batch, split by bucket: (bucket, batch) pairs."""
-        yield from split_by_bucket(concat(parts) if len(parts) > 1 else parts[0], self.buckets)
+    def _in_buckets(self, kind: str, parts: list, concat):
+        """The gathered small batches as one batch, split by bucket: (bucket, (kind, batch)) pairs."""
+        for b, part in split_by_bucket(concat(parts) if len(parts) > 1 else parts[0], self.buckets):
+            yield b, (kind, part)
 
-
-class _ReadPredictionFile(_ReadFileBatches):
-    """(agent, rank, path) -> (bucket, ("p", PredictionBatch)); dead letters; per-agent totals."""
-
-    def __init__(self, connectivity_dir: str, buckets: int):
-        super().__init__(connectivity_dir, buckets, "score", "predictions_read")
-
-    def _chunks(self, path: str):
-        if is_parquet(path):
-            table = prediction_table(lambda: _read_parquet_table(path), path)
-            if isinstance(table, RecordError):
-                yield table
-                return
-            yield from _table_chunks(table.select(list(PREDICTION_COLUMNS)), parquet_prediction_items, False)
-            return
-        with fileio.open_read(path) as f:
-            yield from json_chunks(f, path, "predictions")
-
-    def read_file(self, element):
-        agent, rank, path = element
+    def _predictions(self, agent, rank, path, line_range):
         read = dead = 0
         parts, rows = [], 0
         concat = lambda ps: PredictionBatch.concat(agent, ps)  # noqa: E731
         try:
-            for chunk in self._chunks(path):
+            for chunk in _prediction_chunks(path, line_range):
                 if isinstance(chunk, RecordError):
                     dead += 1
                     yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
@@ -136,47 +193,41 @@ class _ReadPredictionFile(_ReadFileBatches):
                     parts.append(batch)
                     rows += len(batch)
                 if rows >= BATCH_ROWS:
-                    for b, part in self.in_buckets(parts, concat):
-                        yield b, ("p", part)
+                    yield from self._in_buckets("p", parts, concat)
                     parts, rows = [], 0
         except OSError as exc:  # the file itself could not be read
             dead += 1
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
         if parts:
-            for b, part in self.in_buckets(parts, concat):
-                yield b, ("p", part)
-        self.read.inc(read)
-        self.bad.inc(dead)
+            yield from self._in_buckets("p", parts, concat)
+        self.predictions_read.inc(read)
+        self.predictions_bad.inc(dead)
         yield beam.pvalue.TaggedOutput(
             TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
         )
 
-
-class ReadPredictionBatches(beam.PTransform):
-    """Prediction files of several agents -> {"batches": (bucket, ("p", PredictionBatch)),
-    "dead_letter": dicts, "totals": per-agent counter dicts}.
-
-    `agents` is [(agent name, [file, ...])]; a file's rank within its agent orders duplicates
-    (the first file, then the first record, wins).
-    """
-
-    def __init__(self, agents: list[tuple[str, list[str]]], connectivity_dir: str, buckets: int):
-        super().__init__()
-        self.files = [(agent, rank, path) for agent, paths in agents for rank, path in enumerate(paths)]
-        self.connectivity_dir = connectivity_dir
-        self.buckets = buckets
-
-    def expand(self, pbegin):
-        out = (
-            pbegin
-            | "Files" >> beam.Create(self.files)
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ReadChunks"
-            >> beam.ParDo(_ReadPredictionFile(self.connectivity_dir, self.buckets)).with_outputs(
-                DEAD_LETTER, TOTALS, main="batches"
-            )
-        )
-        return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
+    def _references(self, rank, path, line_range):
+        parquet = is_parquet(path)
+        parts, rows = [], 0
+        for chunk in _reference_chunks(path, line_range):
+            if isinstance(chunk, RecordError):
+                self.records_bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
+                continue
+            start, items, strict = chunk
+            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet, strict)
+            self.records_bad.inc(len(errors))
+            self.records_read.inc(len(batch))
+            for e in errors:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
+            if len(batch):
+                parts.append(batch)
+                rows += len(batch)
+            if rows >= BATCH_ROWS:
+                yield from self._in_buckets("r", parts, ReferenceBatch.concat)
+                parts, rows = [], 0
+        if parts:
+            yield from self._in_buckets("r", parts, ReferenceBatch.concat)
 
 
 def dataset_ranks(files: list[str]) -> list[tuple[int, str]]:
@@ -185,61 +236,21 @@ def dataset_ranks(files: list[str]) -> list[tuple[int, str]]:
     return list(enumerate(json_files + [p for p in files if is_parquet(p)]))
 
 
-class _ReadReferenceFile(_ReadFileBatches):
-    """(rank, path) -> (bucket, ("r", ReferenceBatch)); dead letters."""
+class ReadScoringInputs(beam.PTransform):
+    """Prediction files of several agents and dataset files -> {"batches": (bucket, ("p",
+    PredictionBatch) | ("r", ReferenceBatch)), "dead_letter": dicts, "totals": per-agent counter dicts}.
 
-    def __init__(self, connectivity_dir: str, buckets: int):
-        super().__init__(connectivity_dir, buckets, "read", "records")
+    `agents` is [(agent name, [file, ...])]; a file's rank within its agent orders duplicates (the
+    first file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, or
+    build_r4r Parquet; duplicate path_ids among them are resolved by the join.
+    """
 
-    def _chunks(self, path: str):
-        if is_parquet(path):
-            try:
-                table = _read_parquet_table(path)
-            except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
-                yield RecordError(path, "", f"cannot read Parquet ({exc})")
-                return
-            yield from _table_chunks(table, lambda rb: rb.to_pylist(), True)
-            return
-        try:
-            with fileio.open_read(path) as f:
-                yield from json_chunks(f, path, "records")
-        except OSError as exc:
-            yield RecordError(path, "", f"cannot read file ({exc})")
-
-    def read_file(self, element):
-        rank, path = element
-        parquet = is_parquet(path)
-        parts, rows = [], 0
-        for chunk in self._chunks(path):
-            if isinstance(chunk, RecordError):
-                self.bad.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
-                continue
-            start, items, strict = chunk
-            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet, strict)
-            self.bad.inc(len(errors))
-            self.read.inc(len(batch))
-            for e in errors:
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
-            if len(batch):
-                parts.append(batch)
-                rows += len(batch)
-            if rows >= BATCH_ROWS:
-                for b, part in self.in_buckets(parts, ReferenceBatch.concat):
-                    yield b, ("r", part)
-                parts, rows = [], 0
-        if parts:
-            for b, part in self.in_buckets(parts, ReferenceBatch.concat):
-                yield b, ("r", part)
-
-
-class ReadReferenceBatches(beam.PTransform):
-    """Dataset files (R2R/R4R JSON or JSON Lines, build_r4r Parquet) -> {"batches": (bucket,
-    ("r", ReferenceBatch)), "dead_letter": dicts}. Duplicate path_ids are resolved by the join."""
-
-    def __init__(self, files: list[str], connectivity_dir: str, buckets: int):
+    def __init__(
+        self, agents: list[tuple[str, list[str]]], dataset_files: list[str], connectivity_dir: str, buckets: int
+    ):
         super().__init__()
-        self.files = dataset_ranks(files)
+        self.files = [("p", agent, rank, path) for agent, paths in agents for rank, path in enumerate(paths)]
+        self.files += [("r", "", rank, path) for rank, path in dataset_ranks(dataset_files)]
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
 
@@ -248,9 +259,31 @@ class ReadReferenceBatches(beam.PTransform):
             pbegin
             | "Files" >> beam.Create(self.files)
             | "SpreadFiles" >> beam.Reshuffle()
+            | "PlanRanges" >> beam.ParDo(_PlanRanges())
+            | "SpreadRanges" >> beam.Reshuffle()
             | "ReadChunks"
-            >> beam.ParDo(_ReadReferenceFile(self.connectivity_dir, self.buckets)).with_outputs(
-                DEAD_LETTER, main="batches"
+            >> beam.ParDo(_ReadScoringFile(self.connectivity_dir, self.buckets)).with_outputs(
+                DEAD_LETTER, TOTALS, main="batches"
             )
         )
-        return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER]}
+        return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
+
+
+class ReadPredictionBatches(ReadScoringInputs):
+    """Prediction files of several agents -> {"batches": (bucket, ("p", PredictionBatch)),
+    "dead_letter": dicts, "totals": per-agent counter dicts} (see `ReadScoringInputs`)."""
+
+    def __init__(self, agents: list[tuple[str, list[str]]], connectivity_dir: str, buckets: int):
+        super().__init__(agents, [], connectivity_dir, buckets)
+
+
+class ReadReferenceBatches(ReadScoringInputs):
+    """Dataset files (R2R/R4R JSON or JSON Lines, build_r4r Parquet) -> {"batches": (bucket,
+    ("r", ReferenceBatch)), "dead_letter": dicts}. Duplicate path_ids are resolved by the join."""
+
+    def __init__(self, files: list[str], connectivity_dir: str, buckets: int):
+        super().__init__([], files, connectivity_dir, buckets)
+
+    def expand(self, pbegin):
+        out = super().expand(pbegin)
+        return {"batches": out["batches"], DEAD_LETTER: out[DEAD_LETTER]}

@@ -403,15 +403,12 @@ def _read_first_line(head: bytes, stream, chunk_bytes: int) -> tuple[bytes, bool
         return head, False
 
 
-def json_chunks(
-    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES
-) -> Iterator[tuple[int, list, bool] | RecordError]:
-    """(index of the first item, items, strict) per chunk of a JSON list or JSON Lines stream.
+def _sniff(stream, chunk_bytes: int) -> tuple[bytes, int, str]:
+    """(head, its byte offset in the stream, kind) from the start of a stream.
 
-    Items are parsed objects, or RecordErrors for broken lines; indices count items as
-    `vlnkit.datasets.r2r.json_items` does. `strict` says orjson parsed every item (so every
-    number is finite and every integer fits 64 bits: the bulk checks may rely on it). A file that cannot be parsed at all yields one
-    RecordError (and nothing else).
+    kind is "list" (a JSON list), "lines" (plain JSON Lines from the first line on: the head holds
+    that whole line) or "other" (anything else: the whole-file reader decides). A UTF-8 byte-order
+    mark is not content, as for the whole-file reader: the head starts after it.
     """
     head = stream.read(chunk_bytes)
     while 0 < len(head) < len(BOM_BYTES):  # enough bytes to see a byte-order mark
@@ -419,8 +416,8 @@ def json_chunks(
         if not more:
             break
         head += more
-    if head.startswith(BOM_BYTES):  # as the whole-file reader does: a UTF-8 byte-order mark is not content
-        head = head[len(BOM_BYTES) :]
+    offset = len(BOM_BYTES) if head.startswith(BOM_BYTES) else 0
+    head = head[offset:]
     while True:  # read on until the first non-blank character says list or lines
         stripped = head[:4096].decode("utf-8", errors="ignore").lstrip()
         more = b"" if stripped else stream.read(chunk_bytes)
@@ -428,6 +425,23 @@ def json_chunks(
             break
         head += more
     if stripped.startswith("["):
+        return head, offset, "list"
+    head, first_is_object = _read_first_line(head, stream, chunk_bytes)
+    return head, offset, "lines" if first_is_object else "other"
+
+
+def json_chunks(
+    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[tuple[int, list, bool] | RecordError]:
+    """(index of the first item, items, strict) per chunk of a JSON list or JSON Lines stream.
+
+    Items are parsed objects, or RecordErrors for broken lines; indices count items as
+    `vlnkit.datasets.r2r.json_items` does. `strict` says orjson parsed every item (so every
+    number is finite and every integer fits 64 bits: the bulk checks may rely on it). A file that
+    cannot be parsed at all yields one RecordError (and nothing else).
+    """
+    head, _, kind = _sniff(stream, chunk_bytes)
+    if kind == "list":
         data = head + stream.read()
         try:
             text = data.decode("utf-8")
@@ -451,8 +465,7 @@ def json_chunks(
         for start in range(0, len(items), LIST_CHUNK):
             yield start, items[start : start + LIST_CHUNK], strict
         return
-    head, first_is_object = _read_first_line(head, stream, chunk_bytes)
-    if not first_is_object:
+    if kind == "other":
         # Not plain JSON Lines from its first line on (an indented object, a bare value, a broken first
         # line): the whole-file reader decides what the file is, exactly as it does for every job.
         data = head + stream.read()
@@ -464,8 +477,12 @@ def json_chunks(
         if items:
             yield 0, items, False
         return
-    index, lineno, rest, first = 0, 1, b"", True
-    block = head
+    yield from _json_lines(head, lambda: stream.read(chunk_bytes), source, 0, 1, True)
+
+
+def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool):
+    """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines."""
+    rest = b""
     while True:
         data = rest + block
         eof = not block
@@ -490,7 +507,90 @@ def json_chunks(
             first = False
         if eof:
             return
-        block = stream.read(chunk_bytes)
+        block = read()
+
+
+# ----------------------------------------------------------------------------- byte ranges
+RANGE_BYTES = 32 << 20
+_SPACE_BYTES = np.frombuffer(b" \t\r\n", np.uint8)
+
+
+@dataclass(frozen=True)
+class LineRange:
+    """Whole lines of a JSON Lines file, bytes [start, end): its first item's index and first line's number."""
+
+    start: int
+    end: int
+    index: int
+    lineno: int
+
+
+def _count_lines(block: bytes, cut: int) -> tuple[int, int]:
+    """(items, "\\n" count) of the whole lines block[:cut]: items are the lines holding more than whitespace.
+
+    numpy finds the line starts; only a block where some line starts with whitespace (a line that
+    may be blank) is counted line by line.
+    """
+    a = np.frombuffer(block, np.uint8, count=cut)
+    breaks = np.flatnonzero(a == 10)
+    starts = np.concatenate(([0], breaks + 1))
+    starts = starts[starts < cut]
+    if np.isin(a[starts], _SPACE_BYTES).any():
+        return sum(1 for line in block[:cut].split(b"\n") if line.strip()), len(breaks)
+    return len(starts), len(breaks)
+
+
+def plan_line_ranges(stream, range_bytes: int = RANGE_BYTES) -> list[LineRange] | None:
+    """Byte ranges of about `range_bytes` of a JSON Lines file, to be read in parallel (`json_line_range`).
+
+    Reading each range gives exactly the chunks `json_chunks` gives for those lines: the plan counts
+    the items before each range the way it does, in one pass of numpy and substring scans. None when
+    the file is better read whole by `json_chunks`: not plain JSON Lines, not seekable, not valid
+    UTF-8, a line break other than "\\n" (where `str.splitlines` rules apply), or too small for two ranges.
+    """
+    _, offset, kind = _sniff(stream, 1 << 16)
+    if kind != "lines" or not getattr(stream, "seekable", lambda: False)():
+        return None
+    ranges, index, lineno, size = [], 0, 1, range_bytes
+    while True:
+        stream.seek(offset)
+        block = stream.read(size)
+        if not block:
+            break
+        at_end = len(block) < size and not stream.read(1)  # a short read is not always the end
+        cut = len(block) if at_end else block.rfind(b"\n") + 1
+        if cut == 0:  # one line longer than the range: read more of it
+            size *= 2
+            continue
+        # The checks look at the whole block: its partial last line is checked again with the next range.
+        if _unusual_break(block) and _unusual_break(block[:cut]) or not (block.isascii() or _is_utf8(block[:cut])):
+            return None
+        items, breaks = _count_lines(block, cut)
+        ranges.append(LineRange(offset, offset + cut, index, lineno))
+        index, lineno, offset, size = index + items, lineno + breaks, offset + cut, range_bytes
+    return ranges if len(ranges) > 1 else None
+
+
+def _is_utf8(chunk: bytes) -> bool:
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int = CHUNK_BYTES):
+    """The `json_chunks` chunks of one planned range of a seekable stream."""
+    stream.seek(line_range.start)
+    left = line_range.end - line_range.start
+
+    def read() -> bytes:
+        nonlocal left
+        block = stream.read(min(chunk_bytes, left)) if left > 0 else b""
+        left -= len(block)
+        return block
+
+    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, line_range.index == 0)
 
 
 # ----------------------------------------------------------------------------- predictions

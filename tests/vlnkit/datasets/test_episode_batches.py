@@ -17,6 +17,8 @@ from vlnkit.datasets.episode_batches import (
     canonical_instr_ids,
     exact_item,
     json_chunks,
+    json_line_range,
+    plan_line_ranges,
     prediction_batch,
     reference_batch,
     split_by_bucket,
@@ -37,6 +39,26 @@ def chunked(data: bytes, chunk_bytes: int, what="predictions"):
             start, items, _ = c
             exact = [exact_item(items, n) for n in range(len(items))]  # what the record parsers see
             out += [x if isinstance(x, RecordError) else (start + n, x) for n, x in enumerate(exact)]
+    return out
+
+
+def ranged(data: bytes, range_bytes: int, chunk_bytes: int = 5):
+    """The chunks of every planned range, flattened like `chunked`, or None when the plan reads whole."""
+    plan = plan_line_ranges(io.BytesIO(data), range_bytes)
+    if plan is None:
+        return None
+    assert plan[0].start in (0, 3) and plan[-1].end == len(data)  # after a byte-order mark, to the end
+    assert all(a.end == b.start for a, b in zip(plan, plan[1:]))  # contiguous, whole lines
+    out = []
+    for r in plan:
+        for c in json_line_range(io.BytesIO(data), r, "f", chunk_bytes):
+            if isinstance(c, RecordError):
+                out.append(c)
+            else:
+                start, items, _ = c
+                out += [
+                    x if isinstance(x, RecordError) else (start + n, exact_item(items, n)) for n, x in enumerate(items)
+                ]
     return out
 
 
@@ -283,3 +305,32 @@ def test_bulk_check_gives_what_the_record_parser_gives(odd):
     good = [{"instr_id": f"{i}_0", "trajectory": [["a", 0.5, -1], ["b", 1, 0]]} for i in range(5)]
     items = json.loads(json.dumps(good[:2] + [odd] + good[2:]))
     assert _batch_result(items, True) == _batch_result(items, False)
+
+
+@pytest.mark.parametrize("data", TRICKY)
+@pytest.mark.parametrize("range_bytes", [1, 9, 1 << 20])
+def test_byte_ranges_give_the_chunks_of_the_whole_file(data, range_bytes):
+    got = ranged(data, range_bytes)
+    if got is not None:
+        assert got == chunked(data, 1 << 20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(line, max_size=14), st.sampled_from([b"\n", b"\r\n"]), st.integers(1, 80), st.booleans())
+def test_property_byte_ranges_equal_json_chunks(lines, newline, range_bytes, bom):
+    data = (b"\xef\xbb\xbf" if bom else b"") + newline.join(lines)
+    got = ranged(data, range_bytes)
+    if got is None:
+        return
+    assert got == chunked(data, 1 << 20)
+
+
+def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers():
+    data = b'{"a": 1}\n\n  \n{"b": 2}\r\n{"c": 3}\n{"d": 4}'
+    plan = plan_line_ranges(io.BytesIO(data), 12)
+    # ranges: line 1 and blank line 2; whitespace line 3 (no item); line 4 (CRLF); line 5; line 6 (no final break)
+    assert [(r.index, r.lineno) for r in plan] == [(0, 1), (1, 3), (1, 4), (2, 5), (3, 6)]
+    assert plan_line_ranges(io.BytesIO(b'{"a": 1}\r{"b": 2}\n' * 3), 12) is None  # str.splitlines rules
+    assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n\xff\n' * 3), 12) is None  # not UTF-8
+    assert plan_line_ranges(io.BytesIO(b'[{"a": 1},\n{"b": 2}]\n'), 4) is None  # a JSON list
+    assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
