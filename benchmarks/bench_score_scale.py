@@ -1,6 +1,7 @@
 """The score job at scale against the plain script, in one run: wall time, peak RSS and their ratios.
 
-Three runs on the same files (made by `benchmarks.make_scale_data`, reused when present):
+Three commands on the same files (made by `benchmarks.make_scale_data`, reused when present), run in
+interleaved rounds (default 3; the median round is reported, since the machine drifts between runs):
 
 1. `python -m pipelines.score --runner=DirectRunner` (in-process DirectRunner);
 2. the same with `--direct_running_mode=multi_processing --direct_num_workers=2`;
@@ -11,7 +12,7 @@ Each runs as a subprocess of a fresh measuring process, which reports its wall t
 tree (for the multi-process run, the largest of the job and its workers). The job's summary means
 are checked against the plain script's.
 
-    python -m benchmarks.bench_score_scale /tmp/scale [--n 1000000] [--data ../shared/data] [--skip_multi]
+    python -m benchmarks.bench_score_scale /tmp/scale [--n 1000000] [--rounds 3] [--data ../shared/data] [--skip_multi]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -74,6 +76,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
     parser.add_argument("--skip_multi", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
@@ -85,32 +88,48 @@ def main(argv=None) -> dict:
     print(
         f"inputs: {preds} ({os.path.getsize(preds) / 1e6:.0f} MB), {dataset} ({os.path.getsize(dataset) / 1e6:.0f} MB)"
     )
-    runs = {
-        "plain script": measured(
-            [sys.executable, "-m", "benchmarks.plain_score", preds, dataset, f"{data}/connectivity"]
-        )
-    }
     out = os.path.join(folder, "out")
-    runs["score job, in-process"] = measured(job_cmd(preds, dataset, data, out))
-    summary = json.load(open(os.path.join(out, "summary.json")))
+    commands = {
+        "plain script": [sys.executable, "-m", "benchmarks.plain_score", preds, dataset, f"{data}/connectivity"],
+        "score job, in-process": job_cmd(preds, dataset, data, out),
+    }
     if not args.skip_multi:
-        runs["score job, 2 processes"] = measured(
-            job_cmd(
-                preds, dataset, data, out + "_mp", "--direct_running_mode=multi_processing", "--direct_num_workers=2"
-            )
+        commands["score job, 2 processes"] = job_cmd(
+            preds, dataset, data, out + "_mp", "--direct_running_mode=multi_processing", "--direct_num_workers=2"
         )
-        multi = json.load(open(os.path.join(out + "_mp", "summary.json")))
-        assert multi["metrics"] == summary["metrics"], "multi-process means differ"
-    plain = runs["plain script"]
-    means = eval(plain["stdout"].strip().splitlines()[-1])  # noqa: S307 -- our own script's printed dict
-    assert summary["count"] == means["count"] == args.n, (summary["count"], means["count"])
+    # Rounds interleave the commands: on a shared machine the speed drifts by tens of percent within
+    # minutes, so each round's ratio compares runs made side by side, and the median round is reported.
+    rounds = []
+    for n in range(args.rounds):
+        runs = {name: measured(cmd) for name, cmd in commands.items()}
+        check(runs, out, args.n, not args.skip_multi)
+        rounds.append(runs)
+        plain = runs["plain script"]["wall_s"]
+        print(
+            f"round {n + 1}: "
+            + ", ".join(f"{k} {r['wall_s']:.1f} s ({r['wall_s'] / plain:.2f}x)" for k, r in runs.items())
+        )
+    print(f"\n{'run':26} {'median wall s':>14} {'median x plain':>15} {'peak RSS MB':>12}")
+    table = {}
+    for name in commands:
+        walls = [r[name]["wall_s"] for r in rounds]
+        ratios = [r[name]["wall_s"] / r["plain script"]["wall_s"] for r in rounds]
+        rss = max(r[name]["peak_rss_mb"] for r in rounds)
+        table[name] = {"wall_s": statistics.median(walls), "ratio": statistics.median(ratios), "peak_rss_mb": rss}
+        print(f"{name:26} {table[name]['wall_s']:14.1f} {table[name]['ratio']:15.2f} {rss:12.0f}")
+    return table
+
+
+def check(runs: dict, out: str, n: int, multi: bool) -> None:
+    """The job's means equal the plain script's (to 1e-6), and the two job modes' bit for bit."""
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    if multi:
+        assert json.load(open(os.path.join(out + "_mp", "summary.json")))["metrics"] == summary["metrics"]
+    means = eval(runs["plain script"]["stdout"].strip().splitlines()[-1])  # noqa: S307 -- our own script's dict
+    assert summary["count"] == means["count"] == n, (summary["count"], means["count"])
     for m, v in means.items():
         if m != "count":
             assert abs(summary["metrics"][m] - v) < 1e-6, (m, summary["metrics"][m], v)
-    print(f"\n{'run':26} {'wall s':>8} {'x plain':>8} {'peak RSS MB':>12}")
-    for name, r in runs.items():
-        print(f"{name:26} {r['wall_s']:8.1f} {r['wall_s'] / plain['wall_s']:8.2f} {r['peak_rss_mb']:12.0f}")
-    return runs
 
 
 if __name__ == "__main__":

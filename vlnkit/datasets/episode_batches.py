@@ -5,7 +5,9 @@ global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offset
 Python dict with a list of 32-character viewpoint ids. Files are read in chunks of lines
 (`json_chunks`), each chunk parsed with orjson and checked in bulk; the records that do not pass
 the bulk check go through the same record-by-record parser as before (`prediction`,
-`validate_record`), so every dead letter keeps its exact stage, label and reason.
+`validate_record`), so every dead letter keeps its exact stage, label and reason. A large JSON
+Lines file can be planned as byte ranges (`plan_line_ranges`) that separate workers read
+(`json_line_range`) with the chunks, item numbers and line numbers of a whole-file read.
 
     vocab = Vocabulary.load("connectivity")
     with open("preds.jsonl", "rb") as f:
