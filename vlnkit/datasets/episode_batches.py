@@ -629,11 +629,12 @@ def _fast_submission(items: list) -> tuple[list[str], np.ndarray, list[str]] | N
             return None
         trajs = list(map(dict.get, items, repeat("trajectory")))
         entries = list(chain.from_iterable(trajs))  # TypeError: no trajectory, or not a list
+        if set(map(len, entries)) != {3}:  # TypeError: an entry is a number or null
+            return None
     except TypeError:
         return None
-    # A string or object trajectory yields string entries, an empty one a zero length: both refused below.
-    if set(map(type, entries)) != {list} or set(map(len, entries)) != {3}:
-        return None
+    # Entries need no type pass of their own: a string or object entry (or trajectory) of length 3
+    # yields a string where the checks below want a number, and an empty trajectory a zero length.
     lengths = np.fromiter(map(len, trajs), dtype=np.int64, count=len(trajs))
     if lengths.min() < 1:
         return None
