@@ -13,6 +13,7 @@ PCollections; `"dead_letter"` is always among them.
 | `JoinR4R(connectivity_dir, config)` | records | `joined`: lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
 | `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
+| `ReadScoringInputs(agents, dataset_files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch or ReferenceBatch); totals; `dead_letter` |
 | `ReadPredictionBatches(agents, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch); totals; `dead_letter` |
 | `ReadReferenceBatches(files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, ReferenceBatch); `dead_letter` |
 | `ReferenceBatchesFromRecords(connectivity_dir, buckets, source)` | records | `batches`: (bucket, ReferenceBatch); `dead_letter` |
@@ -40,7 +41,7 @@ __getattr__, __all__ = lazy_exports(
         "r4r": ("JoinR4R",),
         "perturb": ("Perturb", "PerturbInstructions", "PerturbTrajectories"),
         "paraphrase": ("RoundTripParaphrase", "ComposeR4RParaphrases", "TranslatorSpec"),
-        "score_read": ("ReadPredictionBatches", "ReadReferenceBatches"),
+        "score_read": ("ReadScoringInputs", "ReadPredictionBatches", "ReadReferenceBatches"),
         "score_references": ("ReferenceBatchesFromRecords",),
         "score_batches": ("ScoreBuckets",),
         "compat": ("AssembleCompat",),
