@@ -23,6 +23,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.episode_batches import (
+    RANGE_BYTES,
     PredictionBatch,
     ReferenceBatch,
     Vocabulary,
@@ -76,8 +77,9 @@ class _PlanRanges(beam.DoFn):
     file as byte ranges that workers read in parallel (`plan_line_ranges`), any other file (Parquet,
     compressed, a JSON list, anything unusual) as one piece read whole."""
 
-    def __init__(self):
+    def __init__(self, range_bytes: int = RANGE_BYTES):
         super().__init__()
+        self.range_bytes = range_bytes
         self.ranges = Metrics.counter("read", "file_ranges")
 
     def process(self, element):
@@ -86,7 +88,7 @@ class _PlanRanges(beam.DoFn):
         if not is_parquet(path) and not path.endswith(COMPRESSED):
             try:
                 with fileio.open_read(path) as f:
-                    plan = plan_line_ranges(f)
+                    plan = plan_line_ranges(f, self.range_bytes)
             except OSError:  # the reader reports it, as for any unreadable file
                 plan = None
         self.ranges.inc(len(plan or [None]))
@@ -242,13 +244,20 @@ class ReadScoringInputs(beam.PTransform):
 
     `agents` is [(agent name, [file, ...])]; a file's rank within its agent orders duplicates (the
     first file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, or
-    build_r4r Parquet; duplicate path_ids among them are resolved by the join.
+    build_r4r Parquet; duplicate path_ids among them are resolved by the join. `range_bytes` is
+    the size of the byte ranges plain JSON Lines files are read in (`plan_line_ranges`).
     """
 
     def __init__(
-        self, agents: list[tuple[str, list[str]]], dataset_files: list[str], connectivity_dir: str, buckets: int
+        self,
+        agents: list[tuple[str, list[str]]],
+        dataset_files: list[str],
+        connectivity_dir: str,
+        buckets: int,
+        range_bytes: int = RANGE_BYTES,
     ):
         super().__init__()
+        self.range_bytes = range_bytes
         self.files = [("p", agent, rank, path) for agent, paths in agents for rank, path in enumerate(paths)]
         self.files += [("r", "", rank, path) for rank, path in dataset_ranks(dataset_files)]
         self.connectivity_dir = connectivity_dir
@@ -259,7 +268,7 @@ class ReadScoringInputs(beam.PTransform):
             pbegin
             | "Files" >> beam.Create(self.files)
             | "SpreadFiles" >> beam.Reshuffle()
-            | "PlanRanges" >> beam.ParDo(_PlanRanges())
+            | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
             | "SpreadRanges" >> beam.Reshuffle()
             | "ReadChunks"
             >> beam.ParDo(_ReadScoringFile(self.connectivity_dir, self.buckets)).with_outputs(

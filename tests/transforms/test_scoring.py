@@ -14,8 +14,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.random_walks import RandomBaseline, allocation
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches
+from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches, ReadScoringInputs
 from transforms.score_records import ReadDataset
+from vlnkit.datasets.episode_batches import plan_line_ranges
 from vlnkit.datasets.trajectories import collapse_repeats, flatten_trajectory
 from vlnkit.evaluation.metrics import METRICS, SUM_SCALE, score, score_batch
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
@@ -76,6 +77,60 @@ def score_job(p, agents, dataset_files, conn_dir, config, buckets):
     pieces = (preds["batches"], refs["batches"]) | "Pieces" >> beam.Flatten()
     scored = pieces | ScoreBuckets(conn_dir, agents, dataset_files, config)
     return preds, refs, scored
+
+
+def _score_outputs(p, label, agents, dataset_files, conn_dir, range_bytes):
+    """Every output of read + score as sorted, comparable lists (one pipeline branch per label)."""
+    read = p | f"Read{label}" >> ReadScoringInputs(list(agents.items()), dataset_files, conn_dir, 3, range_bytes)
+    scored = read["batches"] | f"Score{label}" >> ScoreBuckets(conn_dir, agents, dataset_files, ScoringConfig())
+    rows = scored["tables"] | f"Rows{label}" >> beam.FlatMap(
+        lambda t: [json.dumps(r, sort_keys=True) for r in t.to_pylist()]
+    )
+    dead = (read[DEAD_LETTER], scored[DEAD_LETTER]) | f"Dead{label}" >> beam.Flatten()
+    tallies = (read[TOTALS], scored[TOTALS]) | f"Tallies{label}" >> beam.Flatten()
+    return {
+        "rows": rows,
+        "dead": dead | f"DeadJson{label}" >> beam.Map(lambda d: json.dumps(d, sort_keys=True)),
+        "missing": scored[MISSING],
+        "unusable": scored[UNUSABLE],
+        "totals": tallies
+        | f"AllTallies{label}" >> beam.combiners.ToList()
+        | f"Sum{label}" >> beam.Map(lambda ds: json.dumps(_sum_dicts(ds), sort_keys=True)),
+    }
+
+
+def _sum_dicts(dicts):
+    out = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def test_json_lines_read_in_byte_ranges_score_exactly_as_read_whole(env, tmp_path):
+    """The score job's outputs do not depend on how its JSON Lines inputs are cut into ranges."""
+    _, r2r_path, conn_dir, records = env
+    preds = predictions_for(records, GraphStore(conn_dir))
+    lines = [json.dumps(x) for x in preds]
+    lines[3:3] = ["{broken", "", "   ", json.dumps({"instr_id": "", "trajectory": [["a", 0, 0]]})]
+    pred_path, data_path = tmp_path / "preds.jsonl", tmp_path / "data.jsonl"
+    pred_path.write_text("\n".join(lines) + "\n")
+    data_path.write_text("\n".join(json.dumps(r) for r in records + records[:2]) + "\n")  # two duplicate paths
+    with open(pred_path, "rb") as f:
+        assert len(plan_line_ranges(f, 300)) > 5  # the small range size really cuts the file
+    agents = {"a": [str(pred_path)]}
+    with TestPipeline() as p:
+        whole = _score_outputs(p, "Whole", agents, [str(data_path)], conn_dir, 1 << 30)
+        ranged = _score_outputs(p, "Ranged", agents, [str(data_path)], conn_dir, 300)
+        for name in whole:
+            expected = whole[name] | f"Gather{name}" >> beam.combiners.ToList() | f"Sort{name}" >> beam.Map(sorted)
+            got = ranged[name] | f"GatherR{name}" >> beam.combiners.ToList() | f"SortR{name}" >> beam.Map(sorted)
+            both = (expected, got) | f"Both{name}" >> beam.Flatten() | f"Pair{name}" >> beam.combiners.ToList()
+            assert_that(
+                both | f"Same{name}" >> beam.Map(lambda pair: pair[0] == pair[1] and len(pair) == 2),
+                equal_to([True]),
+                label=f"same {name}",
+            )
 
 
 @pytest.mark.parametrize("buckets", [1, 3, 16])
