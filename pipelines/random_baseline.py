@@ -20,9 +20,8 @@ from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetter
 from transforms.random_walks import RandomBaseline
 from transforms.score_read import TOTALS
 from transforms.score_records import ReadDataset
-from transforms.score_write import WriteTables
 from transforms.tally import tally
-from transforms.write import WriteSummary
+from transforms.write import WriteSummary, WriteTables
 from vlnkit.datasets.r2r import require_usable_records
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config

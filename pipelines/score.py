@@ -27,7 +27,8 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
 from transforms.score_read import SEP, TOTALS, ReadScoringInputs
-from transforms.score_write import WriteLines, WriteTables
+from transforms.score_write import WriteLines
+from transforms.write import WriteTables
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio

@@ -67,15 +67,27 @@ class WriteParquetShards(beam.PTransform):
         return (
             batches
             | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema, self.file_path_prefix.rsplit("/", 1)[-1]))
-            | "WriteParquet"
-            >> beam.io.WriteToParquetBatched(
-                self.file_path_prefix,
-                schema=self.schema,
-                codec="snappy",
-                file_name_suffix=".parquet",
-                num_shards=self.num_shards,
-                shard_name_template=SHARD_TEMPLATE,
-            )
+            | "WriteParquet" >> WriteTables(self.file_path_prefix, self.schema, self.num_shards)
+        )
+
+
+class WriteTables(beam.PTransform):
+    """pyarrow Tables -> `<prefix>-SSSSS-of-NNNNN.parquet` (tables are written as they come, no per-row work)."""
+
+    def __init__(self, file_path_prefix: str, schema: pa.Schema, num_shards: int = 0):
+        super().__init__()
+        self.file_path_prefix = file_path_prefix
+        self.schema = schema
+        self.num_shards = num_shards
+
+    def expand(self, tables):
+        return tables | "WriteParquet" >> beam.io.WriteToParquetBatched(
+            self.file_path_prefix,
+            schema=self.schema,
+            codec="snappy",
+            file_name_suffix=".parquet",
+            num_shards=self.num_shards,
+            shard_name_template=SHARD_TEMPLATE,
         )
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
-from tests.pipelines.test_runners import JOBS, comparable_summary, job_flags, rows, run_job
+from tests.pipelines.test_runners import JOBS, job_flags, outputs_per_runner, run_job
 
 IN_PROCESS = ["--runner=DirectRunner"]
 
@@ -89,14 +89,7 @@ def worker_pool(tmp_path_factory):
 @pytest.mark.real_data
 @pytest.mark.parametrize("job", JOBS)
 def test_worker_pool_gives_the_rows_and_summary_of_an_in_process_run(job, worker_pool, shared_data, tmp_path):
-    results = {}
-    for name, runner_flags in {"in_process": IN_PROCESS, "worker_pool": worker_pool}.items():
-        work = tmp_path / name
-        flags, prefixes = job_flags(job, shared_data, work)
-        run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
-        assert (work / "out" / "_SUCCESS").exists()
-        results[name] = rows(work / "out", prefixes)
-        results[name]["summary.json"] = [comparable_summary(work, work / "out" / "summary.json")]
+    results = outputs_per_runner(job, {"in_process": IN_PROCESS, "worker_pool": worker_pool}, shared_data, tmp_path)
     assert any(results["in_process"].values())
     assert results["worker_pool"] == results["in_process"], f"{job}: the worker pool differs from in-process"
     assert "Starting worker" in Path(worker_pool.log).read_text(), "the pool started no SDK worker"

@@ -115,17 +115,23 @@ def run_job(job: str, flags: list[str]) -> dict:
     return module.main(flags)
 
 
-@pytest.mark.real_data
-@pytest.mark.parametrize("job", JOBS)
-def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
+def outputs_per_runner(job: str, runners: dict[str, list[str]], shared_data, tmp_path) -> dict[str, dict]:
+    """Run `job` once per runner (name -> runner flags) on the same inputs: each run's rows and summary."""
     results = {}
-    for name, runner_flags in RUNNERS.items():
+    for name, runner_flags in runners.items():
         work = tmp_path / name
         flags, prefixes = job_flags(job, shared_data, work)
         run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
         assert (work / "out" / "_SUCCESS").exists()
         results[name] = rows(work / "out", prefixes)
         results[name]["summary.json"] = [comparable_summary(work, work / "out" / "summary.json")]
+    return results
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("job", JOBS)
+def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
+    results = outputs_per_runner(job, RUNNERS, shared_data, tmp_path)
     reference = results.pop("in_process")
     assert any(reference.values())
     for name, got in results.items():
