@@ -20,40 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
 
 from benchmarks.make_scale_data import make
+from benchmarks.measure import measured
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def measure(cmd: list[str]) -> dict:
-    """Run cmd in a fresh child of this process; wall seconds and peak RSS (MB) of its process tree."""
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-    wall = time.perf_counter() - start
-    if proc.returncode:
-        raise SystemExit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: kilobytes
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb, 1), "stdout": proc.stdout[-2000:]}
-
-
-def measured(cmd: list[str]) -> dict:
-    """`measure` in its own process, so RUSAGE_CHILDREN covers only this run."""
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_score_scale", "--measure", json.dumps(cmd)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
-    )
-    if out.returncode:
-        raise SystemExit(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def job_cmd(preds: str, dataset: str, data: str, out: str, *extra: str) -> list[str]:
@@ -72,16 +45,12 @@ def job_cmd(preds: str, dataset: str, data: str, out: str, *extra: str) -> list[
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?")
+    parser.add_argument("folder", help="where the generated inputs and outputs go (inputs are reused)")
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--data", default=os.path.join(ROOT, "..", "shared", "data"))
     parser.add_argument("--skip_multi", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
-    parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.measure:
-        print(json.dumps(measure(json.loads(args.measure))))
-        return {}
     data = os.path.abspath(args.data)
     folder = os.path.join(args.folder, f"n{args.n}")
     preds, dataset = make(folder, args.n, data)

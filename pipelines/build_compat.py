@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Run, format_table, print_outputs
+from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
 from transforms.compat import AVAILABLE, AssembleCompat, family_methods
 from transforms.deadletter import DEAD_LETTER
@@ -206,4 +206,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

@@ -15,7 +15,7 @@ import os
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Run, format_table, print_outputs
+from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
@@ -88,10 +88,12 @@ def json_record(record):
 
 def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
     out = opts.output_dir
-    # DedupeBy groups by path_id right after reading, which spreads the records already.
-    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False)
-    unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
-    join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config)
+    # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
+    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False, batched=True)
+    unique = read["records"] | "UniquePathIds" >> DedupeBy(
+        lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(files)
+    )
+    join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config, batched=True)
     joined = join["joined"]
     joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards, batched=True)
     if opts.json_output:
@@ -102,9 +104,10 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
             final_key=published_order,
             side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
             batched=True,
+            runs=True,  # JoinR4R's lists are sorted runs of one scan each
         )
     dead_letters = (read[DEAD_LETTER], unique[DEAD_LETTER], join[DEAD_LETTER])
-    tallies = (join["stats"], unique["records"] | "TallyRead" >> tally("records_read"))
+    tallies = (join["stats"], unique["records"] | "TallyRead" >> tally("records_read", batched=True))
     static = {
         "job": JOB.name,
         "schema_version": schema_version(R4R_PATHS),
@@ -169,4 +172,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

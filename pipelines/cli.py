@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from pipelines.job import run_as_command
+
 JOBS = (
     "build_r4r",
     "score",
@@ -45,12 +47,12 @@ def main(argv: list[str] | None = None) -> None:
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
         return
-    run_job(argv[0].replace("-", "_"), argv[1:])
+    run_as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
 
 
 def _entry(job: str):
     def entry() -> None:
-        run_job(job, sys.argv[1:])
+        run_as_command(lambda: run_job(job, sys.argv[1:]))
 
     entry.__name__ = f"{job}_main"
     return entry

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import hashlib
 import json
 import logging
@@ -442,3 +443,15 @@ class Job:
 
         main.__doc__ = self.doc
         return main
+
+
+def run_as_command(main: Callable[[], object]) -> None:
+    """Run a job's `main` as a command, then keep the interpreter's exit from walking the heap.
+
+    Beam imports about 2,500 modules, and at exit Python's final garbage collections visit every
+    object they made: about a second per command (`python -c "import apache_beam"` took 3.3-4.2 s
+    here, 2.4-2.9 s with `gc.freeze()` before exit). By the time `main` returns every output is
+    closed, so nothing is lost; objects are still freed, only the cycle search is skipped.
+    """
+    main()
+    gc.freeze()

@@ -21,7 +21,7 @@ import math
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
@@ -430,4 +430,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.random_walks import RandomBaseline
@@ -151,4 +151,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

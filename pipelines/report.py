@@ -17,7 +17,7 @@ import os
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table
+from pipelines.job import Job, JobError, Outcome, Run, format_table, run_as_command
 from pipelines.options import add_shared
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.graphs import worker_graph_store
@@ -280,4 +280,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

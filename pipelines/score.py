@@ -18,10 +18,9 @@ into --output_dir, and prints a summary table. With several agents the two episo
 
 from __future__ import annotations
 
-import math
 import re
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs
+from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run
@@ -37,8 +36,6 @@ from vlnkit.io.schemas import EPISODE_SCORES, schema_version
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
 UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
 LEADERBOARD = ("leaderboard.csv", "leaderboard.md")
-BUCKET_BYTES = 16 << 20  # input bytes per join bucket: bounds a bucket's memory
-MAX_BUCKETS = 4096
 _AGENT = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
 
 
@@ -88,14 +85,6 @@ def agent_inputs(ctx: Run, values) -> dict[str, list[str]]:
     return agents
 
 
-def bucket_count(files: list[str]) -> int:
-    """Join buckets for these inputs: one per BUCKET_BYTES of input (compressed files count 5x)."""
-    total = 0
-    for path, size in fileio.match(files) if files else []:
-        total += size * (5 if path.endswith((".gz", ".bz2")) else 1)
-    return max(1, min(MAX_BUCKETS, math.ceil(total / BUCKET_BYTES)))
-
-
 def build(
     pipeline,
     agents,
@@ -108,14 +97,14 @@ def build(
     """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
 
     `agents`: {agent name: [prediction files]} (a plain list of files scores each file as its own
-    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `bucket_count`.
+    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `fileio.bucket_count`.
     """
     if not isinstance(agents, dict):
         agents = {path: [path] for path in agents}
     agents = {name: list(files) for name, files in agents.items()}
     out = opts.output_dir
     if buckets is None:
-        buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
+        buckets = fileio.bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(list(agents.items()), dataset_files, connectivity_dir, buckets)
     scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
@@ -348,4 +337,4 @@ main = JOB.main(run, print_summary)
 
 
 if __name__ == "__main__":
-    main()
+    run_as_command(main)

@@ -7,10 +7,10 @@ PCollections; `"dead_letter"` is always among them.
 
 | transform | takes | gives |
 | --- | --- | --- |
-| `ReadR2R(files)` | pipeline | `records`: record dicts; `dead_letter` |
-| `ReadUniqueR2R(files)` | pipeline | `records` unique by path_id; `dead_letter` |
-| `DedupeBy(key_fn, what)` | any dicts | `records` (first of each key); `dead_letter` |
-| `JoinR4R(connectivity_dir, config)` | records | `joined`: lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
+| `ReadR2R(files, batched=False)` | pipeline | `records`: record dicts (lists of them when batched); `dead_letter` |
+| `ReadUniqueR2R(files, batched=False)` | pipeline | `records` unique by path_id (lists when batched); `dead_letter` |
+| `DedupeBy(key_fn, what, batched=False, buckets=1)` | dicts (or lists of dicts) | `records` (first of each key); `dead_letter` |
+| `JoinR4R(connectivity_dir, config, batched=False)` | records (or lists) | `joined`: sorted lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
 | `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
 | `ReadScoringInputs(agents, dataset_files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch or ReferenceBatch); totals; `dead_letter` |
@@ -22,7 +22,7 @@ PCollections; `"dead_letter"` is always among them.
 | `RandomBaseline(connectivity_dir, steps, num_trajectories, seed)` | records | `tables`; totals; `dead_letter` |
 | `ReadAlignments`, `MakeProbeEpisodes`, `ScoreProbeEpisodes`, `SummarizeSkills` | see `transforms.probes` | |
 | `WriteParquetShards(prefix, schema)` | dicts (or lists of dicts) | writes `<prefix>-SSSSS-of-NNNNN.parquet` |
-| `WriteJsonFile(path, project, sort_key)` | dicts | writes one ordered JSON list |
+| `WriteJsonFile(path, project, sort_key, batched=False, runs=False)` | dicts (or lists; sorted runs) | writes one ordered JSON list |
 | `WriteDeadLetters(path)` | dead-letter dicts (several PCollections) | writes one JSON Lines file |
 | `GatherToOne()` | small PCollection[T] | one list[T] (also when empty) |
 | `FinishRun(output_dir, summarize)` / `finish_run(...)` | dead letters and tallies | writes the dead letters and summary.json |

@@ -1,12 +1,18 @@
-"""The R4R join as a Beam keyed join (rule and record building live in `vlnkit.datasets.r4r`).
+"""The R4R join as a Beam transform (rule and record building live in `vlnkit.datasets.r4r`).
 
-Every path A is keyed by (scan, v) for each viewpoint v within the distance threshold of its
-end; every path B by (scan, b_first). CoGroupByKey brings together exactly the pairs that
-pass the distance rule, so the work grows with the output rather than with the square of
-each scan's paths.
+Records travel in lists, keyed by scan: each input list is split by scan, one GroupByKey brings
+a scan's R2R paths together, and the scan's keyed join (`join_firsts`: A under every viewpoint
+within the threshold of its end, B under its start) runs where they meet, so the work grows
+with the output rather than with the square of each scan's paths. One Beam element carries a
+whole list, never one path or one pair.
+
+Memory: a scan's R2R paths (hundreds in Matterport, a few hundred KB) are held by one worker
+while its joined paths leave in lists of at most JOINED_PER_LIST records.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -16,66 +22,37 @@ from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from vlnkit.datasets.r4r import (
     JoinConfig,
-    JoinError,
     add_totals,
-    build_joined,
-    end_keys,
     group_totals,
-    passes_heading,
+    join_firsts,
     path_problem,
 )
 from vlnkit.navigation.graph import GraphError
 
-FIRST, SECOND = "first", "second"
-SCANS = "scans"
+SCAN_RANK = "scan_rank"
 COUNTS = "counts"
+JOINED_PER_LIST = 4096
 
 
-class _KeyForJoin(GraphDoFn):
-    """Check a record against its scan's graph and emit it under its join keys."""
-
-    def __init__(self, connectivity_dir: str, distance_threshold: float):
-        super().__init__(connectivity_dir)
-        self.distance_threshold = distance_threshold
-        self.keyed = Metrics.counter("r4r", "paths_keyed")
-        self.bad = Metrics.counter("r4r", "dead_letter")
-
-    def setup(self):
-        super().setup()
-        self.progress = Progress("r4r: paths keyed")
-
-    def process(self, record):
-        scan = record["scan"]
-        try:
-            graph = self.graphs.get(scan)
-        except GraphError as exc:  # a refused scan: every one of its records, with the one reason
-            self.bad.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), str(exc))
-            )
-            return
-        problem = path_problem(graph, record)  # unknown viewpoints, steps that are not edges
-        if problem is not None:
-            self.bad.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), problem)
-            )
-            return
-        keys = end_keys(graph, record, self.distance_threshold)
-        self.keyed.inc()
-        self.progress.tick()
-        yield beam.pvalue.TaggedOutput(SCANS, (scan, record["_order"]))
-        yield beam.pvalue.TaggedOutput(SECOND, ((scan, record["path"][0]), record))
-        for key in keys:
-            yield beam.pvalue.TaggedOutput(FIRST, ((scan, key), record))
+def _order(record: dict):
+    return record["_order"]
 
 
-class _BuildJoins(GraphDoFn):
-    """All (A, B) pairs that met under one key: apply the heading rule and build joined records."""
+def _by_scan(batch: list[dict]):
+    """A list of records -> (scan, that scan's records) per scan in the list."""
+    parts = defaultdict(list)
+    for record in batch:
+        parts[record["scan"]].append(record)
+    return list(parts.items())
+
+
+class _JoinScan(GraphDoFn):
+    """(scan, lists of its records) -> lists of joined records; dead letters, the scan's rank and counts."""
 
     def __init__(self, connectivity_dir: str, config: JoinConfig):
         super().__init__(connectivity_dir)
         self.config = config
+        self.keyed = Metrics.counter("r4r", "paths_keyed")
         self.joined = Metrics.counter("r4r", "joined")
         self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
         self.bad = Metrics.counter("r4r", "dead_letter")
@@ -84,82 +61,92 @@ class _BuildJoins(GraphDoFn):
         super().setup()
         self.progress = Progress("r4r: joined paths built")
 
+    def _dead(self, stage: str, record: dict, label: str, reason: str):
+        self.bad.inc()
+        return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, record.get("_source", ""), label, reason))
+
     def process(self, element):
-        (scan, _), groups = element
-        firsts, seconds = list(groups[FIRST]), list(groups[SECOND])
-        if not firsts or not seconds:
+        scan, batches = element
+        records = sorted((r for batch in batches for r in batch), key=_order)
+        try:
+            graph = self.graphs.get(scan)
+        except GraphError as exc:  # a refused scan: every one of its records, with the one reason
+            for record in records:
+                yield self._dead("graph", record, record_label(record), str(exc))
             return
-        graph = self.graphs.get(scan)
-        passed = filtered = 0
-        joined_here: list[dict] = []
-        for first in firsts:
-            for second in seconds:
-                passed += 1
-                if not passes_heading(graph, first, second, self.config):
-                    filtered += 1
-                    continue
-                try:
-                    joined = build_joined(graph, first, second)
-                except (JoinError, GraphError) as exc:
-                    self.bad.inc()
-                    yield beam.pvalue.TaggedOutput(
-                        DEAD_LETTER,
-                        dead_letter(
-                            "join",
-                            first.get("_source", ""),
-                            f"pair (path_id={first['path_id']}, path_id={second['path_id']})",
-                            str(exc),
-                        ),
-                    )
-                    continue
+        usable = []
+        for record in records:
+            problem = path_problem(graph, record)  # unknown viewpoints, steps that are not edges
+            if problem is None:
+                usable.append(record)
+            else:
+                yield self._dead("graph", record, record_label(record), problem)
+        if not usable:
+            return
+        self.keyed.inc(len(usable))
+        yield beam.pvalue.TaggedOutput(SCAN_RANK, (scan, usable[0]["_order"]))
+        counts = {"pairs_considered": len(usable) ** 2, "passed_distance": 0, "filtered_heading": 0}
+        out: list[dict] = []
+        for part in join_firsts(graph, usable, self.config):
+            counts["passed_distance"] += part.passed_distance
+            counts["filtered_heading"] += part.filtered_heading
+            first = part.first
+            for second, reason in part.errors:
+                label = f"pair (path_id={first['path_id']}, path_id={second['path_id']})"
+                yield self._dead("join", first, label, reason)
+            for joined, second in sorted(zip(part.joined, part.seconds), key=lambda pair: pair[1]["_order"]):
                 joined["_order"] = (first["_order"], second["_order"])
-                joined_here.append(joined)
-        self.joined.inc(len(joined_here))
-        self.progress.tick(len(joined_here))
-        self.heading_filtered.inc(filtered)
-        counts = {"passed_distance": passed, "filtered_heading": filtered}
-        if joined_here:
-            yield joined_here  # one element per meeting viewpoint: downstream writers take batches
-            add_totals(counts, group_totals(joined_here))
+                out.append(joined)
+            if len(out) >= JOINED_PER_LIST:
+                yield from self._emit(out, counts)
+                out = []
+        yield from self._emit(out, counts)
+        self.heading_filtered.inc(counts["filtered_heading"])
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
+
+    def _emit(self, joined: list[dict], counts: dict):
+        if joined:
+            self.joined.inc(len(joined))
+            self.progress.tick(len(joined))
+            add_totals(counts, group_totals(joined))
+            yield joined
 
 
 class JoinR4R(beam.PTransform):
-    """Validated R2R records -> joined R4R records, plus dead letters and join statistics.
+    """Validated R2R records (unique path ids) -> joined R4R records, plus dead letters and join statistics.
 
-    Returns a dict of PCollections:
-      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_joined`), each with `_order`; one list per
-        meeting viewpoint, so writers handle batches and per-element overhead stays off the hot path
-        (`beam.FlatMap(lambda batch: batch)` gives single records);
-      `dead_letter`: records that could not be used, with reasons;
+    Takes single records, or with `batched=True` lists of records (as `ReadR2R(batched=True)` and
+    `DedupeBy(batched=True)` give them). Returns a dict of PCollections:
+      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_joined`), each with `_order`,
+        at most JOINED_PER_LIST per list (`beam.FlatMap(lambda batch: batch)` gives single records).
+        Each list is one scan's, sorted by `_order`, and a scan's lists follow each other in `_order`
+        without interleaving (so `WriteJsonFile(runs=True)` can write them whole);
+      `dead_letter`: records and pairs that could not be used, with reasons;
       `scan_rank`: (scan, first `_order` of the scan), for the published output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
         filtered by heading, and the joined records' totals (see `vlnkit.datasets.r4r.group_totals`).
     """
 
-    def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig()):
+    def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig(), batched: bool = False):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.config = config
+        self.batched = batched
 
     def expand(self, records):
-        keyed = records | "KeyForJoin" >> beam.ParDo(
-            _KeyForJoin(self.connectivity_dir, self.config.distance_threshold)
-        ).with_outputs(FIRST, SECOND, SCANS, DEAD_LETTER)
+        batches = records if self.batched else records | "AsLists" >> beam.Map(lambda r: [r])
         built = (
-            {FIRST: keyed[FIRST], SECOND: keyed[SECOND]}
-            | "MeetAtViewpoint" >> beam.CoGroupByKey()
-            | "BuildJoins"
-            >> beam.ParDo(_BuildJoins(self.connectivity_dir, self.config)).with_outputs(
-                COUNTS, DEAD_LETTER, main="joined"
+            batches
+            | "SplitByScan" >> beam.FlatMap(_by_scan)
+            | "GroupScans" >> beam.GroupByKey()
+            | "JoinScans"
+            >> beam.ParDo(_JoinScan(self.connectivity_dir, self.config)).with_outputs(
+                SCAN_RANK, COUNTS, DEAD_LETTER, main="joined"
             )
         )
-        scan_rank = keyed[SCANS] | "ScanRank" >> beam.CombinePerKey(min)
-        pairs_considered = (
-            keyed[SCANS]
-            | "PathsPerScan" >> beam.combiners.Count.PerKey()
-            | "PairsPerScan" >> beam.Map(lambda kv: {"pairs_considered": kv[1] * kv[1]})
-        )
-        stats = (pairs_considered, built[COUNTS]) | "JoinStats" >> beam.Flatten()
-        dead = (keyed[DEAD_LETTER], built[DEAD_LETTER]) | "JoinDeadLetters" >> beam.Flatten()
-        return {"joined": built.joined, DEAD_LETTER: dead, "scan_rank": scan_rank, "stats": stats}
+        return {
+            "joined": built.joined,
+            DEAD_LETTER: built[DEAD_LETTER],
+            "scan_rank": built[SCAN_RANK],
+            "stats": built[COUNTS],
+        }

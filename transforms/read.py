@@ -1,8 +1,16 @@
-"""Reading R2R-format datasets into validated records, with per-record dead letters."""
+"""Reading R2R-format datasets into validated records, with per-record dead letters.
+
+Every reader can hand its records over one by one (the default, for chaining per-record
+transforms) or, with `batched=True`, as lists of records: one Beam element per list, so a job
+that only regroups records (deduplication, the R4R join) pays Beam's per-element cost per
+list, not per record.
+"""
 
 from __future__ import annotations
 
 import functools
+import zlib
+from collections import defaultdict
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -11,14 +19,17 @@ from transforms.deadletter import DEAD_LETTER, dead_letter
 from vlnkit.datasets.r2r import RecordError, parse_r2r
 from vlnkit.io import fileio
 
+BATCH_RECORDS = 4096  # records per list when readers hand over batches
+
 
 class _ParseFiles(beam.DoFn):
-    """(rank, path) -> the file's parsed items; an unreadable file or a bad record is a dead letter."""
+    """(rank, path) -> the file's parsed items (or lists of them); an unreadable file or a bad record is a dead letter."""
 
-    def __init__(self, parse, namespace: str, order_key):
+    def __init__(self, parse, namespace: str, order_key, batch_records: int | None = None):
         super().__init__()
         self.parse = parse
         self.order_key = order_key
+        self.batch_records = batch_records
         self.read = Metrics.counter(namespace, "records")
         self.bad = Metrics.counter(namespace, "dead_letter")
 
@@ -30,14 +41,25 @@ class _ParseFiles(beam.DoFn):
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
             return
+        batch = []
         for item in self.parse(data, path):
             if isinstance(item, RecordError):
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, item.to_dict())
-            else:
+                continue
+            item["_order"] = (rank, *self.order_key(item))
+            if self.batch_records is None:
                 self.read.inc()
-                item["_order"] = (rank, *self.order_key(item))
                 yield item
+                continue
+            batch.append(item)
+            if len(batch) >= self.batch_records:
+                self.read.inc(len(batch))
+                yield batch
+                batch = []
+        if batch:
+            self.read.inc(len(batch))
+            yield batch
 
 
 def _index_in_file(item: dict) -> tuple:
@@ -51,10 +73,17 @@ class ReadFiles(beam.PTransform):
     (its position in the file) and gains `_order` = (file rank, *order_key(item)): a total order
     that does not depend on the runner, used for stable tie-breaking and output ordering.
     `order_key` must make it unique when a file yields several items per position.
+    With `batched=True`, `records` holds lists of up to BATCH_RECORDS dicts (one file's, in file order).
     """
 
     def __init__(
-        self, files: list[str], parse, namespace: str = "read", reshuffle: bool = True, order_key=_index_in_file
+        self,
+        files: list[str],
+        parse,
+        namespace: str = "read",
+        reshuffle: bool = True,
+        order_key=_index_in_file,
+        batched: bool = False,
     ):
         super().__init__()
         self.order_key = order_key
@@ -62,15 +91,16 @@ class ReadFiles(beam.PTransform):
         self.parse = parse
         self.namespace = namespace
         self.reshuffle = reshuffle
+        self.batched = batched
 
     def expand(self, pbegin):
         parsed = (
             pbegin
             | "Files" >> beam.Create(list(enumerate(self.files)))
             | "Parse"
-            >> beam.ParDo(_ParseFiles(self.parse, self.namespace, self.order_key)).with_outputs(
-                DEAD_LETTER, main="records"
-            )
+            >> beam.ParDo(
+                _ParseFiles(self.parse, self.namespace, self.order_key, BATCH_RECORDS if self.batched else None)
+            ).with_outputs(DEAD_LETTER, main="records")
         )
         # One file holds many records: spread them over workers (skip it when a grouping follows anyway).
         records = parsed.records | "Spread" >> beam.Reshuffle() if self.reshuffle else parsed.records
@@ -80,9 +110,38 @@ class ReadFiles(beam.PTransform):
 class ReadR2R(ReadFiles):
     """R2R JSON / JSON Lines files -> validated record dicts (with `_source`, `_index`, `_order`) and dead letters."""
 
-    def __init__(self, files: list[str], require_distance: bool = False, min_path_len: int = 1, reshuffle: bool = True):
+    def __init__(
+        self,
+        files: list[str],
+        require_distance: bool = False,
+        min_path_len: int = 1,
+        reshuffle: bool = True,
+        batched: bool = False,
+    ):
         parse = functools.partial(parse_r2r, require_distance=require_distance, min_path_len=min_path_len)
-        super().__init__(files, parse, "read", reshuffle)
+        super().__init__(files, parse, "read", reshuffle, batched=batched)
+
+
+def _order(record: dict):
+    return record["_order"]
+
+
+def _duplicate(what: str, key, dup: dict, first: dict) -> dict:
+    return dead_letter(
+        "dedupe",
+        dup.get("_source", ""),
+        f"#{dup.get('_index', '?')}",
+        f"duplicate {what} {key!r} (kept {first.get('_source', '')} #{first.get('_index', '?')})",
+    )
+
+
+def stable_bucket(key, buckets: int) -> int:
+    """A bucket in [0, buckets) for any key, the same in every process (Python's str hash is not).
+
+    >>> stable_bucket("4567_0", 8), stable_bucket(4567, 8)
+    (2, 3)
+    """
+    return zlib.crc32(repr(key).encode()) % buckets
 
 
 class _KeepFirst(beam.DoFn):
@@ -92,31 +151,81 @@ class _KeepFirst(beam.DoFn):
 
     def process(self, element):
         key, records = element
-        records = sorted(records, key=lambda r: r["_order"])
+        records = sorted(records, key=_order)
         yield records[0]
         first = records[0]
         for dup in records[1:]:
             self.duplicates.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER,
-                dead_letter(
-                    "dedupe",
-                    dup.get("_source", ""),
-                    f"#{dup.get('_index', '?')}",
-                    f"duplicate {self.what} {key!r} (kept {first.get('_source', '')} #{first.get('_index', '?')})",
-                ),
-            )
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, _duplicate(self.what, key, dup, first))
 
 
-class DedupeBy(beam.PTransform):
-    """Keep the first record (by `_order`) of each key; the others become dead letters."""
+class _SplitByBucket(beam.DoFn):
+    """A list of records -> (bucket, the list's records of that bucket) per bucket it touches."""
+
+    def __init__(self, key_fn, buckets: int):
+        super().__init__()
+        self.key_fn = key_fn
+        self.buckets = buckets
+
+    def process(self, batch):
+        if self.buckets == 1:
+            yield 0, batch
+            return
+        parts = defaultdict(list)
+        for record in batch:
+            parts[stable_bucket(self.key_fn(record), self.buckets)].append(record)
+        yield from parts.items()
+
+
+class _KeepFirstInBucket(beam.DoFn):
+    """(bucket, lists of records) -> one list: the first record (by `_order`) of each key, in `_order`."""
 
     def __init__(self, key_fn, what: str):
         super().__init__()
         self.key_fn = key_fn
         self.what = what
+        self.duplicates = Metrics.counter("dedupe", "dead_letter")
+
+    def process(self, element):
+        _, batches = element
+        kept, first_of = [], {}
+        for record in sorted((r for batch in batches for r in batch), key=_order):
+            key = self.key_fn(record)
+            first = first_of.setdefault(key, record)
+            if first is record:
+                kept.append(record)
+            else:
+                self.duplicates.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, _duplicate(self.what, key, record, first))
+        if kept:
+            yield kept
+
+
+class DedupeBy(beam.PTransform):
+    """Keep the first record (by `_order`) of each key; the others become dead letters.
+
+    With `batched=True` it takes and gives lists of records: records are shuffled in lists keyed by
+    `buckets` stable buckets of the key (each bucket holds about 1/buckets of the records), and each
+    output list is one bucket's kept records in `_order`.
+    """
+
+    def __init__(self, key_fn, what: str, batched: bool = False, buckets: int = 1):
+        super().__init__()
+        self.key_fn = key_fn
+        self.what = what
+        self.batched = batched
+        self.buckets = buckets
 
     def expand(self, records):
+        if self.batched:
+            out = (
+                records
+                | "SplitByBucket" >> beam.ParDo(_SplitByBucket(self.key_fn, self.buckets))
+                | "GroupBuckets" >> beam.GroupByKey()
+                | "KeepFirst"
+                >> beam.ParDo(_KeepFirstInBucket(self.key_fn, self.what)).with_outputs(DEAD_LETTER, main="records")
+            )
+            return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
         out = (
             records
             | "Key" >> beam.Map(lambda r, f=self.key_fn: (f(r), r))
@@ -126,20 +235,42 @@ class DedupeBy(beam.PTransform):
         return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
 
 
+SPREAD_RECORDS = 256  # records per list when unique records are spread over workers one by one
+
+
+def _chunks(records: list, size: int):
+    return [records[i : i + size] for i in range(0, len(records), size)]
+
+
 class ReadUniqueR2R(beam.PTransform):
     """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
 
     Unique path ids make instruction ids unique, which every per-instruction job relies on.
+    Records are read and deduplicated in lists (buckets chosen from the input size, see
+    `vlnkit.io.fileio.bucket_count`); with `batched=True` `records` holds those lists, otherwise
+    single records, spread over workers in small lists first so per-record work downstream runs
+    in parallel.
     """
 
-    def __init__(self, files: list[str], min_path_len: int = 1, **read_kwargs):
+    def __init__(self, files: list[str], min_path_len: int = 1, batched: bool = False, **read_kwargs):
         super().__init__()
         self.files = list(files)
         self.min_path_len = min_path_len
-        self.read_kwargs = read_kwargs
+        self.batched = batched
+        self.read_kwargs = {**read_kwargs, "reshuffle": False, "batched": True}
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadR2R(self.files, min_path_len=self.min_path_len, **self.read_kwargs)
-        unique = read["records"] | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
+        unique = read["records"] | "UniquePathIds" >> DedupeBy(
+            lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(self.files)
+        )
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
-        return {"records": unique["records"], DEAD_LETTER: dead}
+        records = unique["records"]
+        if not self.batched:
+            records = (
+                records
+                | "SmallLists" >> beam.FlatMap(_chunks, SPREAD_RECORDS)
+                | "Spread" >> beam.Reshuffle()
+                | "OneByOne" >> beam.FlatMap(lambda batch: batch)
+            )
+        return {"records": records, DEAD_LETTER: dead}

@@ -26,6 +26,8 @@ class SumDicts(beam.CombineFn):
         return acc
 
 
-def tally(name: str):
-    """A Map that turns each element into {name: 1}, for counting a PCollection into the tally."""
+def tally(name: str, batched: bool = False):
+    """A Map that turns each element into {name: 1} (with `batched=True`, each list into {name: len(list)})."""
+    if batched:
+        return beam.Map(lambda batch: {name: len(batch)})
     return beam.Map(lambda _: {name: 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -121,5 +122,94 @@ def test_read_unique_r2r_gathers_read_and_duplicate_dead_letters(tmp_path):
         assert_that(
             out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["source"])),
             equal_to([("read", a), ("dedupe", b)]),
+            label="dead",
+        )
+
+
+def _expected_dedupe(records):
+    """The rule, worked out directly: per key the record with the smallest `_order` is kept."""
+    first = {}
+    for r in sorted(records, key=lambda r: r["_order"]):
+        first.setdefault(r["k"], r)
+    kept = sorted((r["k"], r["_source"], r["_index"]) for r in first.values())
+    dead = sorted(
+        (
+            r["_source"],
+            f"#{r['_index']}",
+            f"duplicate key {r['k']!r} (kept {first[r['k']]['_source']} #{first[r['k']]['_index']})",
+        )
+        for r in records
+        if first[r["k"]] is not r
+    )
+    return kept, dead
+
+
+def test_batched_dedupe_keeps_and_refuses_exactly_what_the_per_record_dedupe_does():
+    # 60 records over 3 files, keys repeating within and across files, arriving out of order.
+    records = [{"k": (i * 7) % 23, "_order": (i % 3, i), "_source": f"f{i % 3}.json", "_index": i} for i in range(60)][
+        ::-1
+    ]
+    kept, dead = _expected_dedupe(records)
+    assert len(kept) == 23 and len(dead) == 37
+    with TestPipeline() as p:
+        one_by_one = p | "Records" >> beam.Create(records) | "PerRecord" >> DedupeBy(lambda r: r["k"], "key")
+        runs = {"per record": (one_by_one["records"], one_by_one[DEAD_LETTER])}
+        for buckets, lists in ((1, 1), (4, 3), (16, 7)):
+            out = (
+                p
+                | f"Lists{buckets}" >> beam.Create([records[i::lists] for i in range(lists)])
+                | f"Batched{buckets}" >> DedupeBy(lambda r: r["k"], "key", batched=True, buckets=buckets)
+            )
+            flat = out["records"] | f"Flat{buckets}" >> beam.FlatMap(lambda batch: batch)
+            runs[f"{buckets} buckets"] = (flat, out[DEAD_LETTER])
+        for name, (kept_records, dead_letters) in runs.items():
+            assert_that(
+                kept_records | f"Kept {name}" >> beam.Map(lambda r: (r["k"], r["_source"], r["_index"])),
+                equal_to(kept),
+                label=f"kept, {name}",
+            )
+            assert_that(
+                dead_letters | f"Dead {name}" >> beam.Map(lambda d: (d["source"], d["record"], d["reason"])),
+                equal_to(dead),
+                label=f"dead, {name}",
+            )
+
+
+def test_batched_dedupe_gives_each_bucket_its_kept_records_in_order():
+    records = [{"k": k, "_order": (0, -k), "_source": "a", "_index": k} for k in range(50)]
+    with TestPipeline() as p:
+        out = p | beam.Create([records]) | DedupeBy(lambda r: r["k"], "key", batched=True, buckets=5)
+        orders = out["records"] | beam.Map(lambda batch: [r["_order"] for r in batch])
+        assert_that(orders | beam.Map(lambda o: o == sorted(o)), equal_to([True] * 5))
+
+
+def test_stable_bucket_does_not_depend_on_the_process_hash_seed():
+    import subprocess
+    import sys
+
+    code = "from transforms.read import stable_bucket; print([stable_bucket(k, 97) for k in ('4567_0', 4567, 'x')])"
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(seen) == 1 and seen.pop().startswith("[")
+
+
+def test_batched_readers_hand_over_lists_of_the_same_records(tmp_path):
+    a = _write(tmp_path, "a.json", [_record(i) for i in range(10)] + [{"path_id": 99}])
+    b = _write(tmp_path, "b.json", [_record(3), _record(20)])
+    with TestPipeline() as p:
+        single = p | "Single" >> ReadUniqueR2R([a, b])
+        lists = p | "Lists" >> ReadUniqueR2R([a, b], batched=True)
+        flat = lists["records"] | beam.FlatMap(lambda batch: batch)
+        key = lambda r: (r["path_id"], r["_source"], r["_index"])  # noqa: E731
+        expected = [(i, a, i) for i in range(10)] + [(20, b, 1)]
+        assert_that(single["records"] | "K1" >> beam.Map(key), equal_to(expected), label="single")
+        assert_that(flat | "K2" >> beam.Map(key), equal_to(expected), label="lists")
+        assert_that(
+            lists[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["record"].split()[0])),
+            equal_to([("read", "#10"), ("dedupe", "#0")]),
             label="dead",
         )

@@ -94,6 +94,35 @@ def test_write_json_file_final_key_with_a_side_input(tmp_path):
     assert json.loads(open(path).read()) == [{"k": "b"}, {"k": "a"}]
 
 
+def test_write_json_file_from_sorted_runs_writes_the_per_record_file(tmp_path):
+    records = [{"g": g, "i": i, "text": f"r{g}-{i}"} for g in (3, 1, 2) for i in range(5)]
+    runs = [[r for r in records if r["g"] == g][lo:hi] for g in (3, 1, 2) for lo, hi in ((0, 2), (2, 5))]
+    key = lambda r: (r["g"], r["i"])  # noqa: E731
+    with TestPipeline() as p:
+        n1 = p | "Records" >> beam.Create(records) | "PerRecord" >> WriteJsonFile(str(tmp_path / "a.json"), dict, key)
+        n2 = (
+            p
+            | "Runs" >> beam.Create(runs)
+            | "Whole" >> WriteJsonFile(str(tmp_path / "b.json"), dict, key, batched=True, runs=True)
+        )
+        assert_that(n1, equal_to([15]), label="n1")
+        assert_that(n2, equal_to([15]), label="n2")
+    assert open(tmp_path / "a.json", "rb").read() == open(tmp_path / "b.json", "rb").read()
+    assert [r["text"] for r in json.loads(open(tmp_path / "b.json").read())][:3] == ["r1-0", "r1-1", "r1-2"]
+
+
+@pytest.mark.parametrize(
+    "runs, problem",
+    [([[{"k": 2}, {"k": 1}]], "not sorted"), ([[{"k": 1}, {"k": 3}], [{"k": 2}, {"k": 4}]], "interleave")],
+)
+def test_write_json_file_refuses_runs_that_would_misorder_the_file(tmp_path, runs, problem):
+    path = tmp_path / "out.json"
+    with pytest.raises(Exception, match=problem):
+        with TestPipeline() as p:
+            _ = p | beam.Create(runs) | WriteJsonFile(str(path), dict, lambda r: (r["k"],), batched=True, runs=True)
+    assert os.listdir(tmp_path) == []  # no file, and no fragments left behind
+
+
 def test_write_json_file_empty_input_writes_an_empty_list(tmp_path):
     path = str(tmp_path / "out.json")
     with TestPipeline() as p:

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vlnkit.io.exactsum import exact_mean, exact_sum
-from vlnkit.navigation.graph import NavGraph, angle_difference, simulator_heading
+from vlnkit.navigation.graph import GraphError, NavGraph, angle_difference, simulator_heading
 
 HEADING_CONVENTIONS = ("simulator", "published_generator")
 
@@ -131,28 +132,70 @@ def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
     }
 
 
+@dataclass
+class FirstJoins:
+    """What one first path A made in its scan's join: the joined records and the pairs that failed."""
+
+    first: dict
+    joined: list[dict]
+    seconds: list[dict]  # the second path B of each joined record
+    errors: list[tuple[dict, str]]  # (second path B, why A + B could not be built)
+    passed_distance: int = 0
+    filtered_heading: int = 0
+
+
+def join_firsts(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> Iterator[FirstJoins]:
+    """The keyed join of one scan's usable records, one `FirstJoins` per first path, in record order.
+
+    A is looked up under every viewpoint within the threshold of its end, B under its start, so
+    the work grows with the output, not with the square of the scan's paths. Records must have
+    passed `path_problem`; a pair that passes the rule but cannot be built is reported in
+    `errors`, not raised, so one bad pair never stops a scan.
+
+        >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
+        >>> recs = [{"path_id": 1, "path": ["a", "b"], "distance": 1.0, "heading": 0.0, "instructions": ["x"]},
+        ...         {"path_id": 2, "path": ["b", "a"], "distance": 1.0, "heading": 0.0, "instructions": ["y"]}]
+        >>> [len(f.joined) for f in join_firsts(g, recs, JoinConfig(distance_threshold=0.5))]
+        [1, 1]
+    """
+    by_start: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        by_start[rec["path"][0]].append(rec)
+    for first in records:
+        out = FirstJoins(first, [], [], [])
+        for key in end_keys(graph, first, config.distance_threshold):
+            for second in by_start.get(key, ()):
+                out.passed_distance += 1
+                if not passes_heading(graph, first, second, config):
+                    out.filtered_heading += 1
+                    continue
+                try:
+                    joined = build_joined(graph, first, second)
+                except (JoinError, GraphError) as exc:
+                    out.errors.append((second, str(exc)))
+                    continue
+                out.joined.append(joined)
+                out.seconds.append(second)
+        yield out
+
+
 def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> tuple[list[dict], dict]:
     """Join every qualifying pair of one scan's records in memory. Returns (joined, counts).
 
-    A record whose path is unusable (see `path_problem`) raises JoinError: the Beam transform
-    dead-letters such records instead.
+    A record whose path is unusable (see `path_problem`), or a pair that cannot be built, raises
+    JoinError: the Beam transform dead-letters such records and pairs instead.
     """
     for rec in records:
         problem = path_problem(graph, rec)
         if problem is not None:
             raise JoinError(f"path_id={rec.get('path_id')!r}: {problem}")
-    by_start: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        by_start[rec["path"][0]].append(rec)
     joined, passed_distance, filtered_heading = [], 0, 0
-    for first in records:
-        for key in end_keys(graph, first, config.distance_threshold):
-            for second in by_start.get(key, ()):
-                passed_distance += 1
-                if not passes_heading(graph, first, second, config):
-                    filtered_heading += 1
-                    continue
-                joined.append(build_joined(graph, first, second))
+    for part in join_firsts(graph, records, config):
+        if part.errors:
+            raise JoinError(part.errors[0][1])
+        joined += part.joined
+        passed_distance += part.passed_distance
+        filtered_heading += part.filtered_heading
     counts = {
         "pairs_considered": len(records) ** 2,
         "filtered_distance": len(records) ** 2 - passed_distance,
@@ -201,6 +244,7 @@ __all__ = [
     "HEADING_CONVENTIONS",
     "PAIR_ID_BASE",
     "JoinConfig",
+    "FirstJoins",
     "JoinError",
     "add_totals",
     "build_joined",
@@ -208,6 +252,7 @@ __all__ = [
     "final_heading",
     "group_totals",
     "heading_difference",
+    "join_firsts",
     "join_paths",
     "pair_path_id",
     "path_problem",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import orjson
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
 
@@ -209,9 +210,12 @@ class NavGraph:
             detail = getattr(exc, "strerror", None) or exc
             raise GraphError(f"{path}: cannot read connectivity file for scan {scan!r} ({detail})") from exc
         try:
-            entries = json.loads(raw)
-        except ValueError as exc:
-            raise GraphError(f"{path}: not valid JSON ({exc})") from exc
+            entries = orjson.loads(raw)
+        except orjson.JSONDecodeError:  # NaN / Infinity literals or real errors: the standard parser decides
+            try:
+                entries = json.loads(raw)
+            except ValueError as exc:
+                raise GraphError(f"{path}: not valid JSON ({exc})") from exc
         return cls.from_connectivity(scan, entries, source=path)
 
     # ----------------------------------------------------------------- derived arrays

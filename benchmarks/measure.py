@@ -1,0 +1,51 @@
+"""Wall time and peak memory of one command, measured the same way by every benchmark.
+
+`measured(cmd)` starts a fresh measuring process (`python -m benchmarks.measure CMD_JSON`) that runs
+`cmd` as its only child and reports the wall time and `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`:
+the peak RSS of the largest process in that command's tree (for a multi-process Beam run, the largest
+of the job and its workers). A fresh measuring process per command keeps one run's peak from
+hiding behind another's.
+
+    >>> measured([sys.executable, "-c", "pass"])  # doctest: +SKIP
+    {'wall_s': 0.05, 'peak_rss_mb': 9.8, 'stdout': ''}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def measure(cmd: list[str]) -> dict:
+    """Run cmd as a child of this process; wall seconds and peak RSS (MB) of its process tree."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: kilobytes
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb, 1), "stdout": proc.stdout[-2000:]}
+
+
+def measured(cmd: list[str]) -> dict:
+    """`measure` in its own process, so RUSAGE_CHILDREN covers only this command."""
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.measure", json.dumps(cmd)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    if out.returncode:
+        raise SystemExit(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(json.loads(sys.argv[1]))))
