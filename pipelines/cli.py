@@ -13,8 +13,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-from pipelines.job import run_as_command
-
 JOBS = (
     "build_r4r",
     "score",
@@ -47,12 +45,18 @@ def main(argv: list[str] | None = None) -> None:
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
         return
-    run_as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
+    _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
+
+
+def _as_command(main) -> None:
+    from pipelines.job import run_as_command  # not at import time: setup.py reads JOBS with no Beam installed
+
+    run_as_command(main)
 
 
 def _entry(job: str):
     def entry() -> None:
-        run_as_command(lambda: run_job(job, sys.argv[1:]))
+        _as_command(lambda: run_job(job, sys.argv[1:]))
 
     entry.__name__ = f"{job}_main"
     return entry

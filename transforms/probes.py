@@ -50,15 +50,20 @@ def worker_table(kind: str, path: str | None) -> dict:
 class ReadAlignments(beam.PTransform):
     """Alignment files of one format (see `vlnkit.datasets.alignments.READERS`) -> alignment records and dead letters."""
 
-    def __init__(self, files: list[str], fmt: str = "fgr2r"):
+    def __init__(self, files: list[str], fmt: str = "fgr2r", batched: bool = False):
         super().__init__()
         reader(fmt)  # unknown formats fail at construction, not on a worker
-        self.files, self.fmt = list(files), fmt
+        self.files, self.fmt, self.batched = list(files), fmt, batched
 
     def expand(self, pbegin):
         # One FGR2R record yields one alignment per instruction: instr_id makes the order total.
         return pbegin | "Read" >> ReadFiles(
-            self.files, reader(self.fmt), "alignments", order_key=lambda a: (a["_index"], a["instr_id"])
+            self.files,
+            reader(self.fmt),
+            "alignments",
+            reshuffle=not self.batched,
+            order_key=lambda a: (a["_index"], a["instr_id"]),
+            batched=self.batched,
         )
 
 

@@ -235,11 +235,28 @@ class DedupeBy(beam.PTransform):
         return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
 
 
-SPREAD_RECORDS = 256  # records per list when unique records are spread over workers one by one
+SPREAD_RECORDS = 256  # records per list when records are spread over workers one by one
 
 
 def _chunks(records: list, size: int):
     return [records[i : i + size] for i in range(0, len(records), size)]
+
+
+class SpreadRecords(beam.PTransform):
+    """Lists of records -> single records, spread over workers in lists of SPREAD_RECORDS first.
+
+    A grouped list (a whole dedupe bucket, say) would otherwise be one worker's: per-record work
+    downstream (spaCy, translation, probe building) then runs in parallel, and the shuffle moves
+    small lists, not records.
+    """
+
+    def expand(self, lists):
+        return (
+            lists
+            | "SmallLists" >> beam.FlatMap(_chunks, SPREAD_RECORDS)
+            | "Spread" >> beam.Reshuffle()
+            | "OneByOne" >> beam.FlatMap(lambda batch: batch)
+        )
 
 
 class ReadUniqueR2R(beam.PTransform):
@@ -265,12 +282,5 @@ class ReadUniqueR2R(beam.PTransform):
             lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(self.files)
         )
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
-        records = unique["records"]
-        if not self.batched:
-            records = (
-                records
-                | "SmallLists" >> beam.FlatMap(_chunks, SPREAD_RECORDS)
-                | "Spread" >> beam.Reshuffle()
-                | "OneByOne" >> beam.FlatMap(lambda batch: batch)
-            )
+        records = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
         return {"records": records, DEAD_LETTER: dead}

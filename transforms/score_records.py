@@ -11,14 +11,14 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.read import DedupeBy, ReadR2R
+from transforms.read import BATCH_RECORDS, DedupeBy, ReadR2R, SpreadRecords
 from vlnkit.datasets.r2r import validate_record
 from vlnkit.datasets.trajectories import episode_ids, is_parquet
 from vlnkit.io import fileio
 
 
 class _ReadParquetPaths(beam.DoFn):
-    """`build_r4r`'s paths-*.parquet -> validated record dicts, like ReadR2R does for JSON."""
+    """`build_r4r`'s paths-*.parquet -> lists of validated record dicts, like ReadR2R(batched=True) does for JSON."""
 
     def __init__(self):
         self.read = Metrics.counter("read", "records")
@@ -35,22 +35,34 @@ class _ReadParquetPaths(beam.DoFn):
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read Parquet ({exc})"))
             return
+        batch = []
         for index, row in enumerate(rows):
             reason = validate_record(row)
             if reason is not None:
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, f"#{index}", reason))
                 continue
-            self.read.inc()
-            yield {**row, "_source": path, "_index": index, "_order": (rank, index)}
+            batch.append({**row, "_source": path, "_index": index, "_order": (rank, index)})
+            if len(batch) >= BATCH_RECORDS:
+                self.read.inc(len(batch))
+                yield batch
+                batch = []
+        if batch:
+            self.read.inc(len(batch))
+            yield batch
 
 
 class ReadDataset(beam.PTransform):
-    """Dataset files (R2R/R4R JSON or JSON Lines, or build_r4r Parquet) -> records unique by path_id."""
+    """Dataset files (R2R/R4R JSON or JSON Lines, or build_r4r Parquet) -> records unique by path_id.
 
-    def __init__(self, files: list[str]):
+    Records are read and deduplicated in lists (see `ReadUniqueR2R`); `batched=True` hands the lists
+    on, otherwise single records, spread over workers.
+    """
+
+    def __init__(self, files: list[str], batched: bool = False):
         super().__init__()
         self.files = list(files)
+        self.batched = batched
 
     def expand(self, pbegin):
         ranked = list(enumerate(self.files))
@@ -58,7 +70,7 @@ class ReadDataset(beam.PTransform):
         parquet = [(r, p) for r, p in ranked if is_parquet(p)]
         pieces, dead = [], []
         if json_files:
-            read = pbegin | "ReadJson" >> ReadR2R(json_files)
+            read = pbegin | "ReadJson" >> ReadR2R(json_files, reshuffle=False, batched=True)
             pieces.append(read["records"])
             dead.append(read[DEAD_LETTER])
         if parquet:
@@ -72,9 +84,12 @@ class ReadDataset(beam.PTransform):
             pieces.append(read.records)
             dead.append(read[DEAD_LETTER])
         records = tuple(pieces) | "AllRecords" >> beam.Flatten()
-        unique = records | "UniquePathIds" >> DedupeBy(lambda r: r["path_id"], "path_id")
+        unique = records | "UniquePathIds" >> DedupeBy(
+            lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(self.files)
+        )
         dead.append(unique[DEAD_LETTER])
-        return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
+        kept = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
+        return {"records": kept, DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
 
 
 def reference_episodes(record: dict):
