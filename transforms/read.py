@@ -41,7 +41,7 @@ class _ParseFiles(beam.DoFn):
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
             return
-        batch = []
+        kept = []  # the whole file is in memory already; with batches, its records leave in lists
         for item in self.parse(data, path):
             if isinstance(item, RecordError):
                 self.bad.inc()
@@ -51,15 +51,18 @@ class _ParseFiles(beam.DoFn):
             if self.batch_records is None:
                 self.read.inc()
                 yield item
-                continue
-            batch.append(item)
-            if len(batch) >= self.batch_records:
-                self.read.inc(len(batch))
-                yield batch
-                batch = []
-        if batch:
-            self.read.inc(len(batch))
-            yield batch
+            else:
+                kept.append(item)
+        yield from in_lists(kept, self.batch_records or 1, self.read)
+
+
+def in_lists(records: list, size: int, counter=None):
+    """Consecutive lists of at most `size` records (counted on `counter`, a Beam counter, if given)."""
+    for start in range(0, len(records), size):
+        batch = records[start : start + size]
+        if counter is not None:
+            counter.inc(len(batch))
+        yield batch
 
 
 def _index_in_file(item: dict) -> tuple:
@@ -238,10 +241,6 @@ class DedupeBy(beam.PTransform):
 SPREAD_RECORDS = 256  # records per list when records are spread over workers one by one
 
 
-def _chunks(records: list, size: int):
-    return [records[i : i + size] for i in range(0, len(records), size)]
-
-
 class SpreadRecords(beam.PTransform):
     """Lists of records -> single records, spread over workers in lists of SPREAD_RECORDS first.
 
@@ -253,7 +252,7 @@ class SpreadRecords(beam.PTransform):
     def expand(self, lists):
         return (
             lists
-            | "SmallLists" >> beam.FlatMap(_chunks, SPREAD_RECORDS)
+            | "SmallLists" >> beam.FlatMap(in_lists, SPREAD_RECORDS)
             | "Spread" >> beam.Reshuffle()
             | "OneByOne" >> beam.FlatMap(lambda batch: batch)
         )

@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.read import BATCH_RECORDS, DedupeBy, ReadR2R, SpreadRecords
+from transforms.read import BATCH_RECORDS, DedupeBy, ReadR2R, SpreadRecords, in_lists
 from vlnkit.datasets.r2r import validate_record
 from vlnkit.datasets.trajectories import episode_ids, is_parquet
 from vlnkit.io import fileio
@@ -35,21 +35,15 @@ class _ReadParquetPaths(beam.DoFn):
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read Parquet ({exc})"))
             return
-        batch = []
+        kept = []
         for index, row in enumerate(rows):
             reason = validate_record(row)
             if reason is not None:
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, f"#{index}", reason))
                 continue
-            batch.append({**row, "_source": path, "_index": index, "_order": (rank, index)})
-            if len(batch) >= BATCH_RECORDS:
-                self.read.inc(len(batch))
-                yield batch
-                batch = []
-        if batch:
-            self.read.inc(len(batch))
-            yield batch
+            kept.append({**row, "_source": path, "_index": index, "_order": (rank, index)})
+        yield from in_lists(kept, BATCH_RECORDS, self.read)
 
 
 class ReadDataset(beam.PTransform):
