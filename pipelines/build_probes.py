@@ -15,7 +15,7 @@ from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outpu
 from pipelines.options import add_shared, settings, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
-from transforms.read import DedupeBy, SpreadRecords
+from transforms.read import UniqueBy
 from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards
@@ -63,11 +63,10 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
     read = pipeline | "ReadAlignments" >> ReadAlignments(files, opts.alignment_format, batched=True)
-    unique = read["records"] | "UniqueInstructions" >> DedupeBy(
-        lambda r: r["instr_id"], "instr_id", batched=True, buckets=fileio.bucket_count(files)
+    unique = read["records"] | "UniqueInstructions" >> UniqueBy(lambda r: r["instr_id"], "instr_id", files)
+    made = unique["records"] | "MakeProbes" >> MakeProbeEpisodes(
+        opts.connectivity_dir, config, opts.rooms, opts.objects
     )
-    alignments = unique["records"] | "SpreadAlignments" >> SpreadRecords()
-    made = alignments | "MakeProbes" >> MakeProbeEpisodes(opts.connectivity_dir, config, opts.rooms, opts.objects)
     episodes = made["episodes"]
     episodes | "WriteProbes" >> WriteParquetShards(fileio.join(out, "probes"), PROBE_EPISODES, opts.num_shards)
     episodes | "WriteEpisodesJson" >> WriteJsonFile(

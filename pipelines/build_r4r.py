@@ -19,7 +19,7 @@ from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_a
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
-from transforms.read import DedupeBy, ReadR2R
+from transforms.read import ReadR2R, UniqueBy
 from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards
@@ -90,9 +90,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False, batched=True)
-    unique = read["records"] | "UniquePathIds" >> DedupeBy(
-        lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(files)
-    )
+    unique = read["records"] | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", files, batched=True)
     join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config, batched=True)
     joined = join["joined"]
     joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards, batched=True)

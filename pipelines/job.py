@@ -317,9 +317,11 @@ class Run:
         started = time.time()
         job_settings = redact({**settings(self.args), **(extra_settings or {})})
         inputs = sorted(set(self._inputs))
+        # The digests are needed for the manifest only (and first by --skip_if_unchanged): inputs are hashed
+        # while the pipeline runs (hashlib and file reads release the GIL: the other core, ~0.7 s per GB).
+        digests = in_background(describe_inputs, inputs)
         if self.args.skip_if_unchanged:
-            described = describe_inputs(inputs)
-            this_run = fingerprint(self.job, job_settings, described)
+            this_run = fingerprint(self.job, job_settings, digests.result())
             previous = self._previous_run()
             if (
                 previous
@@ -336,18 +338,13 @@ class Run:
             + list(extra_outputs)
         )
         _remove_temp_folders(self.output_dir)
-        if not self.args.skip_if_unchanged:
-            # The digests are only needed for the manifest: hash the inputs while the pipeline runs (hashlib and
-            # file reads release the GIL, so this takes the other core, not the pipeline's time: ~0.7 s per GB).
-            digests = in_background(describe_inputs, inputs)
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(inputs), self.output_dir)
         pipeline = beam.Pipeline(options=self.options)
         build(pipeline)
         result = pipeline.run()
         state = result.wait_until_finish()
-        if not self.args.skip_if_unchanged:
-            described = digests.result()
-            this_run = fingerprint(self.job, job_settings, described)
+        described = digests.result()
+        this_run = fingerprint(self.job, job_settings, described)
         if state not in (PipelineState.DONE, None):
             raise RunFailed(f"pipeline ended in state {state}; the output in {self.output_dir} is incomplete")
         _remove_temp_folders(self.output_dir)

@@ -10,6 +10,7 @@ PCollections; `"dead_letter"` is always among them.
 | `ReadR2R(files, batched=False)` | pipeline | `records`: record dicts (lists of them when batched); `dead_letter` |
 | `ReadUniqueR2R(files, batched=False)` | pipeline | `records` unique by path_id (lists when batched); `dead_letter` |
 | `DedupeBy(key_fn, what, batched=False, buckets=1)` | dicts (or lists of dicts) | `records` (first of each key); `dead_letter` |
+| `UniqueBy(key_fn, what, files, batched=False)` | lists of dicts read from files | `records` (first of each key; single records unless batched); `dead_letter` |
 | `JoinR4R(connectivity_dir, config, batched=False)` | records (or lists) | `joined`: sorted lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
 | `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
@@ -37,7 +38,7 @@ from vlnkit._exports import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "read": ("ReadFiles", "ReadR2R", "ReadUniqueR2R", "DedupeBy"),
+        "read": ("ReadFiles", "ReadR2R", "ReadUniqueR2R", "DedupeBy", "UniqueBy", "SpreadRecords"),
         "r4r": ("JoinR4R",),
         "perturb": ("Perturb", "PerturbInstructions", "PerturbTrajectories"),
         "paraphrase": ("RoundTripParaphrase", "ComposeR4RParaphrases", "TranslatorSpec"),

@@ -53,7 +53,8 @@ class _ParseFiles(beam.DoFn):
                 yield item
             else:
                 kept.append(item)
-        yield from in_lists(kept, self.batch_records or 1, self.read)
+        if self.batch_records is not None:
+            yield from in_lists(kept, self.batch_records, self.read)
 
 
 def in_lists(records: list, size: int, counter=None):
@@ -258,6 +259,25 @@ class SpreadRecords(beam.PTransform):
         )
 
 
+class UniqueBy(beam.PTransform):
+    """Lists of records read from `files` -> {"records", "dead_letter"}: the first record of each key.
+
+    The one way every reader deduplicates: in lists, with buckets sized by the input
+    (`vlnkit.io.fileio.bucket_count`); `batched=True` hands the kept lists on, otherwise single
+    records, spread over workers (`SpreadRecords`).
+    """
+
+    def __init__(self, key_fn, what: str, files: list[str], batched: bool = False):
+        super().__init__()
+        self.key_fn, self.what, self.batched = key_fn, what, batched
+        self.buckets = fileio.bucket_count(list(files))
+
+    def expand(self, lists):
+        unique = lists | "Dedupe" >> DedupeBy(self.key_fn, self.what, batched=True, buckets=self.buckets)
+        records = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
+        return {"records": records, DEAD_LETTER: unique[DEAD_LETTER]}
+
+
 class ReadUniqueR2R(beam.PTransform):
     """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
 
@@ -277,9 +297,8 @@ class ReadUniqueR2R(beam.PTransform):
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadR2R(self.files, min_path_len=self.min_path_len, **self.read_kwargs)
-        unique = read["records"] | "UniquePathIds" >> DedupeBy(
-            lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(self.files)
+        unique = read["records"] | "UniquePathIds" >> UniqueBy(
+            lambda r: r["path_id"], "path_id", self.files, self.batched
         )
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
-        records = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
-        return {"records": records, DEAD_LETTER: dead}
+        return {"records": unique["records"], DEAD_LETTER: dead}

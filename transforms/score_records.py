@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.read import BATCH_RECORDS, DedupeBy, ReadR2R, SpreadRecords, in_lists
+from transforms.read import BATCH_RECORDS, ReadR2R, UniqueBy, in_lists
 from vlnkit.datasets.r2r import validate_record
 from vlnkit.datasets.trajectories import episode_ids, is_parquet
 from vlnkit.io import fileio
@@ -78,12 +78,9 @@ class ReadDataset(beam.PTransform):
             pieces.append(read.records)
             dead.append(read[DEAD_LETTER])
         records = tuple(pieces) | "AllRecords" >> beam.Flatten()
-        unique = records | "UniquePathIds" >> DedupeBy(
-            lambda r: r["path_id"], "path_id", batched=True, buckets=fileio.bucket_count(self.files)
-        )
+        unique = records | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", self.files, self.batched)
         dead.append(unique[DEAD_LETTER])
-        kept = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
-        return {"records": kept, DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
+        return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
 
 
 def reference_episodes(record: dict):
