@@ -25,7 +25,7 @@ from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outpu
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
-from transforms.read import ReadR2R, ReadUniqueR2R
+from transforms.read import ReadR2R, ReadUniqueR2R, SpreadRecords
 from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteParquetShards
@@ -279,8 +279,11 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
         records | "TallyInstructions" >> beam.Map(lambda r: {"instructions": len(r["instructions"])}),
     ]
     if compose_files:
-        r4r_read = pipeline | "ReadR4R" >> ReadR2R(compose_files)
-        r4r = r4r_read["records"] | "ComposeR4R" >> ComposeR4RParaphrases(
+        # Read in lists like every reader; composing (BLEU per candidate) is per-record work, so the
+        # records are then spread over workers in small lists.
+        r4r_read = pipeline | "ReadR4R" >> ReadR2R(compose_files, reshuffle=False, batched=True)
+        r4r_records = r4r_read["records"] | "SpreadR4R" >> SpreadRecords()
+        r4r = r4r_records | "ComposeR4R" >> ComposeR4RParaphrases(
             records, para[BY_TEXT], s["languages"], bounds, backend=s["translator"]
         )
         r4r["rows"] | "WriteR4RParaphrases" >> WriteParquetShards(
