@@ -29,6 +29,8 @@ setup(
         "pyarrow>=14,<26",
         "pyyaml>=6,<7",
         "orjson>=3.9,<4",
+        # Typed JSON decoding in C: prediction lines in the R2R submission layout become checked columns.
+        "msgspec>=0.18,<1",
         "spacy>=3.7.5,<3.9",
         "google-cloud-translate>=3.15,<4",
         "sacrebleu>=2.3,<3",

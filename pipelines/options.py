@@ -284,3 +284,25 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
 def settings(args: argparse.Namespace) -> dict:
     """The job's own flag values that decide its output (what --skip_if_unchanged compares)."""
     return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_FINGERPRINTED and not k.startswith("_")}
+
+
+_DIRECT_RUNNERS = (None, "DirectRunner", "direct", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+
+
+def one_worker_process(options: PipelineOptions) -> bool:
+    """Whether every step of the run executes in one process: Beam's DirectRunner unless it is told
+    to run several worker processes (--direct_running_mode=multi_processing with
+    --direct_num_workers other than 1). Work that only pays with parallel workers (splitting a
+    file into byte ranges, say) can be skipped then; for any other runner the answer is False.
+
+    >>> one_worker_process(PipelineOptions(["--runner=DirectRunner"]))
+    True
+    >>> one_worker_process(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+    False
+    """
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    if options.view_as(StandardOptions).runner not in _DIRECT_RUNNERS:
+        return False
+    direct = options.view_as(DirectOptions)
+    return direct.direct_running_mode != "multi_processing" or direct.direct_num_workers == 1

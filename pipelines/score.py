@@ -21,13 +21,14 @@ from __future__ import annotations
 import re
 
 from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, user_error
+from pipelines.options import add_shared, one_worker_process, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
 from transforms.score_read import SEP, TOTALS, ReadScoringInputs
 from transforms.score_write import WriteLines
 from transforms.write import WriteTables
+from vlnkit.datasets.episode_batches import RANGE_BYTES
 from vlnkit.evaluation.metrics import METRICS, means
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
@@ -93,11 +94,14 @@ def build(
     opts,
     config: ScoringConfig,
     buckets: int | None = None,
+    split_files: bool = True,
 ) -> None:
     """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
 
     `agents`: {agent name: [prediction files]} (a plain list of files scores each file as its own
     agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `fileio.bucket_count`.
+    `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
+    planning pass costs a read of each file, which only pays off with several worker processes).
     """
     if not isinstance(agents, dict):
         agents = {path: [path] for path in agents}
@@ -105,7 +109,9 @@ def build(
     out = opts.output_dir
     if buckets is None:
         buckets = fileio.bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
-    read = pipeline | "Read" >> ReadScoringInputs(list(agents.items()), dataset_files, connectivity_dir, buckets)
+    read = pipeline | "Read" >> ReadScoringInputs(
+        list(agents.items()), dataset_files, connectivity_dir, buckets, RANGE_BYTES if split_files else None
+    )
     scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
     scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
@@ -326,7 +332,15 @@ def run(ctx: Run) -> dict:
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
-        lambda p: build(p, agent_files, data_files, opts.connectivity_dir, opts, config),
+        lambda p: build(
+            p,
+            agent_files,
+            data_files,
+            opts.connectivity_dir,
+            opts,
+            config,
+            split_files=not one_worker_process(ctx.options),
+        ),
         ["episodes", "missing_predictions", "without_usable_prediction"],
         extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in LEADERBOARD),
         outcome=outcome,

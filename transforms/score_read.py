@@ -35,6 +35,7 @@ from vlnkit.datasets.episode_batches import (
     prediction_batch,
     reference_batch,
     split_by_bucket,
+    submission_chunk,
 )
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
 from vlnkit.io import fileio
@@ -75,9 +76,10 @@ def _table_chunks(table, to_items, strict: bool):
 class _PlanRanges(beam.DoFn):
     """(kind, agent, rank, path) -> (kind, agent, rank, path, LineRange or None): a plain JSON Lines
     file as byte ranges that workers read in parallel (`plan_line_ranges`), any other file (Parquet,
-    compressed, a JSON list, anything unusual) as one piece read whole."""
+    compressed, a JSON list, anything unusual) as one piece read whole. With `range_bytes=None`
+    every file is one piece (nothing is read to plan)."""
 
-    def __init__(self, range_bytes: int = RANGE_BYTES):
+    def __init__(self, range_bytes: int | None = RANGE_BYTES):
         super().__init__()
         self.range_bytes = range_bytes
         self.ranges = Metrics.counter("read", "file_ranges")
@@ -85,7 +87,7 @@ class _PlanRanges(beam.DoFn):
     def process(self, element):
         path = element[-1]
         plan = None
-        if not is_parquet(path) and not path.endswith(COMPRESSED):
+        if self.range_bytes and not is_parquet(path) and not path.endswith(COMPRESSED):
             try:
                 with fileio.open_read(path) as f:
                     plan = plan_line_ranges(f, self.range_bytes)
@@ -96,13 +98,13 @@ class _PlanRanges(beam.DoFn):
             yield (*element, line_range)
 
 
-def _json_pieces(path: str, line_range, what: str):
+def _json_pieces(path: str, line_range, what: str, typed=None):
     """The `json_chunks` chunks of a whole JSON file, or of one planned range of it."""
     with fileio.open_read(path) as f:
         if line_range is None:
-            yield from json_chunks(f, path, what)
+            yield from json_chunks(f, path, what, typed=typed)
         else:
-            yield from json_line_range(f, line_range, path)
+            yield from json_line_range(f, line_range, path, typed=typed)
 
 
 def _prediction_chunks(path: str, line_range):
@@ -113,7 +115,8 @@ def _prediction_chunks(path: str, line_range):
             return
         yield from _table_chunks(table.select(list(PREDICTION_COLUMNS)), parquet_prediction_items, False)
         return
-    yield from _json_pieces(path, line_range, "predictions")
+    # Lines in the R2R submission layout are decoded straight into checked columns (`submission_chunk`).
+    yield from _json_pieces(path, line_range, "predictions", submission_chunk)
 
 
 def _reference_chunks(path: str, line_range):
@@ -254,7 +257,7 @@ class ReadScoringInputs(beam.PTransform):
         dataset_files: list[str],
         connectivity_dir: str,
         buckets: int,
-        range_bytes: int = RANGE_BYTES,
+        range_bytes: int | None = RANGE_BYTES,
     ):
         super().__init__()
         self.range_bytes = range_bytes

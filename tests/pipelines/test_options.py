@@ -6,10 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipelines
 from pipelines.job import Job
-from pipelines.options import JobError, add_shared, expand_config, job_parser, parse
+from pipelines.options import JobError, add_shared, expand_config, job_parser, one_worker_process, parse
 
 JOBS = sorted(
     m.name
@@ -120,3 +121,20 @@ def test_packaged_profiles_resolve_by_name_from_anywhere(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = expand_config(["--config=configs/r4r_val_seen.yaml"])
     assert any(a.startswith("--dataset=") or a.startswith("--r2r_path=") for a in argv)
+
+
+@pytest.mark.parametrize(
+    "argv, one",
+    [
+        ([], True),
+        (["--runner=DirectRunner"], True),
+        (["--runner=DirectRunner", "--direct_running_mode=multi_threading", "--direct_num_workers=2"], True),
+        (["--direct_running_mode=multi_processing"], True),  # one worker process is the default
+        (["--runner=DirectRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=2"], False),
+        (["--direct_running_mode=multi_processing", "--direct_num_workers=0"], False),  # one per core
+        (["--runner=PortableRunner"], False),
+        (["--runner=DataflowRunner"], False),
+    ],
+)
+def test_one_worker_process_is_known_only_for_the_direct_runner(argv, one):
+    assert one_worker_process(PipelineOptions(argv)) is one

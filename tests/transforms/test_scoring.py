@@ -120,7 +120,7 @@ def test_json_lines_read_in_byte_ranges_score_exactly_as_read_whole(env, tmp_pat
         assert len(plan_line_ranges(f, 300)) > 5  # the small range size really cuts the file
     agents = {"a": [str(pred_path)]}
     with TestPipeline() as p:
-        whole = _score_outputs(p, "Whole", agents, [str(data_path)], conn_dir, 1 << 30)
+        whole = _score_outputs(p, "Whole", agents, [str(data_path)], conn_dir, None)
         ranged = _score_outputs(p, "Ranged", agents, [str(data_path)], conn_dir, 300)
         for name in whole:
             expected = whole[name] | f"Gather{name}" >> beam.combiners.ToList() | f"Sort{name}" >> beam.Map(sorted)

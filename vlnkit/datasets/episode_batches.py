@@ -3,9 +3,11 @@
 A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
 global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets, never as a
 Python dict with a list of 32-character viewpoint ids. Files are read in chunks of lines
-(`json_chunks`), each chunk parsed with orjson and checked in bulk; the records that do not pass
-the bulk check go through the same record-by-record parser as before (`prediction`,
-`validate_record`), so every dead letter keeps its exact stage, label and reason. A large JSON
+(`json_chunks`). A chunk of predictions in the R2R submission layout is decoded by msgspec
+straight into checked columns (`submission_chunk`); any other chunk is parsed with orjson and
+checked in bulk, and the records that do not pass the bulk check go through the same
+record-by-record parser as before (`prediction`, `validate_record`), so every dead letter keeps
+its exact stage, label and reason. A large JSON
 Lines file can be planned as byte ranges (`plan_line_ranges`) that separate workers read
 (`json_line_range`) with the chunks, item numbers and line numbers of a whole-file read.
 
@@ -35,12 +37,16 @@ from __future__ import annotations
 import gc
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, repeat
+from operator import attrgetter, itemgetter
+from typing import Annotated
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -433,7 +439,7 @@ def _sniff(stream, chunk_bytes: int) -> tuple[bytes, int, str]:
 
 
 def json_chunks(
-    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES
+    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES, typed=None
 ) -> Iterator[tuple[int, list, bool] | RecordError]:
     """(index of the first item, items, strict) per chunk of a JSON list or JSON Lines stream.
 
@@ -441,6 +447,10 @@ def json_chunks(
     `vlnkit.datasets.r2r.json_items` does. `strict` says orjson parsed every item (so every
     number is finite and every integer fits 64 bits: the bulk checks may rely on it). A file that
     cannot be parsed at all yields one RecordError (and nothing else).
+
+    `typed(lines) -> Sized | None` (for example `submission_chunk`) may decode a JSON Lines
+    chunk's non-blank lines into something else, one item per line; where it returns None the
+    chunk is parsed as above.
     """
     head, _, kind = _sniff(stream, chunk_bytes)
     if kind == "list":
@@ -479,10 +489,10 @@ def json_chunks(
         if items:
             yield 0, items, False
         return
-    yield from _json_lines(head, lambda: stream.read(chunk_bytes), source, 0, 1, True)
+    yield from _json_lines(head, lambda: stream.read(chunk_bytes), source, 0, 1, True, typed)
 
 
-def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool):
+def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed=None):
     """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines."""
     rest = b""
     while True:
@@ -501,11 +511,15 @@ def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first:
                     label = "" if first else f"line {lineno}"
                     yield RecordError(source, label, f"not UTF-8 text ({exc})")
                     return
-            items, strict = _parse_lines(chunk, lineno, source)
+            unusual = _unusual_break(chunk)
+            items = typed(list(filter(None, chunk.split(b"\n")))) if typed is not None and not unusual else None
+            strict = items is not None
+            if items is None:
+                items, strict = _parse_lines(chunk, lineno, source)
             if items:
                 yield index, items, strict
             index += len(items)
-            lineno += len(chunk.decode("utf-8").splitlines()) if _unusual_break(chunk) else chunk.count(b"\n")
+            lineno += len(chunk.decode("utf-8").splitlines()) if unusual else chunk.count(b"\n")
             first = False
         if eof:
             return
@@ -581,8 +595,8 @@ def _is_utf8(chunk: bytes) -> bool:
     return True
 
 
-def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int = CHUNK_BYTES):
-    """The `json_chunks` chunks of one planned range of a seekable stream."""
+def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int = CHUNK_BYTES, typed=None):
+    """The `json_chunks` chunks of one planned range of a seekable stream (`typed` as there)."""
     stream.seek(line_range.start)
     left = line_range.end - line_range.start
 
@@ -592,7 +606,7 @@ def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int
         left -= len(block)
         return block
 
-    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, line_range.index == 0)
+    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, line_range.index == 0, typed)
 
 
 # ----------------------------------------------------------------------------- predictions
@@ -646,18 +660,92 @@ def _fast_submission(items: list) -> tuple[list[str], np.ndarray, list[str]] | N
     return ids, lengths, vps
 
 
+_FINITE = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
+
+
+class _SubmissionLine(msgspec.Struct):
+    """A prediction in the R2R submission layout, decoded and type-checked by msgspec in C.
+
+    Finite numbers only (msgspec also takes JSON integers here, never booleans); unknown keys are
+    ignored and a repeated key keeps its last value, as orjson and json do.
+    """
+
+    instr_id: str
+    trajectory: list[tuple[str, _FINITE, _FINITE]]
+
+
+_SUBMISSION = msgspec.json.Decoder(_SubmissionLine)
+
+
+@dataclass
+class SubmissionChunk:
+    """Predictions of a chunk of lines in the R2R submission layout, already checked: their
+    canonical instr_ids, trajectory lengths and viewpoint ids in order."""
+
+    ids: list[str]
+    lengths: np.ndarray
+    viewpoints: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
+    """The predictions of JSON Lines `lines` (non-blank), when every line is one well-formed
+    prediction in the R2R submission layout with a canonical instr_id; else None.
+
+    msgspec decodes each line into a typed struct, checking the types on the way (no dicts, no
+    Python pass per number), about three times faster than orjson plus the bulk checks. Each line
+    is decoded on its own, so a line holding two values or half of one fails as it does for
+    orjson. What it accepts is exactly what `prediction` accepts as `r2r_submission` with three
+    numbers per entry; anything else (a chunk with any other line) returns None, and the caller
+    parses the chunk the general way, record by record where needed.
+
+        >>> c = submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", 0.5, 0], ["b", 1, 0]]}'])
+        >>> c.ids, c.lengths.tolist(), c.viewpoints
+        (['7_0'], [2], ['a', 'b'])
+        >>> submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", true, 0]]}']) is None
+        True
+    """
+    try:
+        decoded = list(map(_SUBMISSION.decode, lines))
+    except msgspec.DecodeError:  # malformed JSON, or any value of another type (ValidationError)
+        return None
+    ids = list(map(attrgetter("instr_id"), decoded))
+    if not ids or not _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
+        return None
+    trajectories = list(map(attrgetter("trajectory"), decoded))
+    lengths = np.fromiter(map(len, trajectories), dtype=np.int64, count=len(trajectories))
+    if lengths.min() < 1:
+        return None
+    viewpoints = list(map(itemgetter(0), chain.from_iterable(trajectories)))
+    if not all(viewpoints):
+        return None
+    return SubmissionChunk(ids, lengths, viewpoints)
+
+
 def prediction_batch(
-    items: list, start: int, source: str, agent: str, rank: int, vocab: Vocabulary, strict: bool = False
+    items: list | SubmissionChunk,
+    start: int,
+    source: str,
+    agent: str,
+    rank: int,
+    vocab: Vocabulary,
+    strict: bool = False,
 ) -> tuple[PredictionBatch, list[RecordError], list[tuple[int, str]]]:
-    """A chunk of parsed items -> (batch of usable predictions, read errors, non-canonical ids).
+    """A chunk of parsed items (or a `SubmissionChunk`) -> (batch of usable predictions, read errors,
+    non-canonical ids).
 
     Read errors are exactly those of `vlnkit.datasets.trajectories.prediction`. Non-canonical
     ids are (index, instr_id) of valid predictions whose instr_id can match no dataset episode
     (not "<path_id>_<k>"): the caller dead-letters them as unknown.
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
-    with gc_paused():
-        fast = _fast_submission(items) if strict else None
+    if isinstance(items, SubmissionChunk):
+        fast = items.ids, items.lengths, items.viewpoints
+    else:
+        with gc_paused():
+            fast = _fast_submission(items) if strict else None
     errors: list[RecordError] = []
     if fast is not None:  # every id was checked canonical
         ids, lengths, vps = fast

@@ -30,7 +30,11 @@ class TrajectoryError(ValueError):
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    """A JSON number other than NaN and infinities: any int (however long; `math.isfinite` would
+    raise on one beyond the float range) or a finite float, never a bool."""
+    if isinstance(x, bool):
+        return False
+    return isinstance(x, int) or isinstance(x, float) and math.isfinite(x)
 
 
 def _entry_layout(entry) -> str:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from vlnkit.datasets.episode_batches import (
     Paths,
     PredictionBatch,
+    SubmissionChunk,
     Vocabulary,
     _fast_submission,
     bucket_of,
@@ -22,6 +23,7 @@ from vlnkit.datasets.episode_batches import (
     prediction_batch,
     reference_batch,
     split_by_bucket,
+    submission_chunk,
 )
 from vlnkit.datasets.r2r import RecordError, json_items, parse_r2r
 from vlnkit.datasets.trajectories import parse_predictions
@@ -280,26 +282,26 @@ def _batch_result(items, strict):
     return rows, errors, unknown
 
 
-@pytest.mark.parametrize(
-    "odd",
-    [
-        {"instr_id": "", "trajectory": [["a", 0, 0]]},  # empty id: a read error, not an unknown id
-        {"instr_id": 12, "trajectory": [["a", 0, 0]]},
-        {"instr_id": "9_0", "path": [["a", 0, 0]]},
-        {"instr_id": "9_0"},
-        {"instr_id": "9_0", "trajectory": "ab"},
-        {"instr_id": "9_0", "trajectory": {"a": 1}},
-        {"instr_id": "9_0", "trajectory": []},
-        {"instr_id": "9_0", "trajectory": [["a", 0]]},
-        {"instr_id": "9_0", "trajectory": [["a", 0, False]]},
-        {"instr_id": "9_0", "trajectory": [["a", "0", 0]]},
-        {"instr_id": "9_0", "trajectory": [["", 0, 0]]},
-        {"instr_id": "9_0", "trajectory": [[5, 0, 0]]},
-        {"instr_id": "9_0", "trajectory": [["a", 0, 0], "b"]},
-        {"instr_id": "x_0", "trajectory": [["a", 0, 0]]},
-        ["not", "an", "object"],
-    ],
-)
+ODD = [
+    {"instr_id": "", "trajectory": [["a", 0, 0]]},  # empty id: a read error, not an unknown id
+    {"instr_id": 12, "trajectory": [["a", 0, 0]]},
+    {"instr_id": "9_0", "path": [["a", 0, 0]]},
+    {"instr_id": "9_0"},
+    {"instr_id": "9_0", "trajectory": "ab"},
+    {"instr_id": "9_0", "trajectory": {"a": 1}},
+    {"instr_id": "9_0", "trajectory": []},
+    {"instr_id": "9_0", "trajectory": [["a", 0]]},
+    {"instr_id": "9_0", "trajectory": [["a", 0, False]]},
+    {"instr_id": "9_0", "trajectory": [["a", "0", 0]]},
+    {"instr_id": "9_0", "trajectory": [["", 0, 0]]},
+    {"instr_id": "9_0", "trajectory": [[5, 0, 0]]},
+    {"instr_id": "9_0", "trajectory": [["a", 0, 0], "b"]},
+    {"instr_id": "x_0", "trajectory": [["a", 0, 0]]},
+    ["not", "an", "object"],
+]
+
+
+@pytest.mark.parametrize("odd", ODD)
 def test_bulk_check_gives_what_the_record_parser_gives(odd):
     """One odd record among good ones: the bulk path (strict) must refuse the chunk or agree record for record."""
     good = [{"instr_id": f"{i}_0", "trajectory": [["a", 0.5, -1], ["b", 1, 0]]} for i in range(5)]
@@ -334,3 +336,95 @@ def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n\xff\n' * 3), 12) is None  # not UTF-8
     assert plan_line_ranges(io.BytesIO(b'[{"a": 1},\n{"b": 2}]\n'), 4) is None  # a JSON list
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
+
+
+def _read_predictions(data: bytes, chunk_bytes: int, typed):
+    """Every batch row, read error and unknown id of a predictions stream, and how many chunks `typed` took."""
+    rows, errors, unknown, typed_chunks = [], [], [], 0
+    for c in json_chunks(io.BytesIO(data), "f", "predictions", chunk_bytes=chunk_bytes, typed=typed):
+        if isinstance(c, RecordError):
+            errors.append(c)
+            continue
+        start, items, strict = c
+        typed_chunks += isinstance(items, SubmissionChunk)
+        batch, errs, unk = prediction_batch(items, start, "f", "a", 0, VOCAB, strict)
+        rows += [
+            (int(batch.index[r]), int(batch.path_id[r]), int(batch.k[r]), batch.paths.viewpoints(r, VOCAB))
+            for r in range(len(batch))
+        ]
+        errors += errs
+        unknown += unk
+    return (rows, errors, unknown), typed_chunks
+
+
+GOOD_LINE = b'{"instr_id": "4_1", "trajectory": [["a", 0.5, -1], ["zz", 1e-3, 0], ["e", 2, 3.25]]}'
+ODD_LINES = [
+    *(json.dumps(odd).encode() for odd in ODD),
+    b'{"instr_id": "4_1", "trajectory": [["a", 1, 0]]} {"instr_id": "4_2", "trajectory": [["b", 1, 0]]}',
+    b'{"instr_id": "4_1", "trajectory":',
+    b'[["a", 1, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["a", 1e400, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["a", ' + b"9" * 400 + b", 0]]}",
+    b'{"instr_id": "4_1", "trajectory": [["a", NaN, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["a", -Infinity, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["\\ud800", 1, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["\\u0061", 1, 0]]}',
+    b'{"instr_id": "4_1", "instr_id": 5, "trajectory": [["a", 1, 0]]}',
+    b'{"instr_id": "4_1", "trajectory": [["a", 1, 0]], "trajectory": []}',
+    b'{"instr_id": "4_1", "trajectory": [["a", 1, 0]], "path": 3, "extra": {"x": [null]}}',
+    b'{"instr_id": "4_1", "trajectory": [["a", 1, 0, 5]]}',
+    b'{"instr_id": "04_1", "trajectory": [["a", 1, 0]]}',
+    b'{"instr_id": "99999999999999999999_1", "trajectory": [["a", 1, 0]]}',
+    b"  ",
+    b"\t",
+    b"[]",
+    b"null",
+    b'"4_1"',
+]
+
+
+@pytest.mark.parametrize("odd", ODD_LINES)
+def test_typed_submission_lines_read_what_the_record_parser_reads(odd):
+    """An odd line among good ones: the msgspec path refuses its chunk or agrees line for line."""
+    data = b"\n".join([GOOD_LINE] * 3 + [odd] + [GOOD_LINE] * 2) + b"\n"
+    for chunk_bytes in (1 << 20, 97):
+        want, _ = _read_predictions(data, chunk_bytes, None)
+        got, typed_chunks = _read_predictions(data, chunk_bytes, submission_chunk)
+        assert got == want
+    assert typed_chunks >= 1  # chunks of good lines alone do go the msgspec way
+
+
+submission_line = st.one_of(
+    st.just(GOOD_LINE),
+    st.sampled_from(ODD_LINES),
+    st.builds(
+        lambda i, k, entries: json.dumps({"instr_id": f"{i}_{k}", "trajectory": entries}).encode(),
+        st.integers(-3, 12),
+        st.integers(0, 3),
+        st.lists(
+            st.tuples(
+                st.sampled_from(["a", "b", "c", "d", "e", "q", ""]),
+                st.floats(allow_nan=False, allow_infinity=False) | st.integers() | st.booleans(),
+                st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5),
+            ),
+            max_size=4,
+        ),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(submission_line, min_size=1, max_size=14), st.sampled_from([b"\n", b"\r\n"]), st.integers(1, 400))
+def test_property_typed_submission_reading_equals_the_general_path(lines, newline, chunk_bytes):
+    data = newline.join(lines) + newline
+    want, _ = _read_predictions(data, chunk_bytes, None)
+    got, _ = _read_predictions(data, chunk_bytes, submission_chunk)
+    assert got == want
+
+
+def test_submission_chunk_decodes_columns():
+    chunk = submission_chunk([GOOD_LINE, b'{"trajectory": [["b", 0, 0]], "instr_id": "5_0"}'])
+    assert chunk.ids == ["4_1", "5_0"] and chunk.lengths.tolist() == [3, 1]
+    assert chunk.viewpoints == ["a", "zz", "e", "b"]
+    assert submission_chunk([b'{"instr_id": "5_0", "trajectory": [["b", false, 0]]}']) is None
+    assert submission_chunk([]) is None

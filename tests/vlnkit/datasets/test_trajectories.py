@@ -47,6 +47,15 @@ def test_malformed_trajectories_say_why(bad, reason):
         flatten_trajectory(bad)
 
 
+def test_any_json_integer_is_a_number_however_long():
+    """An angle beyond the float range (which json reads as an int) is a number, not a crash."""
+    assert flatten_trajectory([["a", 10**400, -(10**400)], ["b", 0, 0]]) == (["a", "b"], "r2r_submission")
+    with pytest.raises(TrajectoryError, match="neither"):
+        flatten_trajectory([["a", float("inf"), 0.0]])
+    with pytest.raises(TrajectoryError, match="neither"):
+        flatten_trajectory([["a", True, 0.0]])
+
+
 def test_collapse_repeats():
     assert collapse_repeats(["a", "a", "b", "b", "a"]) == ["a", "b", "a"]
     assert collapse_repeats([]) == []
