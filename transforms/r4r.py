@@ -12,14 +12,13 @@ while its joined paths leave in lists of at most JOINED_PER_LIST records.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
+from transforms.read import record_order, split_by
 from vlnkit.datasets.r4r import (
     JoinConfig,
     add_totals,
@@ -34,16 +33,8 @@ COUNTS = "counts"
 JOINED_PER_LIST = 4096
 
 
-def _order(record: dict):
-    return record["_order"]
-
-
-def _by_scan(batch: list[dict]):
-    """A list of records -> (scan, that scan's records) per scan in the list."""
-    parts = defaultdict(list)
-    for record in batch:
-        parts[record["scan"]].append(record)
-    return list(parts.items())
+def _scan(record: dict) -> str:
+    return record["scan"]
 
 
 class _JoinScan(GraphDoFn):
@@ -67,7 +58,7 @@ class _JoinScan(GraphDoFn):
 
     def process(self, element):
         scan, batches = element
-        records = sorted((r for batch in batches for r in batch), key=_order)
+        records = sorted((r for batch in batches for r in batch), key=record_order)
         try:
             graph = self.graphs.get(scan)
         except GraphError as exc:  # a refused scan: every one of its records, with the one reason
@@ -137,7 +128,7 @@ class JoinR4R(beam.PTransform):
         batches = records if self.batched else records | "AsLists" >> beam.Map(lambda r: [r])
         built = (
             batches
-            | "SplitByScan" >> beam.FlatMap(_by_scan)
+            | "SplitByScan" >> beam.FlatMap(split_by, _scan)
             | "GroupScans" >> beam.GroupByKey()
             | "JoinScans"
             >> beam.ParDo(_JoinScan(self.connectivity_dir, self.config)).with_outputs(

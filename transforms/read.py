@@ -126,8 +126,17 @@ class ReadR2R(ReadFiles):
         super().__init__(files, parse, "read", reshuffle, batched=batched)
 
 
-def _order(record: dict):
+def record_order(record: dict):
+    """A read record's `_order`: the total order every reader gives (a sort key)."""
     return record["_order"]
+
+
+def split_by(batch: list[dict], key) -> list[tuple]:
+    """A list of records -> (key, the list's records with that key, in list order) per key it holds."""
+    parts = defaultdict(list)
+    for record in batch:
+        parts[key(record)].append(record)
+    return list(parts.items())
 
 
 def _duplicate(what: str, key, dup: dict, first: dict) -> dict:
@@ -148,21 +157,6 @@ def stable_bucket(key, buckets: int) -> int:
     return zlib.crc32(repr(key).encode()) % buckets
 
 
-class _KeepFirst(beam.DoFn):
-    def __init__(self, what: str):
-        self.what = what
-        self.duplicates = Metrics.counter("dedupe", "dead_letter")
-
-    def process(self, element):
-        key, records = element
-        records = sorted(records, key=_order)
-        yield records[0]
-        first = records[0]
-        for dup in records[1:]:
-            self.duplicates.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, _duplicate(self.what, key, dup, first))
-
-
 class _SplitByBucket(beam.DoFn):
     """A list of records -> (bucket, the list's records of that bucket) per bucket it touches."""
 
@@ -171,37 +165,45 @@ class _SplitByBucket(beam.DoFn):
         self.key_fn = key_fn
         self.buckets = buckets
 
+    def _bucket(self, record: dict) -> int:
+        return stable_bucket(self.key_fn(record), self.buckets)
+
     def process(self, batch):
         if self.buckets == 1:
             yield 0, batch
             return
-        parts = defaultdict(list)
-        for record in batch:
-            parts[stable_bucket(self.key_fn(record), self.buckets)].append(record)
-        yield from parts.items()
+        yield from split_by(batch, self._bucket)
 
 
-class _KeepFirstInBucket(beam.DoFn):
-    """(bucket, lists of records) -> one list: the first record (by `_order`) of each key, in `_order`."""
+class _KeepFirst(beam.DoFn):
+    """A group -> the first record (by `_order`) of each key; the others become dead letters.
 
-    def __init__(self, key_fn, what: str):
+    Without `key_fn` a group is (key, its records) and the kept record leaves alone; with it a
+    group is (bucket, lists of records), keys come from `key_fn`, and the kept records leave as
+    one list in `_order`.
+    """
+
+    def __init__(self, what: str, key_fn=None):
         super().__init__()
-        self.key_fn = key_fn
         self.what = what
+        self.key_fn = key_fn
         self.duplicates = Metrics.counter("dedupe", "dead_letter")
 
     def process(self, element):
-        _, batches = element
+        group, values = element
+        records = values if self.key_fn is None else (r for batch in values for r in batch)
         kept, first_of = [], {}
-        for record in sorted((r for batch in batches for r in batch), key=_order):
-            key = self.key_fn(record)
+        for record in sorted(records, key=record_order):
+            key = group if self.key_fn is None else self.key_fn(record)
             first = first_of.setdefault(key, record)
             if first is record:
                 kept.append(record)
             else:
                 self.duplicates.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, _duplicate(self.what, key, record, first))
-        if kept:
+        if self.key_fn is None:
+            yield from kept
+        elif kept:
             yield kept
 
 
@@ -227,7 +229,7 @@ class DedupeBy(beam.PTransform):
                 | "SplitByBucket" >> beam.ParDo(_SplitByBucket(self.key_fn, self.buckets))
                 | "GroupBuckets" >> beam.GroupByKey()
                 | "KeepFirst"
-                >> beam.ParDo(_KeepFirstInBucket(self.key_fn, self.what)).with_outputs(DEAD_LETTER, main="records")
+                >> beam.ParDo(_KeepFirst(self.what, self.key_fn)).with_outputs(DEAD_LETTER, main="records")
             )
             return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
         out = (

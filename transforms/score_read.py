@@ -13,9 +13,8 @@ lines in the R2R submission layout are decoded by msgspec straight into checked 
 (`submission_chunk`). Chunks become `vlnkit.datasets.episode_batches` batches whose paths are
 global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a stable hash of
 path_id), so the join that follows moves a few thousand compact batches, never one element per
-episode. Both kinds go through one read step so
-the join's shuffle takes them straight from it (a Flatten of two read steps cost a copy of every
-batch on the portable runners).
+episode. Both kinds go through one read step so the join's shuffle takes them straight from it (a
+Flatten of two read steps cost a copy of every batch on the portable runners).
 """
 
 from __future__ import annotations
@@ -94,8 +93,8 @@ class _PlanRanges(beam.DoFn):
             try:
                 with fileio.open_read(path) as f:
                     plan = plan_line_ranges(f, self.range_bytes)
-            except OSError:  # the reader reports it, as for any unreadable file
-                plan = None
+            except OSError:  # read whole: the reader reports it, as for any unreadable file
+                pass
         self.ranges.inc(len(plan or [None]))
         for line_range in plan or [None]:
             yield (*element, line_range)

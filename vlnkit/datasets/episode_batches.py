@@ -52,6 +52,7 @@ import orjson
 
 from vlnkit.datasets.r2r import RecordError, json_items, validate_record
 from vlnkit.datasets.trajectories import prediction
+from vlnkit.io.json_text import loads_exact
 
 # Lines are parsed and checked a quarter-megabyte at a time: the objects of a chunk stay in the CPU
 # cache through the bulk checks, which run 2x faster than over 8 MB chunks (benchmarks/RESULTS.md).
@@ -135,11 +136,7 @@ class Vocabulary:
         scans, viewpoints = [], []
         for scan in list_scans(connectivity_dir):
             try:
-                raw = fileio.read_bytes(connectivity_path(connectivity_dir, scan))
-                try:
-                    entries = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    entries = json.loads(raw)
+                entries = loads_exact(fileio.read_bytes(connectivity_path(connectivity_dir, scan)))
                 ids = [str(e["image_id"]) for e in entries if bool(e["included"])]
             except Exception:  # noqa: BLE001 -- the graph store reports the real error per scan
                 continue
@@ -305,14 +302,6 @@ def split_by_bucket(batch, buckets: int) -> Iterator[tuple[int, object]]:
 
 
 # ----------------------------------------------------------------------------- reading JSON
-def _loads_exact(line) -> object:
-    """orjson, or on any refusal the standard json module (its values and its error messages)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector while parsing builds millions of acyclic objects.
@@ -375,15 +364,10 @@ def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bo
     for lineno, line in enumerate(text.splitlines() if unusual else text.split("\n"), first_lineno):
         if not line.strip():
             continue
-        try:
-            if _big_int(line.encode()):
-                raise orjson.JSONDecodeError("big integer", line, 0)
-            items.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            try:
-                items.append(json.loads(line))
-            except ValueError as exc:
-                items.append(RecordError(source, f"line {lineno}", f"invalid JSON ({exc})"))
+        try:  # a big integer goes to json directly: orjson would turn it into a float
+            items.append(json.loads(line) if _big_int(line.encode()) else loads_exact(line))
+        except ValueError as exc:
+            items.append(RecordError(source, f"line {lineno}", f"invalid JSON ({exc})"))
     return items, False
 
 
@@ -697,9 +681,9 @@ def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
     msgspec decodes each line into a typed struct, checking the types on the way (no dicts, no
     Python pass per number): reading runs about 2.5 times faster than orjson plus the bulk
     checks. Each line is decoded on its own, so a line holding two values or half of one fails
-    as it does for orjson. What it accepts is exactly what `prediction` accepts as `r2r_submission` with three
-    numbers per entry; anything else (a chunk with any other line) returns None, and the caller
-    parses the chunk the general way, record by record where needed.
+    as it does for orjson. What it accepts is exactly what `prediction` accepts as
+    `r2r_submission` with three numbers per entry; anything else (a chunk with any other line)
+    returns None, and the caller parses the chunk the general way, record by record where needed.
 
         >>> c = submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", 0.5, 0], ["b", 1, 0]]}'])
         >>> c.ids, c.lengths.tolist(), c.viewpoints

@@ -1,5 +1,6 @@
 """Files and formats: local or any Beam filesystem (`fileio`), declared Parquet schemas (`schemas`),
-dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`).
+dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`),
+JSON text parsed by orjson with the standard library's answers (`json_text`).
 
 >>> from vlnkit.io import redact
 >>> redact({"api_key": "abc", "seed": 0})
@@ -23,5 +24,6 @@ __getattr__, __all__ = lazy_exports(
         "dead_letters": ("RecordError",),
         "exactsum": ("exact_sum", "exact_mean"),
         "redact": ("redact", "REDACTED"),
+        "json_text": ("loads_exact",),
     },
 )

@@ -11,18 +11,17 @@ has passed it, whoever built it.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import orjson
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
 
 from vlnkit.io import fileio
+from vlnkit.io.json_text import loads_exact
 
 CONNECTIVITY_SUFFIX = "_connectivity.json"
 
@@ -210,12 +209,9 @@ class NavGraph:
             detail = getattr(exc, "strerror", None) or exc
             raise GraphError(f"{path}: cannot read connectivity file for scan {scan!r} ({detail})") from exc
         try:
-            entries = orjson.loads(raw)
-        except orjson.JSONDecodeError:  # NaN / Infinity literals or real errors: the standard parser decides
-            try:
-                entries = json.loads(raw)
-            except ValueError as exc:
-                raise GraphError(f"{path}: not valid JSON ({exc})") from exc
+            entries = loads_exact(raw)
+        except ValueError as exc:
+            raise GraphError(f"{path}: not valid JSON ({exc})") from exc
         return cls.from_connectivity(scan, entries, source=path)
 
     # ----------------------------------------------------------------- derived arrays
