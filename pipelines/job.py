@@ -42,7 +42,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 import vlnkit
-from pipelines.options import JobError, job_parser, parse, settings
+from pipelines.options import JobError, job_parser, local_runner, parse, settings
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
@@ -339,7 +339,7 @@ class Run:
         )
         _remove_temp_folders(self.output_dir)
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(inputs), self.output_dir)
-        pipeline = beam.Pipeline(options=self.options)
+        pipeline = beam.Pipeline(runner=local_runner(self.options), options=self.options)
         build(pipeline)
         result = pipeline.run()
         state = result.wait_until_finish()

@@ -33,7 +33,11 @@ Chaining them into one pipeline with no files in between: docs/composing.md.
     >>> from transforms import JoinR4R, ReadR2R  # doctest: +SKIP
 """
 
+from transforms.worker_cache import freeze_heap_at_exit_in_sdk_worker
 from vlnkit._exports import lazy_exports
+
+# Every worker process that runs one of these transforms unpickles it, and so imports this package.
+freeze_heap_at_exit_in_sdk_worker()
 
 __getattr__, __all__ = lazy_exports(
     __name__,

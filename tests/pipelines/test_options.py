@@ -10,7 +10,15 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipelines
 from pipelines.job import Job
-from pipelines.options import JobError, add_shared, expand_config, job_parser, one_worker_process, parse
+from pipelines.options import (
+    JobError,
+    add_shared,
+    expand_config,
+    job_parser,
+    local_runner,
+    one_worker_process,
+    parse,
+)
 
 JOBS = sorted(
     m.name
@@ -138,3 +146,34 @@ def test_packaged_profiles_resolve_by_name_from_anywhere(tmp_path, monkeypatch):
 )
 def test_one_worker_process_is_known_only_for_the_direct_runner(argv, one):
     assert one_worker_process(PipelineOptions(argv)) is one
+
+
+@pytest.mark.parametrize(
+    "argv, fn_api",
+    [
+        ([], True),
+        (["--runner=DirectRunner"], True),
+        (["--runner=directrunner"], True),
+        (["--runner=direct"], True),
+        (["--runner=SwitchingDirectRunner"], True),
+        (["--runner=PrismRunner"], False),  # asked for by name, Prism it is
+        (["--runner=BundleBasedDirectRunner"], False),
+        (["--runner=PortableRunner"], False),
+        (["--runner=DataflowRunner"], False),
+    ],
+)
+def test_direct_runner_means_beams_python_runner_and_nothing_else_is_touched(argv, fn_api):
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import FnApiRunner
+
+    runner = local_runner(PipelineOptions(argv))
+    assert isinstance(runner, FnApiRunner) if fn_api else runner is None
+
+
+def test_the_python_runner_hands_the_options_to_its_workers():
+    """Built as Beam's DirectRunner builds it: worker processes see the job's pipeline options."""
+    from google.protobuf import json_format
+
+    runner = local_runner(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+    options = json_format.MessageToDict(runner._provision_info.provision_info.pipeline_options)
+    assert int(options["beam:option:direct_num_workers:v1"]) == 2
+    assert options["beam:option:direct_running_mode:v1"] == "multi_processing"

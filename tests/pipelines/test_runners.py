@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -137,6 +138,22 @@ def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
     assert any(reference.values())
     for name, got in results.items():
         assert got == reference, f"{job}: {name} differs from in-process DirectRunner"
+
+
+@pytest.mark.real_data
+def test_a_direct_runner_run_leaves_nothing_in_the_temporary_directory(shared_data, tmp_path, monkeypatch):
+    """--runner=DirectRunner means Beam's Python runner on every machine (pipelines.options.local_runner):
+    Beam's own DirectRunner would first try Prism, which offline leaves empty folders behind on every run
+    and online runs the job on another runner. Neither the job's process nor its workers leave anything."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # the workers' temporary directory
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # and this process's
+    for name in ("in_process", "multi_process"):
+        flags, _ = job_flags("build_r4r", shared_data, tmp_path / name)
+        run_job("build_r4r", [*RUNNERS[name], *flags, f"--output_dir={tmp_path / name}/out"])
+        assert (tmp_path / name / "out" / "_SUCCESS").exists()
+        assert sorted(os.listdir(tmp)) == [], name
 
 
 @pytest.mark.real_data
