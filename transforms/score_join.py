@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from transforms.deadletter import dead_letter
 from vlnkit.datasets.episode_batches import Paths, PredictionBatch, ReferenceBatch, Vocabulary
@@ -29,6 +28,8 @@ from vlnkit.navigation.graph import GraphError
 
 def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
     """ "<path_id>_<k>" strings, built by Arrow in one call."""
+    import pyarrow.compute as pc  # here, not at the top: the job's own process never calls this (0.2 s)
+
     return pc.binary_join_element_wise(
         pa.array(np.asarray(path_id, np.int64)).cast(pa.string()),
         pa.array(np.asarray(k, np.int64)).cast(pa.string()),

@@ -15,13 +15,15 @@ import math
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
 
 from vlnkit.io import fileio
 from vlnkit.io.json_text import loads_exact
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 CONNECTIVITY_SUFFIX = "_connectivity.json"
 
@@ -232,6 +234,10 @@ class NavGraph:
         # Two viewpoints at the same position would give a zero weight, which a sparse
         # matrix cannot hold as an edge; the smallest positive float keeps it an edge.
         weights = np.where(weights > 0, weights, np.finfo(np.float64).tiny)
+        # scipy is imported where it is used: a job's own process names graphs but never builds one,
+        # and the import costs it about 0.2 s before any worker starts.
+        from scipy.sparse import csr_matrix
+
         return csr_matrix((weights, (rows, cols)), shape=(n, n))
 
     @cached_property
@@ -244,7 +250,9 @@ class NavGraph:
 
     @cached_property
     def _all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        dist, pred = _csgraph_shortest_path(self.adjacency, method="D", directed=False, return_predecessors=True)
+        from scipy.sparse.csgraph import shortest_path
+
+        dist, pred = shortest_path(self.adjacency, method="D", directed=False, return_predecessors=True)
         return dist, pred
 
     @property
