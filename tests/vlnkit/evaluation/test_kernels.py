@@ -5,9 +5,14 @@ Tolerances, and why:
   metric bit-identical. AD and MD read d(r, q) as the numpy implementation always did; the scipy
   distance matrix is not bit-symmetric, so they are compared with the oracle run on the transpose.
 - vs the numpy implementation (`vlnkit.evaluation.reference`, what the library ran before):
-  NE, ONE, SR, OSR, SED, DTW, nDTW, SDTW and MD bit-identical. PL, PC, AD are sums, and numpy added
-  some of them pairwise (its fancy-indexed step arrays come out column-major), so they and what
-  is built on them (SPL, LS, CLS) agree to 1e-12 (observed: 7e-14 on path lengths of tens of metres).
+  NE, ONE, SR, OSR, SED, DTW and MD bit-identical. nDTW and SDTW (= SR * nDTW) within one unit in the
+  last place: the kernels call the C library's exp, as the textbook formulas do, but numpy's float64
+  exp is its own SIMD routine on CPUs with AVX-512F, which differs from the C library's in the last
+  bit for about 5% of arguments (measured on 5M arguments in [-60, 0]: 4.6% differ, never by more
+  than 1 ulp); on other CPUs numpy calls the C library and they are bit-identical. PL, PC, AD are
+  sums, and numpy added some of them pairwise (its fancy-indexed step arrays come out column-major),
+  so they and what is built on them (SPL, LS, CLS) agree to 1e-12 (observed: 7e-14 on path lengths
+  of tens of metres).
 """
 
 import json
@@ -25,7 +30,8 @@ from vlnkit.evaluation.common import ALL
 from vlnkit.navigation.graph import GraphStore, NavGraph
 from vlnkit.navigation.synthetic import grid_connectivity
 
-EXACT = ("ne", "one", "sr", "osr", "sed", "dtw", "ndtw", "sdtw", "md")
+EXACT = ("ne", "one", "sr", "osr", "sed", "dtw", "md")
+ONE_ULP = ("ndtw", "sdtw")  # exp(...): numpy's own SIMD exp on AVX-512F CPUs, the C library's elsewhere
 SUMS = ("pl", "pc", "ad", "spl", "ls", "cls")
 TOL = 1e-12
 
@@ -39,6 +45,10 @@ def assert_matches_reference(new: dict, old: dict, where=""):
     for m in EXACT:
         if m in new:
             assert same(new[m], old[m]), (where, m, np.flatnonzero(np.asarray(new[m]) != np.asarray(old[m]))[:5])
+    for m in ONE_ULP:
+        if m in new:
+            a, b = np.asarray(new[m]), np.asarray(old[m])
+            assert np.all(np.abs(a - b) <= np.spacing(np.abs(b))), (where, m, np.flatnonzero(a != b)[:5])
     for m in SUMS:
         if m in new:
             a, b = np.asarray(new[m]), np.asarray(old[m])
