@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import glob
 import hashlib
 import json
 import logging
@@ -173,17 +174,19 @@ def _delete(patterns: list[str]) -> None:
             FileSystems.delete(existing)
 
 
-def _remove_temp_folders(output_dir: str) -> None:
-    """Beam's `beam-temp-*` folders of an interrupted write (they survive reruns otherwise)."""
-    if "://" in output_dir:
-        for r in FileSystems.match([fileio.join(output_dir, "beam-temp-*/**")]):
-            if r.metadata_list:
-                FileSystems.delete([m.path for m in r.metadata_list])
-        return
-    if os.path.isdir(output_dir):
-        for name in os.listdir(output_dir):
-            if name.startswith("beam-temp-"):
-                fileio.remove_tree(os.path.join(output_dir, name))
+def _remove_temporaries(output_dir: str, extra_outputs=()) -> None:
+    """What an interrupted or failed run may leave behind: Beam's `beam-temp-*` folders in the output
+    folder, and the JSON writer's `<file>.fragments-*` folders beside each file it writes
+    (`transforms.write.WriteJsonFile`). Only documented outputs may stay in an output location."""
+    patterns = [fileio.join(output_dir, "beam-temp-*")] + [f"{path}.fragments-*" for path in extra_outputs]
+    for pattern in patterns:
+        if "://" in pattern:
+            for r in FileSystems.match([pattern + "/**"]):
+                if r.metadata_list:
+                    FileSystems.delete([m.path for m in r.metadata_list])
+        else:
+            for folder in glob.glob(os.path.join(glob.escape(os.path.dirname(pattern)), os.path.basename(pattern))):
+                fileio.remove_tree(folder)
 
 
 def _writable_folder(folder: str, flag: str, name: str) -> None:
@@ -337,17 +340,21 @@ class Run:
             + [fileio.join(self.output_dir, f"{p}-*-of-*") for p in prefixes]
             + list(extra_outputs)
         )
-        _remove_temp_folders(self.output_dir)
+        _remove_temporaries(self.output_dir, extra_outputs)
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(inputs), self.output_dir)
         pipeline = beam.Pipeline(runner=local_runner(self.options), options=self.options)
         build(pipeline)
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        try:
+            result = pipeline.run()
+            state = result.wait_until_finish()
+            if state not in (PipelineState.DONE, None):
+                raise RunFailed(f"pipeline ended in state {state}; the output in {self.output_dir} is incomplete")
+        finally:
+            # Also when the pipeline raised: a failed run leaves no temporary folders (a killed one leaves
+            # them to the next run, which removes them above).
+            _remove_temporaries(self.output_dir, extra_outputs)
         described = digests.result()
         this_run = fingerprint(self.job, job_settings, described)
-        if state not in (PipelineState.DONE, None):
-            raise RunFailed(f"pipeline ended in state {state}; the output in {self.output_dir} is incomplete")
-        _remove_temp_folders(self.output_dir)
         with fileio.open_read(fileio.join(self.output_dir, SUMMARY)) as f:
             summary = json.load(f)
         outputs = [

@@ -153,6 +153,48 @@ def test_beam_temp_folders_of_a_killed_run_are_removed(inputs, tmp_path):
     assert names[-1] == "summary.json" and "_SUCCESS" in names
 
 
+def test_a_stale_fragments_folder_beside_the_json_output_is_removed(inputs, tmp_path):
+    out, r4r = tmp_path / "out", tmp_path / "R4R.json"
+    stale = tmp_path / "R4R.json.fragments-0123456789ab"
+    stale.mkdir()
+    (stale / "fragment-x.jsonl").write_text("{}")
+    (tmp_path / "other.json.fragments-0123456789ab").mkdir()  # another file's: not ours to remove
+    run("build_r4r", f"--output_dir={out}", f"--json_output={r4r}", *JOB_FLAGS["build_r4r"](inputs, inputs["dataset"]))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R4R.json", "other.json.fragments-0123456789ab", "out"]
+
+
+def _litter_and_fail(_, out: str, json_output: str):
+    """A step that leaves what a real run leaves part-way (Beam's temporary folder, JSON fragments), then fails."""
+    import os
+
+    for folder in (os.path.join(out, "beam-temp-paths-0123456789abcdef"), json_output + ".fragments-0123456789ab"):
+        os.makedirs(folder)
+        with open(os.path.join(folder, "part"), "w") as f:
+            f.write("x")
+    raise RuntimeError("a step failed")
+
+
+def test_a_pipeline_that_fails_leaves_no_temporary_folders(tmp_path):
+    import argparse
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.job import Run
+
+    out, json_output = tmp_path / "out", str(tmp_path / "R4R.json")
+    out.mkdir()
+    args = argparse.Namespace(output_dir=str(out), max_failure_fraction=0.0, skip_if_unchanged=False)
+    ctx = Run("demo", PipelineOptions(["--runner=DirectRunner"]), args)
+
+    def build(pipeline):
+        pipeline | beam.Create([1]) | beam.Map(_litter_and_fail, str(out), json_output)
+
+    with pytest.raises(Exception, match="a step failed"):
+        ctx.execute(build, ["paths"], extra_outputs=(json_output,))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and list(out.iterdir()) == []
+
+
 def test_a_paraphrase_run_whose_translations_all_fail_is_not_complete_and_is_never_skipped(tmp_path, capsys):
     """With no network every TranslateText call fails UNAVAILABLE: the run must not look complete, and the
     next --skip_if_unchanged run must run again rather than skip forever."""

@@ -187,19 +187,27 @@ def test_rerun_is_identical_and_skip_if_unchanged_skips(shared_data, tmp_path):
     assert not again.get("skipped") and (tmp_path / "R4R.json").exists()
 
 
+def _temporaries(out, json_output) -> list[str]:
+    found = [p.name for p in out.glob("beam-temp-*")] if out.exists() else []
+    return found + [p.name for p in json_output.parent.glob(json_output.name + ".fragments-*")]
+
+
 @pytest.mark.real_data
 def test_killed_run_never_looks_complete_and_a_rerun_converges(shared_data, tmp_path):
-    out = tmp_path / "out"
+    out, r4r = tmp_path / "out", tmp_path / "R4R.json"
     flags = [
         f"--r2r_path={shared_data}/r2r/R2R_val_unseen.json",
         f"--connectivity_dir={shared_data}/connectivity",
         f"--output_dir={out}",
+        f"--json_output={r4r}",
     ]
     clean = tmp_path / "clean"
-    run_job("build_r4r", [*flags[:2], f"--output_dir={clean}"])
-    # A complete earlier run is in place; a new run is killed part-way through.
+    run_job("build_r4r", [*flags[:2], f"--output_dir={clean}", f"--json_output={tmp_path / 'clean.json'}"])
+    # A complete earlier run is in place; a new run is killed part-way through: while it is writing, that is
+    # while its temporary folders exist (found by polling, not after a fixed delay, which a fast machine
+    # outruns).
     run_job("build_r4r", flags)
-    assert (out / "_SUCCESS").exists()
+    assert (out / "_SUCCESS").exists() and not _temporaries(out, r4r)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipelines.build_r4r", "--runner=DirectRunner", *flags],
         cwd=ROOT,
@@ -208,16 +216,17 @@ def test_killed_run_never_looks_complete_and_a_rerun_converges(shared_data, tmp_
         start_new_session=True,
     )
     deadline = time.time() + 120
-    while (out / "_SUCCESS").exists() and time.time() < deadline:
-        time.sleep(0.05)  # the run removes the old marker first
-    time.sleep(1.0)
-    assert proc.poll() is None, "the run finished before it could be killed; use a bigger input"
+    while not _temporaries(out, r4r) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run finished before its temporary folders were seen"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (out / "_SUCCESS").exists()
+    assert not (out / "_SUCCESS").exists()  # removed before anything that can fail
+    assert _temporaries(out, r4r)  # killed mid-write: nothing could clean up
     run_job("build_r4r", flags)
-    assert (out / "_SUCCESS").exists()
+    assert (out / "_SUCCESS").exists() and not _temporaries(out, r4r)
     assert rows(out, ["paths"]) == rows(clean, ["paths"])
+    assert r4r.read_bytes() == (tmp_path / "clean.json").read_bytes()
 
 
 def test_wheel_installs_into_an_empty_directory_and_runs_outside_the_repository(tmp_path):
