@@ -798,7 +798,8 @@ def _fast_references(items: list):
         distances = list(map(dict.get, items, repeat("distance")))
     if not np.isfinite(np.asarray(headings, dtype=np.float64)).all():
         return None
-    if not np.isfinite(np.asarray(distances, dtype=np.float64)).all():
+    distances = np.asarray(distances, dtype=np.float64)
+    if not (np.isfinite(distances) & (distances >= 0)).all():  # validate_record: a finite number >= 0
         return None
     lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
     counts = np.fromiter(map(len, ins), dtype=np.int64, count=len(ins))

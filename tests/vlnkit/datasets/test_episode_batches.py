@@ -195,6 +195,10 @@ def test_fast_reference_path_equals_validate_record():
         {"scan": ""},
         {"path_id": 2**64},
         {"heading": float("nan")},
+        {"distance": -1},
+        {"distance": -0.5},
+        {"distance": -0.0},
+        {"distance": 0},
     ]
     for change in variants:
         items = [dict(base), {**base, "path_id": 2, **change}]
