@@ -9,8 +9,8 @@ and line numbers at which each range starts), and the ranges are spread over the
 file is one piece, read in chunks of lines, whole (a JSON list) or by record batches (Parquet); gzip
 and bzip2 files are decompressed on the fly (Beam's filesystems detect them by extension). When one
 process runs every step (`range_bytes=None`), files are read whole without planning. Prediction
-lines in the R2R submission layout are decoded by msgspec straight into checked columns
-(`submission_chunk`). Chunks become `vlnkit.datasets.episode_batches` batches whose paths are
+lines in the R2R submission layout and dataset lines are decoded by msgspec straight into checked
+columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.episode_batches` batches whose paths are
 global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a stable hash of
 path_id), so the join that follows moves a few thousand compact batches, never one element per
 episode. Both kinds go through one read step so the join's shuffle takes them straight from it (a
@@ -36,6 +36,7 @@ from vlnkit.datasets.episode_batches import (
     plan_line_ranges,
     prediction_batch,
     reference_batch,
+    reference_chunk,
     split_by_bucket,
     submission_chunk,
 )
@@ -131,7 +132,8 @@ def _reference_chunks(path: str, line_range):
         yield from _table_chunks(table, lambda rb: rb.to_pylist(), True)
         return
     try:
-        yield from _json_pieces(path, line_range, "records")
+        # Dataset lines are decoded straight into checked columns too (`reference_chunk`).
+        yield from _json_pieces(path, line_range, "records", reference_chunk)
     except OSError as exc:
         yield RecordError(path, "", f"cannot read file ({exc})")
 

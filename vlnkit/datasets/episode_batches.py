@@ -817,17 +817,99 @@ def _fast_references(items: list):
     return pids, scans, counts, lengths, flat
 
 
+_DISTANCE = Annotated[float, msgspec.Meta(ge=0, le=sys.float_info.max)]
+
+
+class _ReferenceLine(msgspec.Struct):
+    """An R2R-style dataset record, decoded and type-checked by msgspec in C (unknown keys ignored).
+
+    `distance` may be absent, never null; numbers are finite (JSON integers are taken as numbers,
+    booleans never), as `validate_record` wants them.
+    """
+
+    path_id: int
+    scan: str
+    path: list[str]
+    heading: _FINITE
+    instructions: list[str]
+    distance: _DISTANCE | msgspec.UnsetType = msgspec.UNSET
+
+
+_REFERENCE = msgspec.json.Decoder(_ReferenceLine)
+
+
+@dataclass
+class ReferenceChunk:
+    """Dataset records of a chunk of lines, already checked: the columns `reference_batch` builds from."""
+
+    path_id: np.ndarray
+    scans: list[str]
+    instructions: np.ndarray
+    lengths: np.ndarray
+    viewpoints: list[str]
+
+    def __len__(self) -> int:
+        return len(self.scans)
+
+
+def reference_chunk(lines: list[bytes]) -> ReferenceChunk | None:
+    """The records of JSON Lines `lines` (non-blank), when every line is one record that
+    `validate_record` accepts with a path_id inside int64; else None (the caller then parses the
+    chunk the general way, where every refusal gets its dead letter).
+
+    The dataset side of `submission_chunk`: msgspec checks the types while decoding, one line at a
+    time, and builds no dicts.
+
+        >>> c = reference_chunk([b'{"path_id": 7, "scan": "s", "path": ["a", "b"], "heading": 0, "instructions": ["go"]}'])
+        >>> c.path_id.tolist(), c.scans, c.instructions.tolist(), c.lengths.tolist(), c.viewpoints
+        ([7], ['s'], [1], [2], ['a', 'b'])
+        >>> reference_chunk([b'{"path_id": 7, "scan": "s", "path": ["a"], "heading": 0, "instructions": []}']) is None
+        True
+    """
+    try:
+        decoded = list(map(_REFERENCE.decode, lines))
+    except msgspec.DecodeError:  # malformed JSON, or any value of another type (ValidationError)
+        return None
+    if not decoded:
+        return None
+    scans = list(map(attrgetter("scan"), decoded))
+    if not all(scans):
+        return None
+    try:
+        pids = np.fromiter(map(attrgetter("path_id"), decoded), dtype=np.int64, count=len(decoded))
+    except OverflowError:  # beyond int64: the record parser words that dead letter
+        return None
+    paths = list(map(attrgetter("path"), decoded))
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    counts = np.fromiter(map(len, map(attrgetter("instructions"), decoded)), dtype=np.int64, count=len(decoded))
+    if lengths.min() < 1 or counts.min() < 1:
+        return None
+    viewpoints = list(chain.from_iterable(paths))
+    if not all(viewpoints):
+        return None
+    return ReferenceChunk(pids, scans, counts, lengths, viewpoints)
+
+
 def reference_batch(
-    items: list, start: int, source: str, rank: int, vocab: Vocabulary, parquet: bool = False, strict: bool = False
+    items: list | ReferenceChunk,
+    start: int,
+    source: str,
+    rank: int,
+    vocab: Vocabulary,
+    parquet: bool = False,
+    strict: bool = False,
 ) -> tuple[ReferenceBatch, list[RecordError]]:
-    """A chunk of dataset records -> (batch of valid reference paths, RecordErrors).
+    """A chunk of dataset records (or a `ReferenceChunk`) -> (batch of valid reference paths, RecordErrors).
 
     Validation is `vlnkit.datasets.r2r.validate_record`, record by record (labels as the JSON
     reader, or `#<index>` for Parquet as the Parquet reader gives them). A path_id outside int64
     is dead-lettered (it cannot be a batch key).
     """
-    with gc_paused():
-        fast = _fast_references(items) if strict else None
+    if isinstance(items, ReferenceChunk):
+        fast = items.path_id, items.scans, items.instructions, items.lengths, items.viewpoints
+    else:
+        with gc_paused():
+            fast = _fast_references(items) if strict else None
     if fast is not None:
         pids, scans, counts, lengths, flat = fast
         return (
