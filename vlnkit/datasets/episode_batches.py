@@ -101,7 +101,7 @@ class Vocabulary:
     not in any scan (or in several) maps to -1 and is resolved by string when scored.
 
         >>> v = Vocabulary(["s1", "s2"], [["a", "b"], ["c"]])
-        >>> v.numbers(["c", "a", "zz"]).tolist(), v.local[2], v.scan_of[2]
+        >>> v.numbers(["c", "a", "zz"]).tolist(), int(v.local[2]), int(v.scan_of[2])
         ([2, 0, -1], 0, 1)
     """
 
@@ -284,7 +284,7 @@ def bucket_of(path_id: np.ndarray, buckets: int) -> np.ndarray:
     """A stable bucket in [0, buckets) per path_id (Fibonacci hashing; same on every worker).
 
     >>> bucket_of(np.array([0, 1, 2, 3]), 4).tolist()
-    [0, 2, 0, 2]
+    [0, 0, 1, 2]
     """
     h = np.asarray(path_id).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     return ((h >> np.uint64(33)) % np.uint64(buckets)).astype(np.int64)
@@ -661,6 +661,15 @@ class _SubmissionLine(msgspec.Struct):
 _SUBMISSION = msgspec.json.Decoder(_SubmissionLine)
 
 
+def _decode_each(decoder: msgspec.json.Decoder, lines: list[bytes]) -> list | None:
+    """Each line decoded on its own (so a line holding two values, or half of one, fails as it does
+    for orjson); None when any line is malformed JSON or holds a value of another type."""
+    try:
+        return list(map(decoder.decode, lines))
+    except msgspec.DecodeError:  # ValidationError (a value of another type) is a DecodeError too
+        return None
+
+
 @dataclass
 class SubmissionChunk:
     """Predictions of a chunk of lines in the R2R submission layout, already checked: their
@@ -691,12 +700,11 @@ def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
         >>> submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", true, 0]]}']) is None
         True
     """
-    try:
-        decoded = list(map(_SUBMISSION.decode, lines))
-    except msgspec.DecodeError:  # malformed JSON, or any value of another type (ValidationError)
+    decoded = _decode_each(_SUBMISSION, lines)
+    if not decoded:
         return None
     ids = list(map(attrgetter("instr_id"), decoded))
-    if not ids or not _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
+    if not _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
         return None
     trajectories = list(map(attrgetter("trajectory"), decoded))
     lengths = np.fromiter(map(len, trajectories), dtype=np.int64, count=len(trajectories))
@@ -866,10 +874,7 @@ def reference_chunk(lines: list[bytes]) -> ReferenceChunk | None:
         >>> reference_chunk([b'{"path_id": 7, "scan": "s", "path": ["a"], "heading": 0, "instructions": []}']) is None
         True
     """
-    try:
-        decoded = list(map(_REFERENCE.decode, lines))
-    except msgspec.DecodeError:  # malformed JSON, or any value of another type (ValidationError)
-        return None
+    decoded = _decode_each(_REFERENCE, lines)
     if not decoded:
         return None
     scans = list(map(attrgetter("scan"), decoded))

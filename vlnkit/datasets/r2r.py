@@ -124,7 +124,7 @@ def labelled_json_items(
 def json_items(
     data: bytes | str, source: str, what: str = "records", validate=None
 ) -> Iterator[tuple[int, object] | RecordError]:
-    """(index, item) of a JSON list, one JSON object, or JSON Lines (see `labelled_json_items`).
+    r"""(index, item) of a JSON list, one JSON object, or JSON Lines (see `labelled_json_items`).
 
     >>> list(json_items('\ufeff[\n  {"a": 1}\n]', "f.json"))
     [(0, {'a': 1})]

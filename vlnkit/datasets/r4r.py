@@ -88,6 +88,7 @@ def path_problem(graph: NavGraph, record: dict) -> str | None:
     joined by an edge: a joined path is A + connector + B, so a jump inside A or B would make an
     R4R path that no agent can follow (the real R2R train / val paths have no such step).
 
+        >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b", "c"), np.zeros((3, 3)), np.array([[0, 1], [1, 2]]))
         >>> path_problem(g, {"path": ["a", "c"]})
         "path step 0 -> 1 ('a' -> 'c') is not an edge of scan 's' (consecutive viewpoints must be adjacent)"
@@ -152,6 +153,7 @@ def join_firsts(graph: NavGraph, records: list[dict], config: JoinConfig = JoinC
     passed `path_problem`; a pair that passes the rule but cannot be built is reported in
     `errors`, not raised, so one bad pair never stops a scan.
 
+        >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
         >>> recs = [{"path_id": 1, "path": ["a", "b"], "distance": 1.0, "heading": 0.0, "instructions": ["x"]},
         ...         {"path_id": 2, "path": ["b", "a"], "distance": 1.0, "heading": 0.0, "instructions": ["y"]}]

@@ -2,7 +2,7 @@
 dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`),
 JSON text parsed by orjson with the standard library's answers (`json_text`).
 
->>> from vlnkit.io import redact
+>>> from vlnkit.io.redact import redact
 >>> redact({"api_key": "abc", "seed": 0})
 {'api_key': '<redacted>', 'seed': 0}
 """

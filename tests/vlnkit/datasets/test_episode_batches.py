@@ -344,23 +344,32 @@ def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
 
 
-def _read_predictions(data: bytes, chunk_bytes: int, typed):
-    """Every batch row, read error and unknown id of a predictions stream, and how many chunks `typed` took."""
+def _read_stream(data: bytes, chunk_bytes: int, typed, what: str, read_chunk):
+    """Every batch row and read error of a stream (and, for predictions, unknown ids), and how many
+    chunks `typed` took; `read_chunk(items, start, strict)` -> (rows, errors, unknown)."""
     rows, errors, unknown, typed_chunks = [], [], [], 0
-    for c in json_chunks(io.BytesIO(data), "f", "predictions", chunk_bytes=chunk_bytes, typed=typed):
+    for c in json_chunks(io.BytesIO(data), "f", what, chunk_bytes=chunk_bytes, typed=typed):
         if isinstance(c, RecordError):
             errors.append(c)
             continue
         start, items, strict = c
-        typed_chunks += isinstance(items, SubmissionChunk)
-        batch, errs, unk = prediction_batch(items, start, "f", "a", 0, VOCAB, strict)
-        rows += [
-            (int(batch.index[r]), int(batch.path_id[r]), int(batch.k[r]), batch.paths.viewpoints(r, VOCAB))
-            for r in range(len(batch))
-        ]
-        errors += errs
-        unknown += unk
+        typed_chunks += isinstance(items, (SubmissionChunk, ReferenceChunk))
+        r, e, u = read_chunk(items, start, strict)
+        rows, errors, unknown = rows + r, errors + e, unknown + u
     return (rows, errors, unknown), typed_chunks
+
+
+def _prediction_rows(items, start, strict):
+    batch, errors, unknown = prediction_batch(items, start, "f", "a", 0, VOCAB, strict)
+    rows = [
+        (int(batch.index[r]), int(batch.path_id[r]), int(batch.k[r]), batch.paths.viewpoints(r, VOCAB))
+        for r in range(len(batch))
+    ]
+    return rows, errors, unknown
+
+
+def _read_predictions(data: bytes, chunk_bytes: int, typed):
+    return _read_stream(data, chunk_bytes, typed, "predictions", _prediction_rows)
 
 
 GOOD_LINE = b'{"instr_id": "4_1", "trajectory": [["a", 0.5, -1], ["zz", 1e-3, 0], ["e", 2, 3.25]]}'
@@ -436,27 +445,23 @@ def test_submission_chunk_decodes_columns():
     assert submission_chunk([]) is None
 
 
+def _reference_rows(items, start, strict):
+    batch, errors = reference_batch(items, start, "f", 0, VOCAB, strict=strict)
+    rows = [
+        (
+            int(batch.index[r]),
+            int(batch.path_id[r]),
+            str(batch.scan[r]),
+            int(batch.instructions[r]),
+            batch.paths.viewpoints(r, VOCAB),
+        )
+        for r in range(len(batch))
+    ]
+    return rows, errors, []
+
+
 def _read_references(data: bytes, chunk_bytes: int, typed):
-    """Every batch row and read error of a dataset stream, and how many chunks `typed` took."""
-    rows, errors, typed_chunks = [], [], 0
-    for c in json_chunks(io.BytesIO(data), "f", "records", chunk_bytes=chunk_bytes, typed=typed):
-        if isinstance(c, RecordError):
-            errors.append(c)
-            continue
-        start, items, strict = c
-        typed_chunks += isinstance(items, ReferenceChunk)
-        batch, errs = reference_batch(items, start, "f", 0, VOCAB, strict=strict)
-        rows += [
-            (
-                int(batch.index[r]),
-                int(batch.path_id[r]),
-                str(batch.scan[r]),
-                int(batch.instructions[r]),
-                batch.paths.viewpoints(r, VOCAB),
-            )
-            for r in range(len(batch))
-        ]
-        errors += errs
+    (rows, errors, _), typed_chunks = _read_stream(data, chunk_bytes, typed, "records", _reference_rows)
     return (rows, errors), typed_chunks
 
 
