@@ -364,6 +364,7 @@ def _parse_lines(chunk: bytes, first_lineno: int, source: str) -> tuple[list, bo
     for lineno, line in enumerate(text.splitlines() if unusual else text.split("\n"), first_lineno):
         if not line.strip():
             continue
+        line = line.removesuffix("\r")  # as str.splitlines cuts a CRLF line (json's error columns count it)
         try:  # a big integer goes to json directly: orjson would turn it into a float
             items.append(json.loads(line) if _big_int(line.encode()) else loads_exact(line))
         except ValueError as exc:
