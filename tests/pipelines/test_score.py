@@ -273,6 +273,21 @@ def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, co
     named = run(tmp_path / "named", f"--predictions=short={files[2]}", f"--predictions=rand={files[1]}", *common)
     assert [r["agent"] for r in named["leaderboard"]] == ["short", "rand"]
 
+    # Every episode row of an agent is the same, bit for bit, whichever agents it is scored with (the
+    # agents' pairs of a scan are scored in one batch).
+    def by_agent(folder, rename=None):
+        rows = pq.read_table(sorted(folder.glob("episodes-*-of-*.parquet"))).to_pylist()
+        out = {}
+        for r in rows:
+            agent = r.pop("agent")
+            out.setdefault((rename or {}).get(agent, agent), {})[r.pop("instr_id")] = r
+        return out
+
+    four = by_agent(out)
+    assert by_agent(tmp_path / "one", {"stop": files[-1]})[files[-1]] == four[files[-1]]
+    two = by_agent(tmp_path / "named", {"short": files[2], "rand": files[1]})
+    assert two[files[2]] == four[files[2]] and two[files[1]] == four[files[1]]
+
 
 @pytest.mark.real_data
 def test_the_test_split_is_refused(tmp_path, shared_data, connectivity_dir):
