@@ -30,7 +30,7 @@ def measure(cmd: list[str]) -> dict:
     if proc.returncode:
         raise SystemExit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: kilobytes
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb, 1), "stdout": proc.stdout[-2000:]}
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb, 1), "stdout": proc.stdout[-(1 << 20) :]}
 
 
 def measured(cmd: list[str]) -> dict:
