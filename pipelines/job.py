@@ -349,10 +349,15 @@ class Run:
             state = result.wait_until_finish()
             if state not in (PipelineState.DONE, None):
                 raise RunFailed(f"pipeline ended in state {state}; the output in {self.output_dir} is incomplete")
-        finally:
-            # Also when the pipeline raised: a failed run leaves no temporary folders (a killed one leaves
-            # them to the next run, which removes them above).
-            _remove_temporaries(self.output_dir, extra_outputs)
+        except BaseException:
+            # A failed run leaves no temporary folders either (a killed one leaves them to the next run,
+            # which removes them above); a failure to remove them must not hide the run's own error.
+            try:
+                _remove_temporaries(self.output_dir, extra_outputs)
+            except Exception as exc:  # noqa: BLE001 -- reported, then the run's error goes on
+                log.warning("%s: could not remove temporary folders (%s: %s)", self.job, type(exc).__name__, exc)
+            raise
+        _remove_temporaries(self.output_dir, extra_outputs)
         described = digests.result()
         this_run = fingerprint(self.job, job_settings, described)
         with fileio.open_read(fileio.join(self.output_dir, SUMMARY)) as f:
