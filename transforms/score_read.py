@@ -10,11 +10,11 @@ file is one piece, read in chunks of lines, whole (a JSON list) or by record bat
 and bzip2 files are decompressed on the fly (Beam's filesystems detect them by extension). When one
 process runs every step (`range_bytes=None`), files are read whole without planning. Prediction
 lines in the R2R submission layout and dataset lines are decoded by msgspec straight into checked
-columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.episode_batches` batches whose paths are
-global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a stable hash of
-path_id), so the join that follows moves a few thousand compact batches, never one element per
-episode. Both kinds go through one read step so the join's shuffle takes them straight from it (a
-Flatten of two read steps cost a copy of every batch on the portable runners).
+columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.episode_batches`
+batches whose paths are global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a
+stable hash of path_id), so the join that follows moves a few thousand compact batches, never one
+element per episode. Both kinds go through one read step so the join's shuffle takes them straight
+from it (a Flatten of two read steps cost a copy of every batch on the portable runners).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Columnar batches of predictions and reference paths: how scoring moves a million episodes cheaply.
 
 A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
-global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets, never as a
-Python dict with a list of 32-character viewpoint ids. Files are read in chunks of lines
-(`json_chunks`). A chunk of predictions in the R2R submission layout is decoded by msgspec
-straight into checked columns (`submission_chunk`); any other chunk is parsed with orjson and
-checked in bulk, and the records that do not pass the bulk check go through the same
-record-by-record parser as before (`prediction`, `validate_record`), so every dead letter keeps
-its exact stage, label and reason. A large JSON Lines file can be planned as byte ranges
+global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets, never as a Python
+dict with a list of 32-character viewpoint ids. Files are read in chunks of lines (`json_chunks`). A
+chunk of predictions in the R2R submission layout, or of R2R-style dataset records, is decoded by
+msgspec straight into checked columns (`submission_chunk`, `reference_chunk`); any other chunk is
+parsed with orjson and checked in bulk, and the records that do not pass the bulk check go through
+the same record-by-record parser as before (`prediction`, `validate_record`), so every dead letter
+keeps its exact stage, label and reason. A large JSON Lines file can be planned as byte ranges
 (`plan_line_ranges`) that separate workers read (`json_line_range`) with the chunks, item numbers
 and line numbers of a whole-file read.
 
