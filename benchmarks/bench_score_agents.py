@@ -15,12 +15,11 @@ import argparse
 import ast
 import json
 import os
-import statistics
 import sys
 
 from benchmarks.bench_score_scale import job_cmd
 from benchmarks.make_scale_data import make
-from benchmarks.measure import measured
+from benchmarks.measure import interleaved_rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,25 +57,7 @@ def main(argv=None) -> dict:
         commands["score job, 2 processes"] = job_cmd(
             pattern, dataset, data, out + "_mp", "--direct_running_mode=multi_processing", "--direct_num_workers=2"
         )
-    rounds = []
-    for n in range(args.rounds):
-        runs = {name: measured(cmd) for name, cmd in commands.items()}
-        check(runs, out, files, not args.skip_multi)
-        rounds.append(runs)
-        plain = runs["plain script"]["wall_s"]
-        print(
-            f"round {n + 1}: "
-            + ", ".join(f"{k} {r['wall_s']:.1f} s ({r['wall_s'] / plain:.2f}x)" for k, r in runs.items())
-        )
-    print(f"\n{'run':26} {'median wall s':>14} {'median x plain':>15} {'peak RSS MB':>12}")
-    table = {}
-    for name in commands:
-        walls = [r[name]["wall_s"] for r in rounds]
-        ratios = [r[name]["wall_s"] / r["plain script"]["wall_s"] for r in rounds]
-        rss = max(r[name]["peak_rss_mb"] for r in rounds)
-        table[name] = {"wall_s": statistics.median(walls), "ratio": statistics.median(ratios), "peak_rss_mb": rss}
-        print(f"{name:26} {table[name]['wall_s']:14.1f} {table[name]['ratio']:15.2f} {rss:12.0f}")
-    return table
+    return interleaved_rounds(commands, args.rounds, lambda runs: check(runs, out, files, not args.skip_multi))
 
 
 def check(runs: dict, out: str, files: list[str], multi: bool) -> None:

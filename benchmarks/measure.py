@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -45,6 +46,35 @@ def measured(cmd: list[str]) -> dict:
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def interleaved_rounds(commands: dict[str, list[str]], rounds: int, check, baseline: str = "plain script") -> dict:
+    """Run every command once per round, in turn, and print each round and the medians.
+
+    On a shared machine the speed drifts by tens of percent within minutes, so each round's ratios
+    compare runs made side by side against `baseline`, and the median round is reported.
+    `check(runs)` looks at each round's results (and outputs) before the next round starts. Returns
+    {name: {"wall_s", "ratio", "peak_rss_mb"}} (medians; the largest peak).
+    """
+    done = []
+    for n in range(rounds):
+        runs = {name: measured(cmd) for name, cmd in commands.items()}
+        check(runs)
+        done.append(runs)
+        base = runs[baseline]["wall_s"]
+        print(
+            f"round {n + 1}: "
+            + ", ".join(f"{k} {r['wall_s']:.1f} s ({r['wall_s'] / base:.2f}x)" for k, r in runs.items())
+        )
+    print(f"\n{'run':26} {'median wall s':>14} {'median x plain':>15} {'peak RSS MB':>12}")
+    table = {}
+    for name in commands:
+        walls = [r[name]["wall_s"] for r in done]
+        ratios = [r[name]["wall_s"] / r[baseline]["wall_s"] for r in done]
+        rss = max(r[name]["peak_rss_mb"] for r in done)
+        table[name] = {"wall_s": statistics.median(walls), "ratio": statistics.median(ratios), "peak_rss_mb": rss}
+        print(f"{name:26} {table[name]['wall_s']:14.1f} {table[name]['ratio']:15.2f} {rss:12.0f}")
+    return table
 
 
 if __name__ == "__main__":
