@@ -86,8 +86,8 @@ def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
     The same steps as the per-scan scorer before: collapse repeats (unless kept), count
     non-adjacent steps, then `score_batch` with keep_repeats=True.
     """
-    q, given = queries
-    q_len = given
+    q, q_len = queries
+    given = q_len
     if not config.keep_repeats:
         q, q_len = collapse_repeats_padded(q, q_len)
     jumps = non_adjacent_steps(adjacent, q, q_len)
@@ -171,7 +171,11 @@ class _ScoreBucket(GraphDoFn):
         order = np.argsort(scans, kind="stable")
         cuts = np.flatnonzero(scans[order][1:] != scans[order][:-1]) + 1
         names_of_agents = pa.array(agents, pa.string())
-        tables, parts = [], []
+        # Each pair's results, in pair order (agent by agent), for the per-agent sums below.
+        scores_all = {m: np.empty(len(episodes)) for m in METRICS}
+        jumps_all = np.empty(len(episodes), np.int64)
+        collapsed_all = np.empty(len(episodes), np.int64)
+        tables = []
         for sel in np.split(order, cuts):
             scan = str(scans[sel[0]])
             graph, adjacent, names = self._scan(scan)
@@ -181,7 +185,9 @@ class _ScoreBucket(GraphDoFn):
                 graph, adjacent, padded(r.offsets, r.values), padded(q.offsets, q.values), self.config
             )
             self.scored.inc(len(sel))
-            parts.append((sel, scores, jumps, collapsed))
+            for m in METRICS:
+                scores_all[m][sel] = scores[m]
+            jumps_all[sel], collapsed_all[sel] = jumps, collapsed
             offsets = np.zeros(len(ql) + 1, np.int32)
             np.cumsum(ql, out=offsets[1:])
             flat = qp[np.arange(qp.shape[1]) < ql[:, None]]
@@ -198,26 +204,15 @@ class _ScoreBucket(GraphDoFn):
                     schema=EPISODE_SCORES,
                 )
             )
-        # Back in pair order, then one exact sum per metric per agent over the whole bucket (exact sums do
-        # not depend on how values are grouped).
-        pos = np.concatenate([sel for sel, _, _, _ in parts])
-        inverse = np.empty_like(pos)
-        inverse[pos] = np.arange(len(pos))
-
-        def in_pair_order(arrays):
-            return np.concatenate(arrays)[inverse]
-
-        scores = {m: in_pair_order([sc[m] for _, sc, _, _ in parts]) for m in METRICS}
-        jumps = in_pair_order([j for _, _, j, _ in parts])
-        collapsed = in_pair_order([c for _, _, _, c in parts])
+        # One exact sum per metric per agent over the whole bucket (exact sums do not depend on grouping).
         bounds = np.concatenate([[0], np.cumsum(counts)])
         for n, agent in enumerate(agents):
             mine = slice(int(bounds[n]), int(bounds[n + 1]))
             part = {
-                **totals({m: scores[m][mine] for m in METRICS}),
-                "non_adjacent_steps": int(jumps[mine].sum()),
-                "trajectories_with_jumps": int((jumps[mine] > 0).sum()),
-                "repeats_collapsed": int(collapsed[mine].sum()),
+                **totals({m: scores_all[m][mine] for m in METRICS}),
+                "non_adjacent_steps": int(jumps_all[mine].sum()),
+                "trajectories_with_jumps": int((jumps_all[mine] > 0).sum()),
+                "repeats_collapsed": int(collapsed_all[mine].sum()),
             }
             for name, value in part.items():
                 key = agent_key(agent, name)

@@ -355,7 +355,9 @@ def _read_stream(data: bytes, chunk_bytes: int, typed, what: str, read_chunk):
         start, items, strict = c
         typed_chunks += isinstance(items, (SubmissionChunk, ReferenceChunk))
         r, e, u = read_chunk(items, start, strict)
-        rows, errors, unknown = rows + r, errors + e, unknown + u
+        rows += r
+        errors += e
+        unknown += u
     return (rows, errors, unknown), typed_chunks
 
 
