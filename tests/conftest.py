@@ -1,7 +1,9 @@
 """Shared fixtures: where the real data lives, and the rule for when it is missing.
 
-Tests that read ../shared/data must run in CI: when `CI` is set and the data is missing they
-fail; on a user's machine without the data they are skipped with the reason.
+Tests that read ../shared/data must run in CI: when `CI` is set (1, true or yes) and the data is
+missing they fail; on a user's machine without the data they are skipped with the reason. Every test
+that reads the data gets the `real_data` marker from the fixture it reads it through (below), so
+`-m "not real_data"` deselects exactly those tests.
 """
 
 from __future__ import annotations
@@ -15,11 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("VLNKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+DATA_FIXTURE = "shared_data"  # every fixture that reads the data depends on this one
+
+
+def in_ci(value: str | None = None) -> bool:
+    """Whether `CI` is set to a true value: 1, true or yes (any case); `CI=false` or `CI=0` is not CI."""
+    value = os.environ.get("CI") if value is None else value
+    return (value or "").strip().lower() in {"1", "true", "yes"}
+
+
 def _require(path: Path) -> Path:
     if path.exists():
         return path
     reason = f"real data not found at {path} (set VLNKIT_SHARED_DATA or place ../shared/data beside the repo)"
-    if os.environ.get("CI"):
+    if in_ci():
         pytest.fail(f"CI is set but {reason}")
     pytest.skip(reason)
 
@@ -37,6 +48,13 @@ def connectivity_dir(shared_data) -> str:
 @pytest.fixture(scope="session")
 def r2r_dir(shared_data) -> Path:
     return _require(shared_data / "r2r")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that reads the data through any fixture (directly or through another fixture) is `real_data`."""
+    for item in items:
+        if DATA_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_data)
 
 
 def pytest_sessionstart(session):

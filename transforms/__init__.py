@@ -30,7 +30,9 @@ PCollections; `"dead_letter"` is always among them.
 
 Chaining them into one pipeline with no files in between: docs/composing.md.
 
-    >>> from transforms import JoinR4R, ReadR2R  # doctest: +SKIP
+    >>> from transforms import JoinR4R, ReadR2R
+    >>> JoinR4R.__module__
+    'transforms.r4r'
 """
 
 from transforms.worker_cache import freeze_heap_at_exit_in_sdk_worker

@@ -10,10 +10,13 @@ installs, the test suite itself; the page says why next to it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shlex
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -82,17 +85,30 @@ def project(tmp_path_factory, shared_data) -> Path:
     project = root / "project"
     project.mkdir()
     (project / "configs").symlink_to(ROOT / "configs", target_is_directory=True)
-    # `python` in the commands must be this interpreter.
+    # `python` in the commands must be this interpreter, however it was installed. A wrapper that runs it by its
+    # own path, not a symlink: a link to a virtual environment's python placed outside the environment does not
+    # find the environment's pyvenv.cfg, and would run the base interpreter without the project's packages.
     bin_dir = root / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
+    wrapper = bin_dir / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    wrapper.chmod(0o755)
     return project
+
+
+def _script_dirs() -> list[str]:
+    """Where this interpreter's installed commands (`vlnkit`, `vlnkit-build-r4r`, ...) live: the environment's
+    bin folder, or the user scheme's for a `pip install --user`; a venv need not be activated to be tested."""
+    dirs = [sysconfig.get_path("scripts")]
+    with contextlib.suppress(KeyError):
+        dirs.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    return [d for d in dict.fromkeys(dirs) if d and os.path.isdir(d)]
 
 
 def _env(project: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PATH"] = os.pathsep.join([str(project.parent / "bin"), env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(project.parent / "bin"), *_script_dirs(), env.get("PATH", "")])
     env["MPLBACKEND"] = "Agg"
     return env
 
