@@ -161,6 +161,22 @@ def test_readme_setup_is_the_two_commands_ci_runs():
     assert commands[0] in ci and commands[1] in ci
 
 
+SKIP_ROW = re.compile(r"^\| \[(?P<page>[^\]]+)\]\([^)]*\) \| `(?P<start>.+)` \| (?P<why>.+) \|$", re.M)
+
+
+def test_readme_lists_exactly_the_blocks_not_run():
+    """README's table of blocks that are not run names each skipped block (page and first line), with a reason."""
+    listed = {(m["page"], m["start"]) for m in SKIP_ROW.finditer((ROOT / "README.md").read_text(encoding="utf-8"))}
+    skipped = {
+        (page, code.splitlines()[0])
+        for page in PAGES
+        for _, lang, flags, code in blocks(ROOT / page)
+        if lang in RUNNABLE and "skip" in flags
+    }
+    assert skipped - listed == set(), "skipped blocks missing from README's table"
+    assert listed - skipped == set(), "README's table lists blocks that are not skipped"
+
+
 def test_blocks_parser(tmp_path):
     page = tmp_path / "sample.md"
     page.write_text("a\n```bash\necho 1\n```\n\n```python skip\nx = 1\n```\n```\nout\n```\n")
