@@ -27,7 +27,7 @@ _HOME = {
     **dict.fromkeys(("score_batch", "totals", "means"), "batch"),
     **dict.fromkeys(("pack", "pack_viewpoints", "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD"), "common"),
     **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
-    **dict.fromkeys(("step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk"), "random_baseline"),
+    **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
 }
 
 
@@ -52,7 +52,7 @@ __all__ = [
     # rewards
     "RewardBatch", "RewardEpisode",
     # random baseline
-    "step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk",
+    "step_pool", "allocate", "neighbour_table", "draw", "walk",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)
