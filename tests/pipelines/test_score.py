@@ -67,7 +67,12 @@ def test_synthetic_end_to_end_with_options_and_parquet_inputs(env, tmp_path):
 
     out2 = tmp_path / "kept"
     kept = run(out2, *common, "--keep_repeats", "--spl_reference=path", "--success_distance=2.5", "--success_rule=lt")
-    assert kept["options"] == {"success_distance": 2.5, "keep_repeats": True, "spl_reference": "path", "success_rule": "lt"}
+    assert kept["options"] == {
+        "success_distance": 2.5,
+        "keep_repeats": True,
+        "spl_reference": "path",
+        "success_rule": "lt",
+    }
     assert (out2 / "leaderboard.md").read_text().startswith("Success: NE < 2.5 m (success_rule=lt")
     assert kept["metrics"]["ndtw"] == 1.0  # repeats align at zero cost with the same node ...
     assert kept["metrics"]["sed"] < 1.0  # ... but add (v, v) edges

@@ -57,10 +57,6 @@ def record_rng(seed: int, *keys) -> np.random.Generator:
     return stable_rng(*keys, seed=seed)
 
 
-# Schemas of the rows built here are declared with every other output schema.
-from vlnkit.io.schemas import COMPAT, PERTURBATIONS  # noqa: E402,F401
-
-
 def perturbation_row(item: dict, result, variant: int) -> dict:
     """One PERTURBATIONS row: an instruction item ({source_instr_id, scan, path, instruction}) and a result."""
     instruction_family = hasattr(result, "text")

@@ -522,6 +522,3 @@ def agent_episode(episode: dict) -> dict:
         "instructions": [episode["instruction"]],
         "candidates": episode["candidates"],
     }
-
-
-from vlnkit.io.schemas import PROBE_EPISODES  # noqa: E402,F401  (declared with every other output schema)
