@@ -5,7 +5,7 @@ Three measurements, all in one run:
    `sdtw` and `cls` against the published-style per-metric code (dict-of-dict distances, a Python
    double loop filling a numpy matrix), microseconds of CPU per call, best of several loops.
 2. Batch: `score_batch`, all 13 metrics, against the same per-pair baseline and against the previous
-   numpy implementation (`vlnkit.evaluation.reference`).
+   numpy implementation (the test oracle `tests.oracles.numpy_metrics`).
 3. Cold start: a fresh process importing the library and scoring one pair, with an empty kernel cache
    (compilation) and with the cache filled (loading), next to a process that only imports numpy.
 
@@ -36,9 +36,11 @@ import time
 
 import numpy as np
 
+from tests.oracles import numpy_metrics as reference
 from vlnkit.datasets.r4r import join_paths
-from vlnkit.evaluation import metrics, reference
-from vlnkit.evaluation.metrics import METRICS, pack_viewpoints, score_batch
+from vlnkit.evaluation import metrics
+from vlnkit.evaluation.batch import score_batch
+from vlnkit.evaluation.common import METRICS, pack_viewpoints
 from vlnkit.navigation.graph import GraphStore
 
 
@@ -183,7 +185,8 @@ def single_pair(workload, repeats: int) -> dict:
 COLD = """
 import time
 t0 = time.perf_counter()
-from vlnkit.evaluation.metrics import ndtw, score_batch
+from vlnkit.evaluation.batch import score_batch
+from vlnkit.evaluation.metrics import ndtw
 t1 = time.perf_counter()
 d = [[0.0, 1.0], [1.0, 0.0]]
 ndtw([0, 1], [0, 1], d); score_batch(d, [[0, 1]], [[1]])

@@ -17,7 +17,8 @@ import sys
 import numpy as np
 import orjson
 
-from vlnkit.evaluation.metrics import METRICS, collapse_repeats_padded, means, pack_viewpoints, score_batch, totals
+from vlnkit.evaluation.batch import means, score_batch, totals
+from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, pack_viewpoints
 from vlnkit.navigation.graph import GraphStore
 
 

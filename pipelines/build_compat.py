@@ -12,7 +12,7 @@ unless --allow_demo_paraphrases is given. Negatives come from the perturbations 
 method): positives/2 instruction perturbations and positives/2 trajectory perturbations, split
 equally over the requested methods of each family and chosen by a seeded hash of (method,
 instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
-`vlnkit.perturbations.compat.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
+`vlnkit.io.schemas.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
-from vlnkit.io.schemas import schema_version
+from vlnkit.io.schemas import COMPAT, schema_version
 from vlnkit.paraphrases.translation import OFFLINE_DEMO
-from vlnkit.perturbations.compat import COMPAT, GROUND_TRUTH, INSTRUCTION, method_quota
+from vlnkit.perturbations.compat import GROUND_TRUTH, INSTRUCTION, method_quota
 
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
 

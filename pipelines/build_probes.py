@@ -22,9 +22,8 @@ from transforms.write import WriteJsonFile, WriteParquetShards
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import schema_version
+from vlnkit.io.schemas import PROBE_EPISODES, schema_version
 from vlnkit.probes.episodes import (
-    PROBE_EPISODES,
     PROBES,
     ProbeConfig,
     agent_episode,

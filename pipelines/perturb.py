@@ -5,7 +5,7 @@
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
         [--per_instruction=1] [--seed=0] [--spacy_model=NAME]
 
-Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.perturbations.compat.PERTURBATIONS`),
+Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.io.schemas.PERTURBATIONS`),
 `dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability), `manifest.json`
 and `_SUCCESS` into --output_dir.
 """
@@ -23,8 +23,8 @@ from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
-from vlnkit.io.schemas import schema_version
-from vlnkit.perturbations.compat import INSTRUCTION_METHODS, PERTURBATIONS
+from vlnkit.io.schemas import PERTURBATIONS, schema_version
+from vlnkit.perturbations.compat import INSTRUCTION_METHODS
 
 
 def declare_flags(parser) -> None:

@@ -23,7 +23,8 @@ from transforms.score_records import ReadDataset
 from transforms.tally import tally
 from transforms.write import WriteSummary, WriteTables
 from vlnkit.datasets.r2r import require_usable_records
-from vlnkit.evaluation.metrics import METRICS, means
+from vlnkit.evaluation.batch import means
+from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version

@@ -2,7 +2,8 @@
 
     python -m pipelines.score --runner=DirectRunner --predictions=preds.json \
         --dataset=../shared/data/r2r/R2R_val_unseen.json --connectivity_dir=../shared/data/connectivity \
-        --output_dir=output/score [--success_distance=3.0] [--keep_repeats] [--spl_reference=shortest|path]
+        --output_dir=output/score [--success_distance=3.0] [--keep_repeats] [--spl_reference=shortest|path] \
+        [--success_rule=le|lt]
 
     # several agents in one run (each scored on its own; a leaderboard compares them)
     python -m pipelines.score ... --predictions=dagger=runs/dagger/*.json --predictions=rl=runs/rl/*.json
@@ -29,7 +30,8 @@ from transforms.score_read import SEP, TOTALS, ReadScoringInputs
 from transforms.score_write import WriteLines
 from transforms.write import WriteTables
 from vlnkit.datasets.episode_batches import RANGE_BYTES
-from vlnkit.evaluation.metrics import METRICS, means
+from vlnkit.evaluation.batch import means
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, METRICS, SUCCESS_RULES
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
 from vlnkit.io.schemas import EPISODE_SCORES, schema_version
@@ -58,6 +60,13 @@ def declare_flags(parser) -> None:
         "spl_reference",
         "num_shards",
         dataset={"help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, or build_r4r paths-*.parquet"},
+    )
+    parser.add_argument(
+        "--success_rule",
+        choices=SUCCESS_RULES,
+        default=DEFAULT_SUCCESS_RULE,
+        help="Success at exactly d_th: le = NE <= d_th (the R4R/nDTW papers' code), lt = NE < d_th (R2R eval.py, "
+        "HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ",
     )
 
 
@@ -241,8 +250,21 @@ def _cell(metric: str, value) -> str:
     return f"{100 * value:.2f}"
 
 
-def leaderboard_text(rows: list[dict]) -> tuple[str, str]:
-    """(CSV text with full-precision values, Markdown table with rates in %, distances in m)."""
+def success_line(options: dict) -> str:
+    """The leaderboard's header: the success rule the rates were computed with (ties differ between rules).
+
+    >>> success_line({"success_distance": 3.0, "success_rule": "le"})
+    "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
+    """
+    d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
+    if rule == "lt":
+        return f"Success: NE < {d} m (success_rule=lt, as R2R eval.py; the R4R/nDTW papers' code uses NE <= d_th)."
+    return f"Success: NE <= {d} m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
+
+
+def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
+    """(CSV text with full-precision values, Markdown table with rates in %, distances in m, under a
+    header line stating the success rule)."""
     import csv
     import io
 
@@ -253,7 +275,8 @@ def leaderboard_text(rows: list[dict]) -> tuple[str, str]:
     for r in rows:
         writer.writerow({k: ("" if r[k] is None else r[k]) for k in head})
     labels = [m.upper() + (" (m)" if m in ("ne", "pl") else " (%)") for m in LEADERBOARD_METRICS]
-    md = ["| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |"]
+    md = [success_line(options), ""]
+    md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
     md.append("|" + " --- |" * (4 + len(labels)))
     for r in rows:
         agent = str(r["agent"]).replace("|", "\\|")
@@ -267,7 +290,7 @@ def leaderboard_text(rows: list[dict]) -> tuple[str, str]:
 
 
 def write_leaderboard(output_dir: str, summary: dict) -> None:
-    csv_text, md_text = leaderboard_text(summary["leaderboard"])
+    csv_text, md_text = leaderboard_text(summary["leaderboard"], summary["options"])
     for name, text in zip(LEADERBOARD, (csv_text, md_text)):
         with fileio.open_write(fileio.join(output_dir, name)) as f:
             f.write(text.encode("utf-8"))
@@ -282,7 +305,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
     output_dir = ctx.output_dir
     o = summary["options"]
     title = (
-        f"Scores (d_th={o['success_distance']} m, keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
+        f"Scores (d_th={o['success_distance']} m, success_rule={o.get('success_rule', DEFAULT_SUCCESS_RULE)}, "
+        f"keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
     agents = summary.get("agents") or {}
     if "count" in summary:
@@ -307,7 +331,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
     if len(agents) > 1:
         print()
         print("Leaderboard (by SPL, then SR)")
-        print(leaderboard_text(summary["leaderboard"])[1], end="")
+        print(leaderboard_text(summary["leaderboard"], o)[1], end="")
     print_outputs(output_dir, summary["dead_letters"])
     if any(b["missing_predictions"] for b in agents.values()):
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")

@@ -94,7 +94,7 @@ class AssembleCompat(beam.PTransform):
       `paraphrases` (optional): paraphrase rows {instr_id, paraphrase, kept, ...}, e.g.
         `RoundTripParaphrase(...)["rows"]`; only kept rows with a text become positives.
     Returns a dict of PCollections:
-      `rows`: COMPAT rows (`vlnkit.perturbations.compat.COMPAT`: instr_id, scan, path, instruction,
+      `rows`: COMPAT rows (`vlnkit.io.schemas.COMPAT`: instr_id, scan, path, instruction,
         label, family, method);
       `items`: the instruction items used;
       `available`: (method, number of candidate perturbations);

@@ -19,7 +19,8 @@ from transforms.progress import Progress
 from transforms.score_batches import metric_columns
 from transforms.score_read import TOTALS
 from vlnkit.datasets.trajectories import episode_ids
-from vlnkit.evaluation.metrics import collapse_repeats_padded, pack, score_batch, totals
+from vlnkit.evaluation.batch import score_batch, totals
+from vlnkit.evaluation.common import collapse_repeats_padded, pack
 from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES
@@ -84,7 +85,7 @@ class _RandomScan(GraphDoFn):
             self.config.success_distance,
             keep_repeats=True,
             spl_reference=self.config.spl_reference,
-            chunk_size=16384,
+            success_rule=self.config.success_rule,
         )
         self.generated.inc(len(which))
         yield beam.pvalue.TaggedOutput(TOTALS, totals(scores))

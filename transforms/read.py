@@ -9,7 +9,6 @@ list, not per record.
 from __future__ import annotations
 
 import functools
-import zlib
 from collections import defaultdict
 
 import apache_beam as beam
@@ -17,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
 
 BATCH_RECORDS = 4096  # records per list when readers hand over batches
@@ -148,13 +148,9 @@ def _duplicate(what: str, key, dup: dict, first: dict) -> dict:
     )
 
 
-def stable_bucket(key, buckets: int) -> int:
-    """A bucket in [0, buckets) for any key, the same in every process (Python's str hash is not).
-
-    >>> stable_bucket("4567_0", 8), stable_bucket(4567, 8)
-    (2, 3)
-    """
-    return zlib.crc32(repr(key).encode()) % buckets
+# Groups of the per-record dedupe: a key's 63-bit stable hash (equal keys of any type, one group; fits
+# Beam's signed 64-bit ints). Two keys that share a group are still told apart by value in `_KeepFirst`.
+KEY_GROUPS = 1 << 63
 
 
 class _SplitByBucket(beam.DoFn):
@@ -166,7 +162,7 @@ class _SplitByBucket(beam.DoFn):
         self.buckets = buckets
 
     def _bucket(self, record: dict) -> int:
-        return stable_bucket(self.key_fn(record), self.buckets)
+        return stable_bucket(self.key_fn(record), buckets=self.buckets)
 
     def process(self, batch):
         if self.buckets == 1:
@@ -176,32 +172,33 @@ class _SplitByBucket(beam.DoFn):
 
 
 class _KeepFirst(beam.DoFn):
-    """A group -> the first record (by `_order`) of each key; the others become dead letters.
+    """A group (a stable hash of the key) -> the first record (by `_order`) of each key; the others
+    become dead letters. Keys are compared by value, as dict keys: 5, 5.0 and numpy.int64(5) are one.
 
-    Without `key_fn` a group is (key, its records) and the kept record leaves alone; with it a
-    group is (bucket, lists of records), keys come from `key_fn`, and the kept records leave as
-    one list in `_order`.
+    With `lists` a group holds lists of records and the kept records leave as one list in `_order`;
+    without, a group holds records and each kept record leaves alone.
     """
 
-    def __init__(self, what: str, key_fn=None):
+    def __init__(self, what: str, key_fn, lists: bool):
         super().__init__()
         self.what = what
         self.key_fn = key_fn
+        self.lists = lists
         self.duplicates = Metrics.counter("dedupe", "dead_letter")
 
     def process(self, element):
-        group, values = element
-        records = values if self.key_fn is None else (r for batch in values for r in batch)
+        _, values = element
+        records = (r for batch in values for r in batch) if self.lists else values
         kept, first_of = [], {}
         for record in sorted(records, key=record_order):
-            key = group if self.key_fn is None else self.key_fn(record)
+            key = self.key_fn(record)
             first = first_of.setdefault(key, record)
             if first is record:
                 kept.append(record)
             else:
                 self.duplicates.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, _duplicate(self.what, key, record, first))
-        if self.key_fn is None:
+        if not self.lists:
             yield from kept
         elif kept:
             yield kept
@@ -209,6 +206,9 @@ class _KeepFirst(beam.DoFn):
 
 class DedupeBy(beam.PTransform):
     """Keep the first record (by `_order`) of each key; the others become dead letters.
+
+    Keys are compared by value, as dict keys are (5, 5.0 and numpy.int64(5) are one key, "5" another),
+    and grouped by their `vlnkit.hashing` hash, never by their type or `repr`.
 
     With `batched=True` it takes and gives lists of records: records are shuffled in lists keyed by
     `buckets` stable buckets of the key (each bucket holds about 1/buckets of the records), and each
@@ -229,14 +229,15 @@ class DedupeBy(beam.PTransform):
                 | "SplitByBucket" >> beam.ParDo(_SplitByBucket(self.key_fn, self.buckets))
                 | "GroupBuckets" >> beam.GroupByKey()
                 | "KeepFirst"
-                >> beam.ParDo(_KeepFirst(self.what, self.key_fn)).with_outputs(DEAD_LETTER, main="records")
+                >> beam.ParDo(_KeepFirst(self.what, self.key_fn, lists=True)).with_outputs(DEAD_LETTER, main="records")
             )
             return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
         out = (
             records
-            | "Key" >> beam.Map(lambda r, f=self.key_fn: (f(r), r))
+            | "Key" >> beam.Map(lambda r, f=self.key_fn: (stable_bucket(f(r), buckets=KEY_GROUPS), r))
             | "Group" >> beam.GroupByKey()
-            | "KeepFirst" >> beam.ParDo(_KeepFirst(self.what)).with_outputs(DEAD_LETTER, main="records")
+            | "KeepFirst"
+            >> beam.ParDo(_KeepFirst(self.what, self.key_fn, lists=False)).with_outputs(DEAD_LETTER, main="records")
         )
         return {"records": out.records, DEAD_LETTER: out[DEAD_LETTER]}
 

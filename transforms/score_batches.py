@@ -22,7 +22,8 @@ from transforms.progress import Progress
 from transforms.score_join import BucketJoin, join_bucket, padded
 from transforms.score_read import TOTALS, agent_key, dataset_ranks, worker_vocabulary
 from vlnkit.datasets.episode_batches import Paths
-from vlnkit.evaluation.metrics import METRICS, collapse_repeats_padded, non_adjacent_steps, score_batch, totals
+from vlnkit.evaluation.batch import score_batch, totals
+from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, non_adjacent_steps
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.schemas import EPISODE_SCORES
 
@@ -39,59 +40,27 @@ def _repeat(value: str, n: int) -> pa.Array:
     return pa.array([value], pa.string()).take(pa.array(np.zeros(n, np.int64)))
 
 
-SHORT = 7  # paths of at most this many nodes score the same in any batch of such paths (see below)
-
-
-def score_each(distances: np.ndarray, refs, queries, threshold: float, spl_reference: str) -> dict[str, np.ndarray]:
-    """Every pair's metrics exactly as `metrics.score` gives them for that pair alone, batched.
-
-    `score_batch` pads a chunk to its longest path, and some of its sums (path lengths, AD, PC)
-    run along the padded axis in memory order where numpy sums pairwise once a row holds 8 or
-    more values, so a pair's last bits can depend on which other pairs share its chunk. Pairs
-    whose paths all have at most SHORT nodes are summed left to right in any such chunk and are
-    scored together; longer pairs are scored in groups of equal (|R|, |Q|), whose chunks are never
-    padded. Either way the result does not depend on bucket, bundle or worker.
-    """
-    r, r_len = refs
-    q, q_len = queries
-    n = len(r_len)
-    short = (r_len <= SHORT) & (q_len <= SHORT)
-    groups = [np.flatnonzero(short)]
-    rest = np.flatnonzero(~short)
-    if len(rest):
-        order = rest[np.lexsort((q_len[rest], r_len[rest]))]
-        key = r_len[order] * (int(q_len.max()) + 1) + q_len[order]
-        groups += np.split(order, np.flatnonzero(np.diff(key)) + 1)
-    out = {m: np.empty(n) for m in METRICS}
-    for g in groups:
-        if not len(g):
-            continue
-        rw, qw = max(int(r_len[g].max()), 1), max(int(q_len[g].max()), 1)
-        scores = score_batch(
-            distances,
-            (r[g, :rw], r_len[g]),
-            (q[g, :qw], q_len[g]),
-            threshold,
-            keep_repeats=True,
-            spl_reference=spl_reference,
-        )
-        for m in METRICS:
-            out[m][g] = scores[m]
-    return out
-
-
 def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
     """(scores, jumps, scored queries (padded, lengths), repeats collapsed per pair) of one scan's pairs.
 
     The same steps as the per-scan scorer before: collapse repeats (unless kept), count
-    non-adjacent steps, then `score_batch` with keep_repeats=True.
+    non-adjacent steps, then `score_batch` with keep_repeats=True. The compiled kernel scores each
+    pair on its own, so a pair's scores do not depend on the pairs it shares a call with (bit for bit).
     """
     q, q_len = queries
     given = q_len
     if not config.keep_repeats:
         q, q_len = collapse_repeats_padded(q, q_len)
     jumps = non_adjacent_steps(adjacent, q, q_len)
-    scores = score_each(graph.distances, refs, (q, q_len), config.success_distance, config.spl_reference)
+    scores = score_batch(
+        graph.distances,
+        refs,
+        (q, q_len),
+        config.success_distance,
+        keep_repeats=True,
+        spl_reference=config.spl_reference,
+        success_rule=config.success_rule,
+    )
     return scores, jumps, (q, q_len), given - q_len
 
 
@@ -156,7 +125,7 @@ class _ScoreBucket(GraphDoFn):
 
     def _score(self, join: BucketJoin, out: dict) -> list[pa.Table]:
         """Score every agent's pairs of the bucket, one `score_pairs` call per scan for all agents together
-        (a pair's scores do not depend on the pairs it is scored with, `score_each`), so the number of
+        (a pair's scores do not depend on the pairs it is scored with, see `score_pairs`), so the number of
         calls does not grow with the number of agents. Adds each agent's exact sums to `out`."""
         agents = [a for a, m in join.agents.items() if len(m.episodes)]
         if not agents:

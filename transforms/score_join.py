@@ -38,7 +38,7 @@ def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
 
 
 def padded(offsets: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Flat paths -> (padded (B, L) int64 array, lengths), like `vlnkit.evaluation.metrics.pack`."""
+    """Flat paths -> (padded (B, L) int64 array, lengths), like `vlnkit.evaluation.common.pack`."""
     lengths = np.diff(offsets)
     out = np.zeros((len(lengths), max(int(lengths.max(initial=1)), 1)), dtype=np.int64)
     out[np.arange(out.shape[1]) < lengths[:, None]] = values

@@ -13,7 +13,8 @@ from pipelines import score
 from tests.conftest import ROOT
 from vlnkit.datasets.r2r import RecordError
 from vlnkit.datasets.trajectories import parse_predictions
-from vlnkit.evaluation.metrics import METRICS, score_batch
+from vlnkit.evaluation.batch import score_batch
+from vlnkit.evaluation.common import METRICS
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.navigation.synthetic import write_environment
 
@@ -54,14 +55,25 @@ def test_synthetic_end_to_end_with_options_and_parquet_inputs(env, tmp_path):
     assert summary["metrics"]["sr"] == summary["metrics"]["ndtw"] == summary["metrics"]["cls"] == 1.0
     assert summary["missing_predictions"] == 1 and summary["dead_letters"] == 0
     assert (out / score.MISSING_FILE).read_text() == "0_0\n"
-    assert summary["options"] == {"success_distance": 3.0, "keep_repeats": False, "spl_reference": "shortest"}
+    assert summary["options"] == {
+        "success_distance": 3.0,
+        "keep_repeats": False,
+        "spl_reference": "shortest",
+        "success_rule": "le",
+    }
     assert summary["repeats_collapsed"] == sum(len(p["path"]) // 2 for p in preds)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["summary"] == summary and len(manifest["inputs"]) == 2 + 2  # predictions, dataset, 2 graphs
 
     out2 = tmp_path / "kept"
-    kept = run(out2, *common, "--keep_repeats", "--spl_reference=path", "--success_distance=2.5")
-    assert kept["options"] == {"success_distance": 2.5, "keep_repeats": True, "spl_reference": "path"}
+    kept = run(out2, *common, "--keep_repeats", "--spl_reference=path", "--success_distance=2.5", "--success_rule=lt")
+    assert kept["options"] == {
+        "success_distance": 2.5,
+        "keep_repeats": True,
+        "spl_reference": "path",
+        "success_rule": "lt",
+    }
+    assert (out2 / "leaderboard.md").read_text().startswith("Success: NE < 2.5 m (success_rule=lt")
     assert kept["metrics"]["ndtw"] == 1.0  # repeats align at zero cost with the same node ...
     assert kept["metrics"]["sed"] < 1.0  # ... but add (v, v) edges
     rows = {r["instr_id"]: r for r in episodes(out2)}
@@ -269,7 +281,8 @@ def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, co
     assert [r["rank"] for r in board] == [1, 2, 3, 4]
     csv_lines = (out / "leaderboard.csv").read_text().splitlines()
     assert csv_lines[0].startswith("rank,agent,episodes") and len(csv_lines) == 5
-    assert (out / "leaderboard.md").read_text().count("\n") == 2 + 4
+    board_md = (out / "leaderboard.md").read_text()
+    assert board_md.startswith("Success: NE <= 3.0 m (success_rule=le") and board_md.count("\n") == 2 + 2 + 4
     named = run(tmp_path / "named", f"--predictions=short={files[2]}", f"--predictions=rand={files[1]}", *common)
     assert [r["agent"] for r in named["leaderboard"]] == ["short", "rand"]
 

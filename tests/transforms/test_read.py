@@ -6,6 +6,7 @@ import json
 import os
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -183,11 +184,42 @@ def test_batched_dedupe_gives_each_bucket_its_kept_records_in_order():
         assert_that(orders | beam.Map(lambda o: o == sorted(o)), equal_to([True] * 5))
 
 
+def test_dedupe_is_by_canonical_value_not_by_type():
+    """5, 5.0 and numpy.int64(5) are one key (as in a dict), in every bucket count; "5" is another key."""
+    keys = [np.int64(5), 5.0, 5, "5", np.float32(7.0), 7]
+    records = [{"k": k, "_order": (0, i), "_source": "a.json", "_index": i} for i, k in enumerate(keys)]
+    with TestPipeline() as p:
+        runs = {"per record": p | "Records" >> beam.Create(records) | "PerRecord" >> DedupeBy(lambda r: r["k"], "key")}
+        for buckets in (1, 4, 97):
+            out = (
+                p
+                | f"Lists{buckets}" >> beam.Create([records[:3], records[3:]])
+                | f"Batched{buckets}" >> DedupeBy(lambda r: r["k"], "key", batched=True, buckets=buckets)
+            )
+            runs[f"{buckets} buckets"] = {
+                "records": out["records"] | f"Flat{buckets}" >> beam.FlatMap(lambda batch: batch),
+                DEAD_LETTER: out[DEAD_LETTER],
+            }
+        for name, out in runs.items():
+            assert_that(
+                out["records"] | f"Kept {name}" >> beam.Map(lambda r: r["_index"]),
+                equal_to([0, 3, 4]),
+                label=f"kept {name}",
+            )
+            assert_that(
+                out[DEAD_LETTER] | f"Dead {name}" >> beam.Map(lambda d: d["record"]),
+                equal_to(["#1", "#2", "#5"]),
+                label=f"dead {name}",
+            )
+
+
 def test_stable_bucket_does_not_depend_on_the_process_hash_seed():
     import subprocess
     import sys
 
-    code = "from transforms.read import stable_bucket; print([stable_bucket(k, 97) for k in ('4567_0', 4567, 'x')])"
+    code = (
+        "from vlnkit.hashing import stable_bucket; print([stable_bucket(k, buckets=97) for k in ('4567_0', 4567, 'x')])"
+    )
     seen = {
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}

@@ -18,9 +18,12 @@ from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadRefere
 from transforms.score_records import ReadDataset
 from vlnkit.datasets.episode_batches import plan_line_ranges
 from vlnkit.datasets.trajectories import collapse_repeats, flatten_trajectory
-from vlnkit.evaluation.metrics import METRICS, SUM_SCALE, score, score_batch
+from vlnkit.evaluation.batch import score_batch
+from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.metrics import score
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.io.exactsum import SUM_SCALE
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.navigation.synthetic import write_environment
 
@@ -258,7 +261,7 @@ def test_random_baseline_transform_is_the_core_recipe(env):
         def check(totals):
             assert sum(t["count"] for t in totals) == n
             for m in METRICS:
-                total = sum(t[f"sum_{m}"] for t in totals) / 2**SUM_SCALE  # exact sums (see metrics.totals)
+                total = sum(t[f"sum_{m}"] for t in totals) / 2**SUM_SCALE  # exact sums (see batch.totals)
                 assert math.isclose(total, sums[m], rel_tol=1e-12, abs_tol=1e-9), m
 
         assert_that(out[TOTALS], check, label="totals")

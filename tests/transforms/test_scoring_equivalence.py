@@ -16,7 +16,9 @@ import pytest
 from pipelines import score as score_job
 from vlnkit.datasets.r2r import RecordError
 from vlnkit.datasets.trajectories import collapse_repeats, parse_predictions
-from vlnkit.evaluation.metrics import METRICS, means, score, totals
+from vlnkit.evaluation.batch import means, totals
+from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.metrics import score
 from vlnkit.navigation.graph import GraphStore
 
 FILES = [

@@ -7,8 +7,9 @@
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
 - `random_baseline`: the published random-walk baseline, generated in vectorized batches.
-- Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, packing),
-  and `reference` (the numpy implementation the kernels are tested against).
+- Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, options,
+  packing; the success rule, `SUCCESS_RULES`). The numpy implementation the kernels are tested
+  against is a test oracle (`tests/oracles/numpy_metrics.py`), not part of the package.
 
 >>> from vlnkit.evaluation import ndtw
 >>> ndtw([0, 1], [0, 1], [[0.0, 1.0], [1.0, 0.0]])
@@ -26,8 +27,9 @@ _HOME = {
     **dict.fromkeys(("dtw", "ndtw", "sdtw", "ad", "md", "score"), "metrics"),
     **dict.fromkeys(("score_batch", "totals", "means"), "batch"),
     **dict.fromkeys(("pack", "pack_viewpoints", "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD"), "common"),
+    **dict.fromkeys(("SUCCESS_RULES", "DEFAULT_SUCCESS_RULE", "check_distances"), "common"),
     **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
-    **dict.fromkeys(("step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk"), "random_baseline"),
+    **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
 }
 
 
@@ -48,11 +50,12 @@ __all__ = [
     "pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls", "dtw", "ndtw", "sdtw", "ad", "md", "score",
     # batches and summaries
     "score_batch", "pack", "pack_viewpoints", "totals", "means",
-    "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD",
+    "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD", "SUCCESS_RULES", "DEFAULT_SUCCESS_RULE",
+    "check_distances",
     # rewards
     "RewardBatch", "RewardEpisode",
     # random baseline
-    "step_pool", "allocate", "episode_rng", "neighbour_table", "draw", "walk",
+    "step_pool", "allocate", "neighbour_table", "draw", "walk",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)

@@ -17,9 +17,10 @@ import numpy as np
 from vlnkit.evaluation import kernels
 from vlnkit.evaluation.common import (
     ALL,
-    DEFAULT_CHUNK,
+    DEFAULT_SUCCESS_RULE,
     DEFAULT_THRESHOLD,
     METRICS,
+    check_distances,
     check_options,
     check_paths,
     pack,
@@ -50,16 +51,16 @@ def score_batch(
     keep_repeats: bool = False,
     spl_reference: str = "shortest",
     metrics=METRICS,
-    chunk_size: int = DEFAULT_CHUNK,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
 ) -> dict[str, np.ndarray]:
     """Score many (reference, query) pairs of one scan: {metric: (B,) float64 array}.
 
-    `references`/`queries` are lists of index sequences, or (padded array, lengths) tuples from
-    `pack` / `pack_viewpoints`. Conventions (repeats, SPL's reference length, degenerate cases) are
-    those of `vlnkit.evaluation.metrics`. `chunk_size` is accepted for compatibility and unused:
-    the compiled kernel keeps no padded per-chunk arrays, so there is nothing to bound.
+    `distances` is the scan's square (n, n) matrix; `references`/`queries` are lists of index
+    sequences, or (padded array, lengths) tuples from `pack` / `pack_viewpoints`. Conventions
+    (repeats, SPL's reference length, the success rule, degenerate cases) are those of
+    `vlnkit.evaluation.metrics`. Each pair is scored on its own: its scores do not depend on the
+    other pairs of the batch, bit for bit.
     """
-    del chunk_size
     refs, ref_len = references if isinstance(references, tuple) else pack(references)
     qs, q_len = queries if isinstance(queries, tuple) else pack(queries)
     refs = np.ascontiguousarray(refs, dtype=np.int64)
@@ -68,8 +69,8 @@ def score_batch(
     q_len = np.ascontiguousarray(q_len, dtype=np.int64)
     if len(refs) != len(qs):
         raise ValueError(f"{len(refs)} references but {len(qs)} queries")
-    check_options(threshold, spl_reference, metrics)
-    distances = np.ascontiguousarray(distances, dtype=np.float64)
+    check_options(threshold, spl_reference, metrics, success_rule)
+    distances = check_distances(np.ascontiguousarray(distances, dtype=np.float64))
     if refs.ndim != 2 or qs.ndim != 2 or len(ref_len) != len(refs) or len(q_len) != len(qs):
         raise ValueError("references and queries must be lists of paths or (padded (B, L) array, lengths) tuples")
     if (ref_len > refs.shape[1]).any() or (q_len > qs.shape[1]).any():
@@ -86,6 +87,7 @@ def score_batch(
         float(threshold),
         bool(keep_repeats),
         spl_reference == "path",
+        success_rule == "lt",
         any(m in GRID for m in metrics),
         "sed" in metrics,
         out,

@@ -23,18 +23,42 @@ EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
 ALL = METRICS + EXTRA  # the kernels' output rows, in this order
 SPL_REFERENCES = ("shortest", "path")
 DEFAULT_THRESHOLD = 3.0
-DEFAULT_CHUNK = 8192
+# Success at exactly d_th: "le" counts it (NE <= d_th, the R4R and nDTW papers' code, this toolkit's
+# default); "lt" does not (NE < d_th, R2R's eval.py and HAMT, DUET, BabyWalk, VLN-CE). Only exact ties
+# differ. The same rule decides OSR (ONE vs d_th) and the success factor of SPL, SED and SDTW.
+SUCCESS_RULES = ("le", "lt")
+DEFAULT_SUCCESS_RULE = "le"
 
 
-def check_options(threshold: float, spl_reference: str = "shortest", metrics=()) -> None:
-    """Raise ValueError for a threshold that is not a finite number > 0, an unknown SPL mode or metric."""
+def check_options(threshold: float, spl_reference: str = "shortest", metrics=(), success_rule: str = "le") -> None:
+    """Raise ValueError for a threshold that is not a finite number > 0, an unknown SPL mode, success
+    rule or metric."""
     if not (threshold > 0 and np.isfinite(threshold)):
         raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
     if spl_reference not in SPL_REFERENCES:
         raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
+    if success_rule not in SUCCESS_RULES:
+        raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {success_rule!r}")
     for name in metrics:
         if name not in ALL:
             raise ValueError(f"unknown metric {name!r}; known: {ALL}")
+
+
+def check_distances(dist: np.ndarray) -> np.ndarray:
+    """`dist` itself if it is a square (n, n) matrix; otherwise ValueError naming its shape.
+
+    The compiled kernels check node indices against n = dist.shape[0] only, so a 3 x 2 matrix would
+    let them read past its buffer: every public entry point calls this once per call (a shape test).
+
+    >>> check_distances(np.zeros((3, 2)))
+    Traceback (most recent call last):
+    ...
+    ValueError: distances must be a square (n, n) matrix, got shape (3, 2)
+    """
+    shape = dist.shape
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"distances must be a square (n, n) matrix, got shape {shape}")
+    return dist
 
 
 def pack(paths, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:

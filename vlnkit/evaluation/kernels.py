@@ -6,7 +6,7 @@ In numpy those cost a Python-level call per row or diagonal; here one pass over 
 DTW, every reference node's distance to the query (PC) and every query node's distance to the
 reference (AD, MD) together, for one pair or for a whole batch in one call.
 
-The arithmetic is the reference implementation's (`vlnkit.evaluation.reference`, numpy), operation
+The arithmetic is the retired numpy implementation's (the test oracle `tests.oracles.numpy_metrics`), operation
 for operation: the same distance-matrix orientation d[r, q], DTW cells as cost + min(...) (min is
 exact, so the traversal order does not matter), sums added left to right. Results are therefore
 bit-identical to it except where numpy's own summation order differs (see the tests for the bound).
@@ -15,6 +15,8 @@ Compiled functions are cached on disk (`cache=True`): a process pays the compila
 later processes load the machine code (the cold-start cost is reported in benchmarks/RESULTS.md).
 
 Output rows follow `common.ALL`: pl ne one sr osr spl sed cls dtw ndtw sdtw ad md pc ls.
+The distance matrix must be square (n, n): callers check its shape (`common.check_distances`) before
+a kernel indexes it, since node indices are checked against n = dist.shape[0] only.
 Status codes (returned instead of raising, so the caller can word the error):
 0 ok, 1 empty reference, 2 empty query, 3 reference node out of range, 4 query node out of range.
 """
@@ -107,11 +109,12 @@ def _add_cover(cover, rmin, th):
 
 
 @njit(cache=True)
-def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, out):
+def pair_scores(dist, r, lr, q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, out):
     """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
 
     Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= 2 lq + lr ints).
     need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
+    strict: success is NE < d_th (R2R eval.py) instead of NE <= d_th (the R4R/nDTW papers' code).
     """
     g = r[lr - 1]
     pl = path_length(dist, q, lq)
@@ -120,7 +123,7 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
     one = INF
     for j in range(lq):
         one = min(one, dist[q[j], g])
-    sr = 1.0 if ne <= th else 0.0
+    sr = 1.0 if (ne < th if strict else ne <= th) else 0.0
     ref = pl_ref if spl_path else dist[q[0], g]
     longest = max(pl, ref)
     ratio = ref / longest if longest > 0 else 1.0
@@ -130,7 +133,7 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
     out[NE] = ne
     out[ONE] = one
     out[SR] = sr
-    out[OSR] = 1.0 if one <= th else 0.0
+    out[OSR] = 1.0 if (one < th if strict else one <= th) else 0.0
     out[SPL] = ratio if sr > 0 else 0.0
     sed = 0.0
     if need_ed and sr > 0:
@@ -218,7 +221,7 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, need_grid, need_ed, row, colmi
     out[MD] = worst
 
 
-KEEP_REPEATS, SPL_PATH, NEED_GRID, NEED_ED = 1, 2, 4, 8  # bits of `flags` (fewer arguments: cheaper calls)
+KEEP_REPEATS, SPL_PATH, NEED_GRID, NEED_ED, SUCCESS_LT = 1, 2, 4, 8, 16  # bits of `flags` (cheaper calls)
 
 
 @njit(cache=True)
@@ -241,8 +244,8 @@ def score_one(dist, nodes, split, th, flags, out):
     row = np.empty(lq + 1)
     colmin = np.empty(lq)
     ed_work = np.empty(2 * lq + len(r), dtype=np.int64)
-    grid, ed, spl_path = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH
-    pair_scores(dist, r, len(r), qq, lq, th, spl_path, grid, ed, row, colmin, ed_work, out)
+    grid, ed, spl_path, strict = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH, flags & SUCCESS_LT
+    pair_scores(dist, r, len(r), qq, lq, th, spl_path, strict, grid, ed, row, colmin, ed_work, out)
     return 0
 
 
@@ -255,7 +258,7 @@ def metric_one(dist, nodes, split, th, flags, which):
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: threads of one worker can score batches in parallel
-def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_grid, need_ed, out):
+def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, strict, need_grid, need_ed, out):
     """All metrics of B padded pairs into out (15, B); returns (status, first bad pair) or (0, -1)."""
     n = dist.shape[0]
     B = refs.shape[0]
@@ -274,7 +277,9 @@ def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, need_
     vals = np.empty(N_OUT)
     for b in range(B):
         lq = collapse_into(qs[b], q_len[b], keep_repeats, qq)
-        pair_scores(dist, refs[b], ref_len[b], qq, lq, th, spl_path, need_grid, need_ed, row, colmin, ed_work, vals)
+        pair_scores(
+            dist, refs[b], ref_len[b], qq, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals
+        )
         for k in range(N_OUT):
             out[k, b] = vals[k]
     return 0, -1

@@ -1,4 +1,4 @@
-"""Path metrics of VLN, one (reference, query) pair at a time; the batch API is re-exported here.
+"""Path metrics of VLN, one (reference, query) pair at a time (many pairs at once: `batch.score_batch`).
 
 Every metric is a plain function `metric(reference, query, graph, threshold=3.0, ...)`. `graph` is
 a `NavGraph` (paths are viewpoint ids, or node indices) or an (n, n) distance matrix such as
@@ -6,7 +6,8 @@ a `NavGraph` (paths are viewpoint ids, or node indices) or an (n, n) distance ma
 (`vlnkit.evaluation.kernels`), so a single pair costs microseconds and the functions can serve as
 rewards; `score_batch` scores many pairs of one scan in one kernel call.
 
-    from vlnkit.evaluation.metrics import ndtw, score, score_batch
+    from vlnkit.evaluation.batch import score_batch
+    from vlnkit.evaluation.metrics import ndtw, score
     reward = ndtw(reference, query, graph)                       # viewpoint ids and a NavGraph
     scores = score_batch(graph.distances, references, queries)   # {"pl": array, ..., "md": array}
 
@@ -19,6 +20,11 @@ Conventions
   `keep_repeats=True`; the reference is used as given.
 - `spl_reference="shortest"` (default) uses d(q_1, r_last) as SPL's reference length;
   `"path"` uses PL(R), the reference path's own length (as the HAMT/DUET scorers do).
+- Success at exactly d_th: `success_rule="le"` (default) counts it, NE <= d_th, as the R4R and nDTW
+  papers' code does; `"lt"` does not, NE < d_th, as R2R's eval.py and HAMT, DUET, BabyWalk and VLN-CE
+  do. Only exact ties differ. The rule applies to SR, OSR, and the success factor of SPL, SED, SDTW.
+- `graph` must be square: a distance matrix that is not (n, n), or a node index outside [0, n),
+  raises ValueError naming the problem.
 
 Degenerate cases (all give finite numbers or +inf, never NaN, never an exception)
 -------------------------------------------------------------------------------
@@ -43,21 +49,17 @@ from operator import itemgetter
 import numpy as np
 
 from vlnkit.evaluation import kernels as K
-from vlnkit.evaluation.batch import GRID, means, raise_status, score_batch, totals  # noqa: F401  (re-exported)
-from vlnkit.evaluation.common import (  # noqa: F401  (re-exported: callers import them from here)
+from vlnkit.evaluation.batch import GRID, raise_status
+from vlnkit.evaluation.common import (
     ALL,
-    DEFAULT_CHUNK,
+    DEFAULT_SUCCESS_RULE,
     DEFAULT_THRESHOLD,
-    EXTRA,
     METRICS,
     SPL_REFERENCES,
+    SUCCESS_RULES,
+    check_distances,
     check_options,
-    collapse_repeats_padded,
-    non_adjacent_steps,
-    pack,
-    pack_viewpoints,
 )
-from vlnkit.io.exactsum import SUM_SCALE, exact_sum  # noqa: F401  (re-exported)
 
 
 def as_indices(path, graph) -> np.ndarray:
@@ -79,8 +81,8 @@ def distance_matrix(graph) -> np.ndarray:
     """The float64 distance matrix of a NavGraph, or the given matrix itself (converted if need be)."""
     dist = getattr(graph, "distances", graph)
     if type(dist) is np.ndarray and dist.dtype is _F64:  # any memory layout: the kernels index it directly
-        return dist
-    return np.ascontiguousarray(dist, dtype=np.float64)
+        return check_distances(dist)
+    return check_distances(np.ascontiguousarray(dist, dtype=np.float64))
 
 
 def pair_nodes(reference, query, graph) -> tuple[np.ndarray, int]:
@@ -99,15 +101,18 @@ _F64 = np.dtype(np.float64)
 _NEEDS = {k: K.NEED_ED if m == "sed" else K.NEED_GRID if m in GRID else 0 for k, m in enumerate(ALL)}
 
 
-def _options(threshold, keep_repeats, spl_reference) -> int:
-    if not (threshold > 0 and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
-    if spl_reference != "shortest" and spl_reference != "path":
-        raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
-    return (K.KEEP_REPEATS if keep_repeats else 0) | (K.SPL_PATH if spl_reference == "path" else 0)
+def _options(keep_repeats, spl_reference, success_rule) -> int:
+    """The kernels' flag bits for these options (checked by `check_options` first)."""
+    return (
+        (K.KEEP_REPEATS if keep_repeats else 0)
+        | (K.SPL_PATH if spl_reference == "path" else 0)
+        | (K.SUCCESS_LT if success_rule == "lt" else 0)
+    )
 
 
-def _metric(which: int, reference, query, graph, threshold, keep_repeats, spl_reference="shortest") -> float:
+def _metric(
+    which: int, reference, query, graph, threshold, keep_repeats, spl_reference="shortest", success_rule="le"
+) -> float:
     """One metric of one pair: one id lookup, one kernel call computing only what that metric needs.
 
     Written for the per-call cost (a reward is computed every step): checks inline, no extra calls.
@@ -119,9 +124,16 @@ def _metric(which: int, reference, query, graph, threshold, keep_repeats, spl_re
         if spl_reference != "path":
             raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
         flags |= K.SPL_PATH
+    if success_rule != "le":
+        if success_rule != "lt":
+            raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {success_rule!r}")
+        flags |= K.SUCCESS_LT
     dist = getattr(graph, "distances", graph)
     if type(dist) is not np.ndarray or dist.dtype is not _F64:
         dist = np.ascontiguousarray(dist, dtype=np.float64)
+    shape = dist.shape
+    if len(shape) != 2 or shape[0] != shape[1]:
+        check_distances(dist)  # raises, naming the shape
     if type(reference) is list and type(query) is list and reference and query and hasattr(graph, "index"):
         try:  # the common case, viewpoint ids of a NavGraph: both paths in one lookup
             nodes, split = np.array(itemgetter(*reference, *query)(graph.index), dtype=np.int64), len(reference)
@@ -144,6 +156,7 @@ def score(
     keep_repeats: bool = False,
     spl_reference: str = "shortest",
     metrics=METRICS,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
 ) -> dict[str, float]:
     """All (or the named) metrics of one pair, as floats: one kernel call for all of them.
 
@@ -152,8 +165,8 @@ def score(
     >>> s["ne"], s["sr"], s["dtw"]
     (1.0, 1.0, 1.0)
     """
-    check_options(threshold, spl_reference, metrics)
-    flags = _options(threshold, keep_repeats, spl_reference)
+    check_options(threshold, spl_reference, metrics, success_rule)
+    flags = _options(keep_repeats, spl_reference, success_rule)
     flags |= (K.NEED_GRID if any(m in GRID for m in metrics) else 0) | (K.NEED_ED if "sed" in metrics else 0)
     dist = distance_matrix(graph)
     nodes, split = pair_nodes(reference, query, graph)
@@ -192,24 +205,43 @@ def one(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_r
     return _metric(K.ONE, reference, query, graph, threshold, keep_repeats)
 
 
-def sr(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:
+def sr(
+    reference,
+    query,
+    graph,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    keep_repeats: bool = False,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
+) -> float:
     """Success rate SR = 1[NE <= d_th]: 1.0 if the agent stopped within d_th of the goal, else 0.0.
+    With `success_rule="lt"` SR = 1[NE < d_th] (R2R's eval.py): a stop exactly d_th away fails.
 
     >>> d = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
     >>> sr([0, 1, 2], [0], d), sr([0, 1, 2], [0], d, threshold=1.5)
     (1.0, 0.0)
+    >>> sr([0, 1, 2], [0], d, threshold=2.0), sr([0, 1, 2], [0], d, threshold=2.0, success_rule="lt")
+    (1.0, 0.0)
     """
-    return _metric(K.SR, reference, query, graph, threshold, keep_repeats)
+    return _metric(K.SR, reference, query, graph, threshold, keep_repeats, "shortest", success_rule)
 
 
-def osr(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:
+def osr(
+    reference,
+    query,
+    graph,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    keep_repeats: bool = False,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
+) -> float:
     """Oracle success rate OSR = 1[ONE <= d_th]: success had the agent stopped at its best node.
 
     >>> d = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
     >>> osr([0, 1, 2], [0, 1, 2, 1, 0], d, threshold=0.5)
     1.0
     """
-    return _metric(K.OSR, reference, query, graph, threshold, keep_repeats)
+    return _metric(K.OSR, reference, query, graph, threshold, keep_repeats, "shortest", success_rule)
 
 
 def spl(
@@ -220,6 +252,7 @@ def spl(
     *,
     keep_repeats: bool = False,
     spl_reference: str = "shortest",
+    success_rule: str = DEFAULT_SUCCESS_RULE,
 ) -> float:
     """Success weighted by path length SPL = SR * L / max(PL(Q), L), L = d(q_1, r_last) (or PL(R) with
     `spl_reference="path"`): success, discounted by detours.
@@ -228,10 +261,18 @@ def spl(
     >>> spl([0, 1, 2], [0, 1, 0, 1, 2], d)
     0.5
     """
-    return _metric(K.SPL, reference, query, graph, threshold, keep_repeats, spl_reference)
+    return _metric(K.SPL, reference, query, graph, threshold, keep_repeats, spl_reference, success_rule)
 
 
-def sed(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:
+def sed(
+    reference,
+    query,
+    graph,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    keep_repeats: bool = False,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
+) -> float:
     """Success weighted by edit distance SED = SR * (1 - ED(A_R, A_Q) / max(|A_R|, |A_Q|)), with ED the
     Levenshtein distance between the edge sequences A_P = ((p_1, p_2), (p_2, p_3), ...).
 
@@ -239,7 +280,7 @@ def sed(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_r
     >>> sed([0, 1, 2], [0, 1, 0, 1, 2], d)  # edges 01 12 vs 01 10 01 12: two insertions over four
     0.5
     """
-    return _metric(K.SED, reference, query, graph, threshold, keep_repeats)
+    return _metric(K.SED, reference, query, graph, threshold, keep_repeats, "shortest", success_rule)
 
 
 def pc(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:
@@ -294,14 +335,22 @@ def ndtw(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_
     return _metric(K.NDTW, reference, query, graph, threshold, keep_repeats)
 
 
-def sdtw(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:
+def sdtw(
+    reference,
+    query,
+    graph,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    keep_repeats: bool = False,
+    success_rule: str = DEFAULT_SUCCESS_RULE,
+) -> float:
     """Success weighted by nDTW SDTW = SR * nDTW: fidelity counted only for successful episodes.
 
     >>> d = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
     >>> round(sdtw([0, 1, 2], [0, 2], d), 4), sdtw([0, 1, 2], [0, 2, 0], d, threshold=1.0)
     (0.8948, 0.0)
     """
-    return _metric(K.SDTW, reference, query, graph, threshold, keep_repeats)
+    return _metric(K.SDTW, reference, query, graph, threshold, keep_repeats, "shortest", success_rule)
 
 
 def ad(reference, query, graph, threshold: float = DEFAULT_THRESHOLD, *, keep_repeats: bool = False) -> float:

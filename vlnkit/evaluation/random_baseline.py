@@ -12,10 +12,9 @@ is the single start node after repeats are collapsed).
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
+from vlnkit.hashing import stable_rng
 from vlnkit.navigation.graph import NavGraph
 
 
@@ -33,12 +32,6 @@ def allocate(num_trajectories: int, episodes: int) -> np.ndarray:
     return base + (np.arange(episodes) < extra).astype(np.int64)
 
 
-def episode_rng(seed: int, instr_id: str) -> np.random.Generator:
-    """A generator seeded from the global seed and the episode's own id (stable across runs and runners)."""
-    digest = hashlib.sha256(str(instr_id).encode()).digest()
-    return np.random.default_rng([int(seed), int.from_bytes(digest[:8], "little")])
-
-
 def neighbour_table(graph: NavGraph) -> tuple[np.ndarray, np.ndarray]:
     """(n, max_degree) padded neighbour indices and (n,) degrees, for vectorized walking."""
     nbrs = graph.neighbours
@@ -51,7 +44,7 @@ def neighbour_table(graph: NavGraph) -> tuple[np.ndarray, np.ndarray]:
 
 def draw(seed: int, instr_id: str, count: int, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An episode's (steps (count,), uniforms (count, max(pool))): all its random numbers, in one place."""
-    rng = episode_rng(seed, instr_id)
+    rng = stable_rng(instr_id, seed=seed)  # the episode's own stream: same on every runner and worker
     steps = pool[rng.integers(0, len(pool), size=count)]
     uniforms = rng.random((count, int(pool.max(initial=0))))
     return steps, uniforms

@@ -95,7 +95,7 @@ def rewards_reset(flat, off, n, refs, ref_len, kind, th, rows, cover, pl_q, pl_r
 
 @njit(cache=True)
 def rewards_step(
-    flat, off, n, refs, ref_len, kind, th, signed_end, shaping, keep_repeats,
+    flat, off, n, refs, ref_len, kind, th, strict, signed_end, shaping, keep_repeats,
     rows, cover, pl_q, pl_r, pos, value, finished, nodes, stop, out,
 ):  # fmt: skip
     """One step of every environment; rewards into out (B,). Returns (status, env) or (0, -1).
@@ -121,7 +121,7 @@ def rewards_step(
         here = pos[b]
         if stop[b]:
             d = flat[o + here * nb + g]
-            success = d <= th
+            success = d < th if strict else d <= th
             if kind == GOAL:
                 out[b] = 1.0 if success else (-1.0 if signed_end else 0.0)
             elif kind == FIDELITY_NDTW:

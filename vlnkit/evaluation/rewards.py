@@ -17,8 +17,9 @@ a step costs O(|R|): each environment keeps the last DTW column over its referen
 node against every reference node), every reference node's distance to the walk so far, and PL.
 
 Conventions: a "move" to the current node (turning in place) changes nothing and earns 0, unless
-``keep_repeats=True`` (then it is a new query node, as the metrics' option). Environments that
-stopped earn 0 and ignore their entries until the next `reset`. An unknown node raises ValueError
+``keep_repeats=True`` (then it is a new query node, as the metrics' option). Success is d(s_T, g) <= d_th,
+or d(s_T, g) < d_th with ``success_rule="lt"`` (the metrics' option). Environments that stopped earn 0
+and ignore their entries until the next `reset`. An unknown node raises ValueError
 naming the environment; no state changes on an error. Unreachable nodes (another connected
 component, reachable only by a jump): nDTW and CLS follow the metrics (distances are +inf, so the
 scores fall to 0 and rewards stay finite); the goal-oriented reward would be inf - inf, so `reset`
@@ -40,7 +41,7 @@ from operator import itemgetter
 import numpy as np
 
 from vlnkit.evaluation import reward_kernels as K
-from vlnkit.evaluation.common import DEFAULT_THRESHOLD
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, DEFAULT_THRESHOLD, SUCCESS_RULES, check_distances
 
 KINDS = {"goal": K.GOAL, "ndtw": K.FIDELITY_NDTW, "cls": K.FIDELITY_CLS}
 GOAL_ENDS = ("indicator", "signed")
@@ -63,6 +64,7 @@ class RewardBatch:
         goal_end: str = "indicator",
         cls_shaping: bool = False,
         keep_repeats: bool = False,
+        success_rule: str = DEFAULT_SUCCESS_RULE,
     ):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {tuple(KINDS)}, got {kind!r}")
@@ -70,12 +72,15 @@ class RewardBatch:
             raise ValueError(f"goal_end must be one of {GOAL_ENDS}, got {goal_end!r}")
         if not (threshold > 0 and np.isfinite(threshold)):
             raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
+        if success_rule not in SUCCESS_RULES:
+            raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {success_rule!r}")
         self.graphs = graphs
         self.kind = kind
         self.threshold = float(threshold)
         self.goal_end = goal_end
         self.cls_shaping = bool(cls_shaping)
         self.keep_repeats = bool(keep_repeats)
+        self.strict = success_rule == "lt"
         self._store = hasattr(graphs, "get") and not hasattr(graphs, "distances")
         self._refs = None
         self._layout: dict[int, tuple] = {}  # id(graph) -> (graph, offset in _flat, n); holding it keeps ids unique
@@ -92,8 +97,7 @@ class RewardBatch:
             return
         mats = [np.ascontiguousarray(getattr(g, "distances", g), dtype=np.float64) for g in new]
         for m in mats:
-            if m.ndim != 2 or m.shape[0] != m.shape[1]:
-                raise ValueError(f"distances must be a square matrix, got shape {m.shape}")
+            check_distances(m)
         start = len(self._flat)
         if not self._layout and len(mats) == 1:
             self._flat = mats[0].ravel()
@@ -191,7 +195,7 @@ class RewardBatch:
         if len(idx) != count or len(stop) != count:
             raise ValueError(f"{count} environments but {len(idx)} nodes and {len(stop)} stop flags")
         status, b = K.rewards_step(
-            self._flat, self._off, self._n, self._refs, self._ref_len, KINDS[self.kind], self.threshold,
+            self._flat, self._off, self._n, self._refs, self._ref_len, KINDS[self.kind], self.threshold, self.strict,
             self.goal_end == "signed", self.cls_shaping, self.keep_repeats, self._rows, self._cover,
             self._pl_q, self._pl_r, self._pos, self._value, self._finished, idx, stop, self._out,
         )  # fmt: skip

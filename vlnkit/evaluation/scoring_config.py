@@ -4,7 +4,7 @@ Kept apart from the jobs (and from Beam) so that any job, and plain scripts, can
 
     >>> from vlnkit.evaluation.scoring_config import ScoringConfig
     >>> ScoringConfig(success_distance=3.0).to_dict()
-    {'success_distance': 3.0, 'keep_repeats': False, 'spl_reference': 'shortest'}
+    {'success_distance': 3.0, 'keep_repeats': False, 'spl_reference': 'shortest', 'success_rule': 'le'}
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vlnkit.evaluation.metrics import SPL_REFERENCES
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SPL_REFERENCES, SUCCESS_RULES
 
 
 @dataclass(frozen=True)
@@ -21,12 +21,15 @@ class ScoringConfig:
 
     success_distance: d_th in metres (success threshold and the CLS/nDTW scale); keep_repeats:
     score trajectories as given instead of collapsing consecutive repeated viewpoints;
-    spl_reference: "shortest" (d(q_1, r_last)) or "path" (the reference path's length).
+    spl_reference: "shortest" (d(q_1, r_last)) or "path" (the reference path's length);
+    success_rule: "le" (success is NE <= d_th, the R4R/nDTW papers' code, the default) or "lt"
+    (NE < d_th, R2R's eval.py, HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ.
     """
 
     success_distance: float = 3.0
     keep_repeats: bool = False
     spl_reference: str = "shortest"
+    success_rule: str = DEFAULT_SUCCESS_RULE
 
     def __post_init__(self) -> None:
         d = self.success_distance
@@ -34,21 +37,26 @@ class ScoringConfig:
             raise ValueError(f"success_distance must be a finite number > 0, got {d}")
         if self.spl_reference not in SPL_REFERENCES:
             raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {self.spl_reference!r}")
+        if self.success_rule not in SUCCESS_RULES:
+            raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {self.success_rule!r}")
 
     def to_dict(self) -> dict:
         return {
             "success_distance": self.success_distance,
             "keep_repeats": self.keep_repeats,
             "spl_reference": self.spl_reference,
+            "success_rule": self.success_rule,
         }
 
 
 def scoring_config(opts) -> ScoringConfig:
-    """The config from parsed flags `success_distance`, `keep_repeats`, `spl_reference`.
+    """The config from parsed flags `success_distance`, `keep_repeats`, `spl_reference` and, where the
+    job has it, `success_rule` (jobs without the flag score with the default rule).
 
     Raises ValueError for values no score can use (jobs turn it into a one-line error).
     """
-    return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference)
+    rule = getattr(opts, "success_rule", DEFAULT_SUCCESS_RULE)
+    return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference, rule)
 
 
 RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")

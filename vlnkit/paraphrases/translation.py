@@ -22,13 +22,14 @@ Backends
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+
+from vlnkit.hashing import stable_random
 
 OFFLINE_DEMO = "offline-demo"
 GOOGLE = "google"
@@ -148,8 +149,7 @@ _DEMO_MARK = "\u27e6{}\u27e7 "  # ⟦de⟧ prefix: the "pivot language" text
 
 
 def _demo_rng(text: str, pivot: str) -> random.Random:
-    digest = hashlib.sha256(f"{pivot}\x00{text}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+    return stable_random(pivot, text)
 
 
 def demo_round_trip(text: str, pivot: str) -> str:

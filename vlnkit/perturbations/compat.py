@@ -8,10 +8,11 @@ and the record's own id, so the output never depends on worker, bundle or proces
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+
+from vlnkit.hashing import stable_hash, stable_rng
 
 INSTRUCTION_METHODS = ("direction_swap", "entity_swap", "phrase_swap")
 TRAJECTORY_METHODS = ("random_walk", "path_reversal", "viewpoint_swap")
@@ -47,19 +48,13 @@ def parse_methods(text: str | list[str]) -> tuple[str, ...]:
     return tuple(m for m in ALL_METHODS if m in names)
 
 
-def stable_hash(*keys) -> int:
-    """A 64-bit hash of the keys that is the same in every process (unlike Python's `hash`)."""
-    digest = hashlib.blake2b("\x1f".join(str(k) for k in keys).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
-
-
 def record_rng(seed: int, *keys) -> np.random.Generator:
-    """A generator determined only by the global seed and the record's keys (id, method, copy)."""
-    return np.random.default_rng([int(seed) & 0xFFFFFFFF, stable_hash(*keys)])
+    """A generator determined only by the global seed and the record's keys (id, method, copy).
 
-
-# Schemas of the rows built here are declared with every other output schema.
-from vlnkit.io.schemas import COMPAT, PERTURBATIONS  # noqa: E402,F401
+    >>> record_rng(5, "random_walk", "12_0", 0).random() == record_rng(5, "random_walk", "12_0", 0).random()
+    True
+    """
+    return stable_rng(*keys, seed=seed)
 
 
 def perturbation_row(item: dict, result, variant: int) -> dict:
@@ -111,7 +106,7 @@ def method_quota(positives: int, available: dict[str, int], methods: tuple[str, 
 
 def selection_key(seed: int, row: dict) -> int:
     """Rank of a candidate negative within its method: the lowest keys are taken (any runner, same set)."""
-    return stable_hash(seed, "compat", row["method"], row["source_instr_id"], row["variant"])
+    return stable_hash("compat", row["method"], row["source_instr_id"], row["variant"], seed=seed)
 
 
 def select_negatives(seed: int, candidates: list[dict], quota: int) -> list[dict]:

@@ -19,7 +19,6 @@ positive to the right.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
 
+from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
 from vlnkit.navigation.graph import NavGraph, simulator_heading
 
@@ -222,8 +222,7 @@ def object_targets(
 # ---------------------------------------------------------------------------- templates
 def choose(phrasings: list[str], seed: int, key: str) -> str:
     """A phrasing picked by (seed, key) alone: the same on every runner and rerun."""
-    digest = hashlib.blake2b(f"{seed}\x00{key}".encode(), digest_size=8).digest()
-    return phrasings[int.from_bytes(digest, "big") % len(phrasings)]
+    return phrasings[stable_bucket(key, buckets=len(phrasings), seed=seed)]
 
 
 # The one placeholder each probe's phrasings may (and, for room and object, must) use.
@@ -523,6 +522,3 @@ def agent_episode(episode: dict) -> dict:
         "instructions": [episode["instruction"]],
         "candidates": episode["candidates"],
     }
-
-
-from vlnkit.io.schemas import PROBE_EPISODES  # noqa: E402,F401  (declared with every other output schema)

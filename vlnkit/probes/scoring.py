@@ -8,7 +8,6 @@ with replacement, and takes all episodes of the drawn trajectories.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vlnkit.datasets.r2r import RecordError, labelled_json_items
+from vlnkit.hashing import stable_rng
 
 N_BOOT = 1000
 LEVEL = 0.95
@@ -51,7 +51,7 @@ def validate_probe_file(path: str, flag: str = "--probes") -> None:
     import pyarrow.parquet as pq
 
     from vlnkit.io import fileio
-    from vlnkit.probes.episodes import PROBE_EPISODES
+    from vlnkit.io.schemas import PROBE_EPISODES
 
     where = f"{flag} {path}"
     try:
@@ -170,11 +170,6 @@ def correct_mass(probs: dict, candidates: list[str], correct: list[str]) -> tupl
     return mass / total, abs(total - 1.0) > SUM_TOLERANCE
 
 
-def _rng(seed: int, key: str) -> np.random.Generator:
-    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-    return np.random.default_rng([int(seed) & 0xFFFFFFFF, int.from_bytes(digest, "big")])
-
-
 def hierarchical_bootstrap(
     values, scans, trajectories, n_boot: int = N_BOOT, rng: np.random.Generator | None = None
 ) -> np.ndarray:
@@ -241,7 +236,11 @@ def summarize_skills(rows: list[dict], seed: int = 0, n_boot: int = N_BOOT, leve
             vals = [r["mass"] for r in inter]
             entry["score"] = float(np.mean(vals))
             reps = hierarchical_bootstrap(
-                vals, [r["scan"] for r in inter], [r["trajectory"] for r in inter], n_boot, _rng(seed, f"{skill}:score")
+                vals,
+                [r["scan"] for r in inter],
+                [r["trajectory"] for r in inter],
+                n_boot,
+                stable_rng(skill, "score", seed=seed),
             )
             entry["ci"] = _interval(reps, level)
         if pairs:
@@ -252,7 +251,7 @@ def summarize_skills(rows: list[dict], seed: int = 0, n_boot: int = N_BOOT, leve
                 [a["scan"] for a, _ in pairs],
                 [a["trajectory"] for a, _ in pairs],
                 n_boot,
-                _rng(seed, f"{skill}:shift"),
+                stable_rng(skill, "shift", seed=seed),
             )
             entry["shift_ci"] = _interval(reps, level)
         out[skill] = entry

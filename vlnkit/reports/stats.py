@@ -14,13 +14,14 @@ Partial keys are tuples whose first element says how to merge:
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
 from collections import Counter
 
 import numpy as np
+
+from vlnkit.hashing import stable_hash
 
 # --------------------------------------------------------------------------- what is measured
 DATASET, SCORES, PERTURBATIONS, PARAPHRASES = "dataset", "scores", "perturbations", "paraphrases"
@@ -299,8 +300,7 @@ def display_bins(hists: list[list], width: float, integer: bool = False, max_bin
 def sample_key(seed: int, *ids) -> int:
     """A deterministic pseudo-random rank from the seed and a record's own ids (never run order):
     the N records with the smallest keys are the sample, whatever the runner or sharding."""
-    blob = "\x1f".join([str(seed), *map(str, ids)]).encode()
-    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") >> 1  # fits Beam's 64-bit signed ints
+    return stable_hash(*ids, seed=seed) >> 1  # fits Beam's 64-bit signed ints
 
 
 # --------------------------------------------------------------------------- drawings

@@ -8,7 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vlnkit.evaluation import batch as B
+from vlnkit.evaluation import common as C
 from vlnkit.evaluation import metrics as M
+from vlnkit.io import exactsum
 from vlnkit.navigation.graph import GraphStore, NavGraph
 from vlnkit.navigation.synthetic import grid_connectivity
 
@@ -218,8 +221,8 @@ def test_single_pair_api_takes_viewpoint_ids_with_a_graph_or_indices_with_a_matr
     by_id = M.score(R, Q, grid)
     by_index = M.score(grid.indices(R), grid.indices(Q), grid.distances)
     assert by_id == by_index
-    assert set(by_id) == set(M.METRICS)
-    for m in M.METRICS + M.EXTRA:
+    assert set(by_id) == set(C.METRICS)
+    for m in C.METRICS + C.EXTRA:
         assert getattr(M, m)(R, Q, grid) == pytest.approx(
             simple_scores(grid.indices(R), grid.indices(Q), grid.distances)[m]
         )
@@ -238,7 +241,7 @@ def test_degenerate_cases_are_documented_values_not_nan():
     assert s["pl"] == s["ne"] == s["dtw"] == s["md"] == math.inf
     assert s["sr"] == s["spl"] == s["sed"] == s["sdtw"] == s["ndtw"] == 0.0
     assert 0 <= s["cls"] <= 1 and not any(math.isnan(v) for v in s.values())
-    assert_close(s, {k: v for k, v in simple_scores([0, 1, 2], [0, 3], g.distances).items() if k in M.METRICS})
+    assert_close(s, {k: v for k, v in simple_scores([0, 1, 2], [0, 3], g.distances).items() if k in C.METRICS})
     # The reference itself unreachable from the query's only node.
     s = M.score([3, 4], [0], g.distances)
     assert not any(math.isnan(v) for v in s.values()) and s["cls"] == 0.0 and s["ne"] == math.inf
@@ -256,16 +259,16 @@ def test_degenerate_cases_are_documented_values_not_nan():
 
 
 def test_batch_helpers():
-    padded, lengths = M.pack([[1, 1, 2, 2, 2, 3, 1], [4], [5, 5]])
-    out, new_len = M.collapse_repeats_padded(padded, lengths)
+    padded, lengths = C.pack([[1, 1, 2, 2, 2, 3, 1], [4], [5, 5]])
+    out, new_len = C.collapse_repeats_padded(padded, lengths)
     assert new_len.tolist() == [4, 1, 1]
     assert out[0, :4].tolist() == [1, 2, 3, 1] and out[1, 0] == 4 and out[2, 0] == 5
     adjacent = np.zeros((6, 6), dtype=bool)
     adjacent[1, 2] = adjacent[2, 1] = True
-    assert M.non_adjacent_steps(adjacent, out, new_len).tolist() == [2, 0, 0]  # 2->3 and 3->1 are jumps
-    summed = M.totals({"pl": np.array([1.0, np.inf, 3.0])})
-    assert summed == {"sum_pl": 4 << M.SUM_SCALE, "finite_pl": 2, "count": 3}
-    mean, nulls = M.means(summed, metrics=("pl",))
+    assert C.non_adjacent_steps(adjacent, out, new_len).tolist() == [2, 0, 0]  # 2->3 and 3->1 are jumps
+    summed = B.totals({"pl": np.array([1.0, np.inf, 3.0])})
+    assert summed == {"sum_pl": 4 << exactsum.SUM_SCALE, "finite_pl": 2, "count": 3}
+    mean, nulls = B.means(summed, metrics=("pl",))
     assert mean == {"pl": 2.0} and nulls == {"pl": 1}
 
 
@@ -275,12 +278,12 @@ def test_exact_sums_do_not_depend_on_the_order_partial_sums_are_combined():
     rng = np.random.default_rng(3)
     values = np.concatenate([rng.random(5000) * 40, [5e-324, 1e-310, 1e308, -1e308, 0.1, -0.0]])
     exact = sum((Fraction(float(v)) for v in values), Fraction(0))
-    assert Fraction(M.exact_sum(values), 2**M.SUM_SCALE) == exact
+    assert Fraction(exactsum.exact_sum(values), 2**exactsum.SUM_SCALE) == exact
     parts = np.array_split(values, 41)
-    forward = sum(M.exact_sum(p) for p in parts)
-    backward = sum(M.exact_sum(p) for p in reversed(parts))
+    forward = sum(exactsum.exact_sum(p) for p in parts)
+    backward = sum(exactsum.exact_sum(p) for p in reversed(parts))
     assert forward == backward
-    mean, _ = M.means({"sum_pl": forward, "finite_pl": len(values), "count": len(values)}, metrics=("pl",))
+    mean, _ = B.means({"sum_pl": forward, "finite_pl": len(values), "count": len(values)}, metrics=("pl",))
     assert mean["pl"] == float(exact / len(values))  # correctly rounded
 
 
@@ -298,14 +301,13 @@ def test_batch_matches_the_simple_implementation_on_real_graphs(r2r_dir, connect
         refs += [a + graph.shortest_path_indices(a[-1], b[0])[1:] + b[1:] for a, b in zip(refs, refs[1:])][:20]
         pairs = adversarial_pairs(rng, graph, refs, 400)
         for keep, spl_ref in ((False, "shortest"), (True, "path")):
-            ours = M.score_batch(
+            ours = B.score_batch(
                 graph.distances,
                 [p[0] for p in pairs],
                 [p[1] for p in pairs],
                 keep_repeats=keep,
                 spl_reference=spl_ref,
-                metrics=M.METRICS + M.EXTRA,
-                chunk_size=97,
+                metrics=C.METRICS + C.EXTRA,
             )
             for b, (R, Q) in enumerate(pairs):
                 want = simple_scores(R, Q, graph.distances, keep_repeats=keep, spl_reference=spl_ref)
@@ -326,7 +328,7 @@ node = st.integers(0, 63)
     th=st.sampled_from([0.5, 1.0, 3.0]),
 )
 def test_properties(grid, R, Q, keep, th):
-    s = M.score(R, Q, grid.distances, th, keep_repeats=keep, metrics=M.METRICS + M.EXTRA)
+    s = M.score(R, Q, grid.distances, th, keep_repeats=keep, metrics=C.METRICS + C.EXTRA)
     for m in ("sr", "osr", "spl", "sed", "cls", "pc", "ls", "ndtw", "sdtw"):
         assert 0.0 <= s[m] <= 1.0, (m, s[m])
     for m in ("pl", "ne", "one", "dtw", "ad", "md"):

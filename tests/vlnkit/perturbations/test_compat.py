@@ -4,7 +4,8 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from vlnkit.perturbations.compat import method_quota, parse_methods, record_rng, select_negatives, stable_hash
+from vlnkit.hashing import stable_hash
+from vlnkit.perturbations.compat import method_quota, parse_methods, record_rng, select_negatives
 
 
 def test_method_quota_splits_half_of_the_positives_equally():
@@ -28,7 +29,7 @@ def test_record_rng_depends_only_on_seed_and_keys_in_any_process():
     draws = record_rng(5, "random_walk", "12_0", 0).integers(1 << 30, size=4).tolist()
     assert draws == record_rng(5, "random_walk", "12_0", 0).integers(1 << 30, size=4).tolist()
     assert draws != record_rng(6, "random_walk", "12_0", 0).integers(1 << 30, size=4).tolist()
-    code = "from vlnkit.perturbations.compat import record_rng, stable_hash; print(stable_hash('x', 1), record_rng(5, 'random_walk', '12_0', 0).integers(1 << 30, size=4).tolist())"
+    code = "from vlnkit.hashing import stable_hash; from vlnkit.perturbations.compat import record_rng; print(stable_hash('x', 1), record_rng(5, 'random_walk', '12_0', 0).integers(1 << 30, size=4).tolist())"
     other = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert other.stdout.split(" ", 1) == [str(stable_hash("x", 1)), f"{draws}\n"]
 

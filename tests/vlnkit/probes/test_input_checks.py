@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from vlnkit.datasets.r2r import NoUsableRecords, require_usable_records
+from vlnkit.io.schemas import PROBE_EPISODES
 from vlnkit.probes.episodes import (
     DEFAULT_TEMPLATES,
-    PROBE_EPISODES,
     ProbeConfig,
     ProbeInputError,
     load_templates,

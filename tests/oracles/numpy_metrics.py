@@ -1,11 +1,11 @@
-"""The numpy implementation of the path metrics: the reference the compiled kernels are tested against.
+"""A test oracle: the numpy implementation of the path metrics the compiled kernels are tested against.
 
 This was the library's implementation before the compiled kernels (`vlnkit.evaluation.kernels`). It
-stays because it is written differently (whole-batch array operations, dynamic programmes swept by
-anti-diagonals) and so checks the kernels independently; it is not used by the library's hot paths.
-Use `vlnkit.evaluation.batch.score_batch` / `vlnkit.evaluation.metrics` instead.
+is kept, with the tests and benchmarks, because it is written differently (whole-batch array
+operations, dynamic programmes swept by anti-diagonals) and so checks the kernels independently; it
+does not ship with the package. Use `vlnkit.evaluation.batch.score_batch` / `vlnkit.evaluation.metrics`.
 
-Conventions are those of `vlnkit.evaluation.metrics`. The DTW and edit-distance programmes sweep
+Conventions are those of `vlnkit.evaluation.metrics` with the default success rule (NE <= d_th). The DTW and edit-distance programmes sweep
 anti-diagonals k = i + j over the whole batch (Python loops run |R| + |Q| times per batch, not per pair).
 
 >>> import numpy as np
@@ -22,7 +22,6 @@ from functools import cached_property
 import numpy as np
 
 from vlnkit.evaluation.common import (
-    DEFAULT_CHUNK,
     DEFAULT_THRESHOLD,
     EXTRA,
     METRICS,
@@ -31,6 +30,8 @@ from vlnkit.evaluation.common import (
     collapse_repeats_padded,
     pack,
 )
+
+DEFAULT_CHUNK = 8192  # pairs per padded chunk (bounds the (chunk, |R|, |Q|) intermediate arrays)
 
 
 def _check(distances: np.ndarray, paths: np.ndarray, lengths: np.ndarray, what: str) -> None:
