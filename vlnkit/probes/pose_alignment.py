@@ -68,10 +68,12 @@ def trace_path_indices(trace: PoseTrace, path: list[str]) -> np.ndarray:
         positions[viewpoint].append(j)
     run_index = np.empty(len(starts), dtype=np.int64)
     current = 0
-    for r, s in enumerate(starts.tolist()):  # one step per change of viewpoint, not per snapshot
-        at = positions.get(pano[s])
+    for r, (s, viewpoint) in enumerate(zip(starts.tolist(), pano[starts].tolist())):  # per change of viewpoint
+        at = positions.get(viewpoint)
         if at is None:
-            raise PoseTraceError(trace.path, f"snapshot {s} (t={trace.time[s]:g} s) is at {pano[s]!r}, not on the path")
+            raise PoseTraceError(
+                trace.path, f"snapshot {s} (t={trace.time[s]:g} s) is at {viewpoint!r}, not on the path"
+            )
         ahead = [j for j in at if j >= current]
         if ahead:
             current = ahead[0]
