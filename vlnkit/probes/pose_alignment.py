@@ -41,7 +41,13 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from vlnkit.datasets.alignments import segment_ends, validate_segments
-from vlnkit.datasets.pose_traces import PoseTrace, PoseTraceError, load_pose_trace, pose_trace_path
+from vlnkit.datasets.pose_traces import (
+    PoseTrace,
+    PoseTraceError,
+    load_pose_trace,
+    parse_pose_trace,  # noqa: F401  (the docstring examples use it)
+    pose_trace_path,
+)
 from vlnkit.io.dead_letters import RecordError
 
 __all__ = ["align_guide", "word_viewpoints", "trace_path_indices", "rxr_alignments", "AlignmentError"]
