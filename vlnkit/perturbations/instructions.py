@@ -16,31 +16,16 @@ import numpy as np
 from spacy.attrs import LOWER
 
 from vlnkit.perturbations.compat import NotApplicable
+from vlnkit.perturbations.direction_lexicons import ENGLISH, DirectionLexicon, lexicon_for
 
-DIRECTION_SETS = (
-    ("around", "left", "right"),
-    ("bottom", "middle", "top"),
-    ("up", "down"),
-    ("front", "back"),
-    ("above", "under"),
-    ("enter", "exit"),
-    ("backward", "forward"),
-    ("away from", "towards"),
-    ("into", "out of"),
-    ("inside", "outside"),
-    # Inflected forms of the sets above, swapped only with the same inflection.
-    ("enters", "exits"),
-    ("entering", "exiting"),
-    ("entered", "exited"),
-    ("backwards", "forwards"),
-)
+DIRECTION_SETS = ENGLISH.sets
 # Lower-cased token tuple -> index of its set in DIRECTION_SETS.
-_DIRECTION_INDEX = {tuple(w.split()): k for k, group in enumerate(DIRECTION_SETS) for w in group}
+_DIRECTION_INDEX = ENGLISH.index
 # After these words a direction is a noun ("on your left"): "around" would not read as one.
-_NOUN_CONTEXT = frozenset({"the", "your", "a", "my", "his", "her", "their", "its"})
+_NOUN_CONTEXT = ENGLISH.noun_context
 # After these, "enter"/"exit" is a noun ("the exit"): not a direction.
-_DETERMINERS = _NOUN_CONTEXT | {"an", "this", "that", "another", "each", "every", "no", "our"}
-_ENTER_EXIT = frozenset(w for group in DIRECTION_SETS for w in group if w.startswith(("enter", "exit")))
+_DETERMINERS = ENGLISH.determiners
+_ENTER_EXIT = ENGLISH.noun_after_determiner
 
 # Noun-phrase roots that are not entities: quantifiers, ordinals, directions and path words.
 ENTITY_STOP_LIST = frozenset(
@@ -121,43 +106,54 @@ def _lower_first(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------- direction swap
-def direction_matches(doc) -> list[tuple[int, int, int]]:
-    """(first token, end token, set index) of every direction word or phrase, two-word phrases first.
+def direction_matches(doc, lexicon: DirectionLexicon = ENGLISH) -> list[tuple[int, int, int]]:
+    """(first token, end token, set index) of every direction word or phrase, longest phrases first.
 
     Tokens alone decide (no tagger): the output is the same with a tokenizer-only pipeline and with a
     trained one, whichever other methods share the parse. "enter"/"exit" after a determiner ("the
     exit") is a noun, not a direction, and is skipped. Part-of-speech tags are not used: a trained
     small English pipeline tags "left" in "Turn left and ..." as a verb in about a third of R2R's uses.
+    `lexicon` is the language's (see `direction_lexicons`); the English context rules are empty in others.
     """
     strings = doc.vocab.strings  # lower-cased forms without creating a Token object per token
     lowers = [strings[h] for h in doc.to_array(LOWER).tolist()]
+    index, longest = lexicon.index, lexicon.max_words
     out, i, n = [], 0, len(lowers)
     while i < n:
-        k = _DIRECTION_INDEX.get((lowers[i], lowers[i + 1])) if i + 1 < n else None
-        if k is not None:
-            out.append((i, i + 2, k))
-            i += 2
-            continue
-        k = _DIRECTION_INDEX.get((lowers[i],))
-        if k is not None and not (lowers[i] in _ENTER_EXIT and i > 0 and lowers[i - 1] in _DETERMINERS):
-            out.append((i, i + 1, k))
+        for width in range(min(longest, n - i), 0, -1):
+            k = index.get(tuple(lowers[i : i + width]))
+            if k is None:
+                continue
+            if width == 1 and lowers[i] in lexicon.noun_after_determiner and i > 0:
+                if lowers[i - 1] in lexicon.determiners:
+                    break
+            out.append((i, i + width, k))
+            i += width - 1
+            break
         i += 1
     return out
 
 
-def direction_swap(doc, rng: np.random.Generator) -> InstructionPerturbation | NotApplicable:
+def direction_swap(doc, rng: np.random.Generator, language: str = "en") -> InstructionPerturbation | NotApplicable:
     """Replace every direction word/phrase by another member of its set, keeping its capitalization.
-    After a determiner ("the left") the noun reading is kept: "around" is not used there."""
-    matches = direction_matches(doc)
+    After a determiner ("the left") the noun reading is kept: "around" is not used there.
+
+    `language` is a language code or IETF tag (en, hi, te; "hi-IN"): the Doc must come from that
+    language's tokenizer (`spacy.blank("hi")`), and the swap uses its lexicon (`direction_lexicons`).
+    """
+    lexicon = lexicon_for(language)
+    matches = direction_matches(doc, lexicon)
     if not matches:
         return NotApplicable("direction_swap", "no_direction_word")
     text, changes = doc.text, []
     for first, end, k in matches:
         start, stop = doc[first].idx, doc[end - 1].idx + len(doc[end - 1])
         before = text[start:stop]
-        others = [w for w in DIRECTION_SETS[k] if w != before.lower()]
-        if first > 0 and doc[first - 1].lower_ in _NOUN_CONTEXT and "around" in others and len(others) > 1:
-            others.remove("around")
+        others = [w for w in lexicon.sets[k] if w != before.lower()]
+        if first > 0 and doc[first - 1].lower_ in lexicon.noun_context:
+            avoid = [w for w in others if w in lexicon.not_after_noun_context]
+            if avoid and len(others) > len(avoid):
+                others = [w for w in others if w not in avoid]
         after = match_case(before, others[int(rng.integers(len(others)))])
         changes.append(Change(start, stop, before, after))
     return _perturbation("direction_swap", "swap", text, changes)

@@ -7,6 +7,7 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "episodes": ("ProbeConfig", "probe_episodes", "truncation_candidates", "load_templates", "PROBES"),
+        "pose_alignment": ("align_guide", "rxr_alignments", "AlignmentError"),
         "scoring": ("correct_mass", "summarize_skills", "hierarchical_bootstrap", "validate_probe_file"),
     },
 )
