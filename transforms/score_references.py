@@ -2,7 +2,7 @@
 
 `ReferenceBatchesFromRecords`: record dicts -> {"batches": (bucket, ("r", ReferenceBatch)),
 "dead_letter": dicts}, the same pieces `transforms.score_read.ReadReferenceBatches` makes from
-dataset files: both validate and convert through `vlnkit.datasets.episode_batches.reference_batch`
+dataset files: both validate and convert through `vlnkit.datasets.reference_batches.reference_batch`
 and split by `split_by_bucket`, so a record scores the same whichever way it arrives.
 
 Records are gathered into batches (`beam.BatchElements`), one `reference_batch` call each: the
@@ -16,7 +16,8 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.score_read import worker_vocabulary
-from vlnkit.datasets.episode_batches import reference_batch, split_by_bucket
+from vlnkit.datasets.columns import split_by_bucket
+from vlnkit.datasets.reference_batches import reference_batch
 
 RECORDS_SOURCE = "<records>"
 

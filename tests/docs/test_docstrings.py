@@ -23,7 +23,7 @@ def modules() -> list[str]:
 
 def test_every_package_is_walked():
     found = modules()
-    assert "vlnkit.datasets.episode_batches" in found and "transforms.score_read" in found
+    assert "vlnkit.datasets.reference_batches" in found and "transforms.score_read" in found
     assert "pipelines.score" in found and len(found) > 80
 
 
