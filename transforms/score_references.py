@@ -37,7 +37,7 @@ class _RecordsToBatches(beam.DoFn):
         self.vocab = worker_vocabulary(self.connectivity_dir)
 
     def process(self, items):
-        # rank 0: a PCollection is one source; strict: try the bulk validation first.
+        # rank 0: a PCollection is one source; strict: check the whole list against the record declaration first.
         batch, errors = reference_batch(list(items), 0, self.source, 0, self.vocab, parquet=False, strict=True)
         self.read.inc(len(batch))
         self.bad.inc(len(errors))

@@ -39,11 +39,11 @@ from vlnkit.datasets.r2r import RecordError, json_items
 from vlnkit.io.json_text import loads_exact
 
 # Lines are parsed and checked a quarter-megabyte at a time: the objects of a chunk stay in the CPU
-# cache through the bulk checks, which run 2x faster than over 8 MB chunks (benchmarks/RESULTS.md).
+# cache through the chunk check, which runs 2x faster than over 8 MB chunks (benchmarks/RESULTS.md).
 # The readers gather the small batches into large ones before anything leaves them.
 CHUNK_BYTES = 256 << 10
 BOM_BYTES = b"\xef\xbb\xbf"
-LIST_CHUNK = 2048  # records per bulk check when a JSON list is parsed whole (see CHUNK_BYTES)
+LIST_CHUNK = 2048  # records per chunk check when a JSON list is parsed whole (see CHUNK_BYTES)
 # str.splitlines breaks lines at these too; a chunk holding one is split the slow, exact way.
 _UNUSUAL_BREAK = re.compile(rb"\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e]|\xc2\x85|\xe2\x80[\xa8\xa9]")
 # A JSON integer of 19+ digits may leave the 64-bit range, where orjson returns a float and json an int.
@@ -90,7 +90,7 @@ class _Lines(list):
 def exact_item(items: list, n: int):
     """Item n as the standard json module parses it.
 
-    orjson turns integers beyond 64 bits into floats; the bulk checks never accept such a value
+    orjson turns integers beyond 64 bits into floats; the chunk checks never accept such a value
     where it matters (ids must be str or int there), so only records that go to the record-by-
     record parsers are re-parsed, and only when their line holds a 19-digit run.
     """
@@ -193,7 +193,7 @@ def json_chunks(
 
     Items are parsed objects, or RecordErrors for broken lines; indices count items as
     `vlnkit.datasets.r2r.json_items` does. `strict` says orjson parsed every item (so every
-    number is finite and every integer fits 64 bits: the bulk checks may rely on it). A file that
+    number is finite and every integer fits 64 bits: the chunk checks may rely on it). A file that
     cannot be parsed at all yields one RecordError (and nothing else).
 
     `typed(lines) -> Sized | None` (for example `submission_chunk`) may decode a JSON Lines
