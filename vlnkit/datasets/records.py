@@ -13,8 +13,10 @@ Only `reason` words a refusal, so a dead letter says the same thing whichever pa
 the fast paths either accept a whole chunk or hand it to the record-by-record path. The reason names
 the first field (in declaration order) whose value its type refuses, in the kind's own words.
 
-A new kind (for example Room-across-Room guide lines) is one more `Struct` and one more `RecordKind`
-with its wording; the readers take the kind as they take these two.
+A new kind (for example Room-across-Room guide lines: `instruction_id`, `language`, `path_id`, `scan`,
+`path`, `heading`, `instruction`, `timed_instruction`, ...) is one more `Struct` built from the field
+types below and one more `RecordKind` with its wording; its readers call `reason`, `convert_all` and
+`decode_lines` as the R2R readers do.
 """
 
 from __future__ import annotations
