@@ -89,7 +89,7 @@ def json_record(record):
 def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
     out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
-    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False, batched=True)
+    read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, reshuffle=False, batched=True)
     unique = read["records"] | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", files, batched=True)
     join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config, batched=True)
     joined = join["joined"]

@@ -264,7 +264,7 @@ def check_cost_cap(p: dict, s: dict) -> None:
 def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
-    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, min_path_len=0)
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
     records = read["records"]
     para = records | "RoundTrip" >> RoundTripParaphrase(
         spec, s["languages"], bounds, s["source_language"], s["batch_texts"]

@@ -29,7 +29,7 @@ from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
 from transforms.score_read import SEP, TOTALS, ReadScoringInputs
 from transforms.score_write import WriteLines
 from transforms.write import WriteTables
-from vlnkit.datasets.episode_batches import RANGE_BYTES
+from vlnkit.datasets.json_chunks import RANGE_BYTES
 from vlnkit.evaluation.batch import means
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, METRICS, SUCCESS_RULES
 from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config

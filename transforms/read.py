@@ -118,11 +118,10 @@ class ReadR2R(ReadFiles):
         self,
         files: list[str],
         require_distance: bool = False,
-        min_path_len: int = 1,
         reshuffle: bool = True,
         batched: bool = False,
     ):
-        parse = functools.partial(parse_r2r, require_distance=require_distance, min_path_len=min_path_len)
+        parse = functools.partial(parse_r2r, require_distance=require_distance)
         super().__init__(files, parse, "read", reshuffle, batched=batched)
 
 
@@ -291,15 +290,14 @@ class ReadUniqueR2R(beam.PTransform):
     in parallel.
     """
 
-    def __init__(self, files: list[str], min_path_len: int = 1, batched: bool = False, **read_kwargs):
+    def __init__(self, files: list[str], batched: bool = False, **read_kwargs):
         super().__init__()
         self.files = list(files)
-        self.min_path_len = min_path_len
         self.batched = batched
         self.read_kwargs = {**read_kwargs, "reshuffle": False, "batched": True}
 
     def expand(self, pbegin):
-        read = pbegin | "Read" >> ReadR2R(self.files, min_path_len=self.min_path_len, **self.read_kwargs)
+        read = pbegin | "Read" >> ReadR2R(self.files, **self.read_kwargs)
         unique = read["records"] | "UniquePathIds" >> UniqueBy(
             lambda r: r["path_id"], "path_id", self.files, self.batched
         )

@@ -21,7 +21,7 @@ from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.score_join import BucketJoin, join_bucket, padded
 from transforms.score_read import TOTALS, agent_key, dataset_ranks, worker_vocabulary
-from vlnkit.datasets.episode_batches import Paths
+from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, non_adjacent_steps
 from vlnkit.evaluation.scoring_config import ScoringConfig

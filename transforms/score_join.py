@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from transforms.deadletter import dead_letter
-from vlnkit.datasets.episode_batches import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
 from vlnkit.navigation.graph import GraphError
 
 

@@ -10,7 +10,7 @@ file is one piece, read in chunks of lines, whole (a JSON list) or by record bat
 and bzip2 files are decompressed on the fly (Beam's filesystems detect them by extension). When one
 process runs every step (`range_bytes=None`), files are read whole without planning. Prediction
 lines in the R2R submission layout and dataset lines are decoded by msgspec straight into checked
-columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.episode_batches`
+columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.columns`
 batches whose paths are global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a
 stable hash of path_id), so the join that follows moves a few thousand compact batches, never one
 element per episode. Both kinds go through one read step so the join's shuffle takes them straight
@@ -24,22 +24,10 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.worker_cache import per_worker
-from vlnkit.datasets.episode_batches import (
-    RANGE_BYTES,
-    PredictionBatch,
-    ReferenceBatch,
-    Vocabulary,
-    gc_paused,
-    json_chunks,
-    json_line_range,
-    parquet_prediction_items,
-    plan_line_ranges,
-    prediction_batch,
-    reference_batch,
-    reference_chunk,
-    split_by_bucket,
-    submission_chunk,
-)
+from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, Vocabulary, split_by_bucket
+from vlnkit.datasets.json_chunks import RANGE_BYTES, gc_paused, json_chunks, json_line_range, plan_line_ranges
+from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
+from vlnkit.datasets.reference_batches import reference_batch, reference_chunk
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError

@@ -12,7 +12,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.read import BATCH_RECORDS, ReadR2R, UniqueBy, in_lists
-from vlnkit.datasets.r2r import validate_record
+from vlnkit.datasets.records import validate_record
 from vlnkit.datasets.trajectories import episode_ids, is_parquet
 from vlnkit.io import fileio
 

@@ -2,7 +2,7 @@
 
 `ReferenceBatchesFromRecords`: record dicts -> {"batches": (bucket, ("r", ReferenceBatch)),
 "dead_letter": dicts}, the same pieces `transforms.score_read.ReadReferenceBatches` makes from
-dataset files: both validate and convert through `vlnkit.datasets.episode_batches.reference_batch`
+dataset files: both validate and convert through `vlnkit.datasets.reference_batches.reference_batch`
 and split by `split_by_bucket`, so a record scores the same whichever way it arrives.
 
 Records are gathered into batches (`beam.BatchElements`), one `reference_batch` call each: the
@@ -16,7 +16,8 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.score_read import worker_vocabulary
-from vlnkit.datasets.episode_batches import reference_batch, split_by_bucket
+from vlnkit.datasets.columns import split_by_bucket
+from vlnkit.datasets.reference_batches import reference_batch
 
 RECORDS_SOURCE = "<records>"
 
@@ -36,7 +37,7 @@ class _RecordsToBatches(beam.DoFn):
         self.vocab = worker_vocabulary(self.connectivity_dir)
 
     def process(self, items):
-        # rank 0: a PCollection is one source; strict: try the bulk validation first.
+        # rank 0: a PCollection is one source; strict: check the whole list against the record declaration first.
         batch, errors = reference_batch(list(items), 0, self.source, 0, self.vocab, parquet=False, strict=True)
         self.read.inc(len(batch))
         self.bad.inc(len(errors))

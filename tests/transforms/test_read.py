@@ -245,3 +245,17 @@ def test_batched_readers_hand_over_lists_of_the_same_records(tmp_path):
             equal_to([("read", "#10"), ("dedupe", "#0")]),
             label="dead",
         )
+
+
+def test_an_empty_path_is_a_dead_letter_for_every_job_that_reads_records(tmp_path):
+    """ReadUniqueR2R (paraphrase, perturb, probes) and ReadR2R (build_r4r) refuse it alike."""
+    f = _write(tmp_path, "a.json", [_record(1), _record(2, path=(), distance=1.0), _record(3, distance=1.0)])
+    want = [("read", "#1 (path_id=2)", "'path' has 0 viewpoints, at least 1 required")]
+    with TestPipeline() as p:
+        for name, reader in (("unique", ReadUniqueR2R([f])), ("r4r", ReadR2R([f], require_distance=True))):
+            out = p | name >> reader
+            assert_that(
+                out[DEAD_LETTER] | f"{name}Dead" >> beam.Map(lambda d: (d["stage"], d["record"], d["reason"])),
+                equal_to(want if name == "unique" else [*want, ("read", "#0 (path_id=1)", "missing field 'distance'")]),
+                label=f"{name}_dead",
+            )

@@ -16,8 +16,9 @@ from transforms.random_walks import RandomBaseline, allocation
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
 from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches, ReadScoringInputs
 from transforms.score_records import ReadDataset
-from vlnkit.datasets.episode_batches import plan_line_ranges
-from vlnkit.datasets.trajectories import collapse_repeats, flatten_trajectory
+from vlnkit.datasets.json_chunks import plan_line_ranges
+from vlnkit.datasets.records import flatten_trajectory
+from vlnkit.datasets.trajectories import collapse_repeats
 from vlnkit.evaluation.batch import score_batch
 from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.metrics import score

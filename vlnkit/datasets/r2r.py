@@ -1,5 +1,8 @@
 """Reading R2R-format datasets (a JSON list, or JSON Lines), validated record by record.
 
+What a valid record is lives in `vlnkit.datasets.records` (`R2RRecord`); this module finds the
+records in a file and names them.
+
 A malformed record never stops a file: it comes back as a `RecordError` naming the file,
 the record and the reason, so callers can route it to a dead-letter output and go on.
 A file that cannot be parsed at all is one `RecordError` for the whole file.
@@ -8,10 +11,10 @@ A file that cannot be parsed at all is one `RecordError` for the whole file.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from vlnkit.datasets.records import validate_record
 from vlnkit.io.dead_letters import RecordError
 
 BOM = "\ufeff"
@@ -133,70 +136,27 @@ def json_items(
         yield item if isinstance(item, RecordError) else (item[0], item[2])
 
 
-def _is_number(x) -> bool:
-    """A finite JSON number: not a bool, not a string, not NaN/Infinity, not an int too large for a float."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return False
-    try:
-        return math.isfinite(x)
-    except OverflowError:
-        return False
-
-
-def validate_record(obj, *, require_instructions: bool = True, min_path_len: int = 1) -> str | None:
-    """Why an R2R record is unusable, or None when it is fine."""
-    if not isinstance(obj, dict):
-        return f"expected a JSON object, got {type(obj).__name__}"
-    for key in ("scan", "path_id", "path", "heading"):
-        if key not in obj:
-            return f"missing field {key!r}"
-    if not isinstance(obj["scan"], str) or not obj["scan"]:
-        return "'scan' must be a non-empty string"
-    pid = obj["path_id"]
-    if not isinstance(pid, int) or isinstance(pid, bool):
-        return f"'path_id' must be an integer, got {pid!r:.40}"
-    if not -(2**63) <= pid < 2**63:  # every output stores it as a 64-bit integer
-        return f"'path_id' must fit in a 64-bit integer, got one of {len(str(abs(pid)))} digits"
-    path = obj["path"]
-    if not isinstance(path, list) or not all(isinstance(v, str) and v for v in path):
-        return "'path' must be a list of viewpoint id strings"
-    if len(path) < min_path_len:
-        return f"'path' has {len(path)} viewpoints, at least {min_path_len} required"
-    if not _is_number(obj["heading"]):
-        return f"'heading' must be a number (radians, finite), got {obj['heading']!r}"
-    if "distance" in obj and not (_is_number(obj["distance"]) and obj["distance"] >= 0):
-        return f"'distance' must be a finite number >= 0, got {obj['distance']!r}"
-    if require_instructions:
-        ins = obj.get("instructions")
-        if not isinstance(ins, list) or not ins or not all(isinstance(s, str) for s in ins):
-            return "'instructions' must be a non-empty list of strings"
-    return None
-
-
-def _record_label(obj, index: int) -> str:
+def record_label(obj, index: int) -> str:
+    """How a person finds a record in its file: "#<index>", with its path_id when it has one."""
     if isinstance(obj, dict) and "path_id" in obj:
         return f"#{index} (path_id={obj['path_id']!r})"
     return f"#{index}"
 
 
-def parse_r2r(
-    data: bytes | str, source: str, *, require_distance: bool = False, min_path_len: int = 1
-) -> Iterator[dict | RecordError]:
-    """Yield each valid record as a dict (with `_source` and `_index` added) or a RecordError."""
-
-    def check(obj):
-        return validate_record(obj, min_path_len=min_path_len)
-
-    for item in json_items(data, source, validate=check):
+def parse_r2r(data: bytes | str, source: str, *, require_distance: bool = False) -> Iterator[dict | RecordError]:
+    """Yield each valid record (`vlnkit.datasets.records.R2RRecord`) as a dict (with `_source` and
+    `_index` added) or a RecordError. `require_distance`: a record without `distance` is refused too
+    (the R4R join needs it)."""
+    for item in json_items(data, source, validate=validate_record):
         if isinstance(item, RecordError):
             yield item
             continue
         index, obj = item
-        reason = validate_record(obj, min_path_len=min_path_len)
+        reason = validate_record(obj)
         if reason is None and require_distance and "distance" not in obj:
             reason = "missing field 'distance'"
         if reason is not None:
-            yield RecordError(source, _record_label(obj, index), reason)
+            yield RecordError(source, record_label(obj, index), reason)
             continue
         record = dict(obj)
         record["heading"] = float(record["heading"])
@@ -232,9 +192,7 @@ def _parquet_records(data: bytes, source: str) -> Iterator[dict | RecordError]:
         yield RecordError(source, f"#{index}", reason) if reason else row
 
 
-def require_usable_records(
-    flag: str, paths: list[str], *, min_path_len: int = 1, require_distance: bool = False
-) -> int:
+def require_usable_records(flag: str, paths: list[str], *, require_distance: bool = False) -> int:
     """Raise NoUsableRecords unless the files hold at least one valid R2R-format record; return how many they hold.
 
     For inputs a job cannot run without (a random baseline draws walk lengths from `--steps_from`;
@@ -258,7 +216,7 @@ def require_usable_records(
         items = (
             _parquet_records(data, path)
             if data[:4] == b"PAR1"
-            else parse_r2r(data, path, min_path_len=min_path_len, require_distance=require_distance)
+            else parse_r2r(data, path, require_distance=require_distance)
         )
         for item in items:
             if isinstance(item, RecordError):

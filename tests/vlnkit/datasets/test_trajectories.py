@@ -8,11 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from vlnkit.datasets.r2r import RecordError
+from vlnkit.datasets.records import TrajectoryError, flatten_trajectory
 from vlnkit.datasets.trajectories import (
-    TrajectoryError,
     collapse_repeats,
     episode_ids,
-    flatten_trajectory,
     parse_predictions,
     parse_predictions_parquet,
 )

@@ -1,0 +1,239 @@
+"""Columnar containers of predictions and reference paths: how scoring moves a million episodes cheaply.
+
+A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
+global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets (`Paths`), never
+as a Python dict with a list of 32-character viewpoint ids. Batches are split by a stable bucket
+of their path_id (`split_by_bucket`), so predictions and references of one path meet on one worker.
+The batches are built from file chunks by `vlnkit.datasets.prediction_batches` and
+`vlnkit.datasets.reference_batches`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+
+from vlnkit.hashing import stable_hash_array
+from vlnkit.io.json_text import loads_exact
+
+
+class _Index(dict):
+    """viewpoint id -> global number; an unknown id gives -1 (so `map` never raises)."""
+
+    def __missing__(self, key):
+        return -1
+
+
+@dataclass
+class Vocabulary:
+    """Every included viewpoint of every scan, numbered globally (int32), in each scan's file order.
+
+    `scan_of[g]`/`local[g]` give the scan number and the node index within `NavGraph` of global
+    viewpoint g, so converting a path to a scan's node indices is one numpy gather. An id that is
+    not in any scan (or in several) maps to -1 and is resolved by string when scored.
+
+        >>> v = Vocabulary(["s1", "s2"], [["a", "b"], ["c"]])
+        >>> v.numbers(["c", "a", "zz"]).tolist(), int(v.local[2]), int(v.scan_of[2])
+        ([2, 0, -1], 0, 1)
+    """
+
+    scans: list[str]
+    viewpoints: list[list[str]]
+    index: _Index = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        flat = list(chain.from_iterable(self.viewpoints))
+        counts = Counter(flat)
+        self.strings = np.asarray(flat, dtype=object)
+        self.scan_of = np.repeat(np.arange(len(self.scans), dtype=np.int32), [len(v) for v in self.viewpoints])
+        self.local = np.concatenate(
+            [np.arange(len(v), dtype=np.int32) for v in self.viewpoints] or [np.zeros(0, np.int32)]
+        )
+        self.index = _Index((v, g) for g, v in enumerate(flat) if counts[v] == 1)
+        self.scan_ids = {s: n for n, s in enumerate(self.scans)}
+
+    def numbers(self, viewpoints: list[str]) -> np.ndarray:
+        return np.fromiter(map(self.index.__getitem__, viewpoints), dtype=np.int32, count=len(viewpoints))
+
+    @classmethod
+    def load(cls, connectivity_dir: str) -> Vocabulary:
+        """Read the included viewpoint ids of every `<scan>_connectivity.json` in the folder.
+
+        A file that cannot be read is left out: its scan's graph fails to load when scored and
+        the predictions on it are dead-lettered with that error, as before.
+        """
+        from vlnkit.io import fileio
+        from vlnkit.navigation.graph import connectivity_path, list_scans
+
+        scans, viewpoints = [], []
+        for scan in list_scans(connectivity_dir):
+            try:
+                entries = loads_exact(fileio.read_bytes(connectivity_path(connectivity_dir, scan)))
+                ids = [str(e["image_id"]) for e in entries if bool(e["included"])]
+            except Exception:  # noqa: BLE001 -- the graph store reports the real error per scan
+                continue
+            scans.append(scan)
+            viewpoints.append(ids)
+        return cls(scans, viewpoints)
+
+
+# ----------------------------------------------------------------------------- paths
+@dataclass
+class Paths:
+    """Variable-length paths of global viewpoint numbers: flat int32 values with int64 offsets.
+
+    `strings` keeps the viewpoint ids of the rows holding an id the vocabulary could not number
+    (-1), so those rows can still be resolved (or reported) by string.
+    """
+
+    offsets: np.ndarray
+    values: np.ndarray
+    strings: dict[int, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_lists(cls, paths: list[list[str]], vocab: Vocabulary) -> Paths:
+        lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+        return cls.from_flat(lengths, list(chain.from_iterable(paths)), vocab)
+
+    @classmethod
+    def from_flat(cls, lengths: np.ndarray, flat: list[str], vocab: Vocabulary) -> Paths:
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = vocab.numbers(flat)
+        strings = {}
+        if (values < 0).any():
+            rows = np.unique(np.searchsorted(offsets, np.flatnonzero(values < 0), side="right") - 1)
+            for r in rows.tolist():
+                strings[r] = flat[offsets[r] : offsets[r + 1]]
+        return cls(offsets, values, strings)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def row_of_value(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
+
+    def take(self, rows: np.ndarray) -> Paths:
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = self.lengths[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = np.repeat(self.offsets[rows] - offsets[:-1], lengths)
+        values = self.values[np.arange(offsets[-1], dtype=np.int64) + starts]
+        strings = {}
+        if self.strings:
+            for new, old in enumerate(rows.tolist()):
+                if old in self.strings:
+                    strings[new] = self.strings[old]
+        return Paths(offsets, values, strings)
+
+    @classmethod
+    def concat(cls, parts: list[Paths]) -> Paths:
+        if not parts:
+            return cls(np.zeros(1, np.int64), np.zeros(0, np.int32))
+        lengths = np.concatenate([p.lengths for p in parts])
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        strings, base = {}, 0
+        for p in parts:
+            strings.update({base + r: s for r, s in p.strings.items()})
+            base += len(p)
+        return cls(offsets, np.concatenate([p.values for p in parts]), strings)
+
+    def viewpoints(self, row: int, vocab: Vocabulary) -> list[str]:
+        """The viewpoint ids of one row (for the rare rows resolved by string)."""
+        if row in self.strings:
+            return self.strings[row]
+        return vocab.strings[self.values[self.offsets[row] : self.offsets[row + 1]]].tolist()
+
+
+def _take_columns(obj, rows, names):
+    return {n: getattr(obj, n)[rows] for n in names}
+
+
+@dataclass
+class PredictionBatch:
+    """Predictions of one agent: `rank` (file number within the agent), `index` (record number in
+    its file), the instr_id as (`path_id`, `k`) and the trajectory as `paths` (global numbers)."""
+
+    agent: str
+    rank: np.ndarray
+    index: np.ndarray
+    path_id: np.ndarray
+    k: np.ndarray
+    paths: Paths
+
+    COLUMNS = ("rank", "index", "path_id", "k")
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, rows) -> PredictionBatch:
+        return PredictionBatch(self.agent, **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+
+    @classmethod
+    def concat(cls, agent: str, parts: list[PredictionBatch]) -> PredictionBatch:
+        cols = {n: np.concatenate([getattr(p, n) for p in parts] or [np.zeros(0, np.int64)]) for n in cls.COLUMNS}
+        return cls(agent, **cols, paths=Paths.concat([p.paths for p in parts]))
+
+
+@dataclass
+class ReferenceBatch:
+    """Reference paths: `rank` (dataset file number), `index` (record number), `path_id`, `scan`
+    (numpy unicode), `instructions` (how many episodes the path has) and `paths`."""
+
+    rank: np.ndarray
+    index: np.ndarray
+    path_id: np.ndarray
+    scan: np.ndarray
+    instructions: np.ndarray
+    paths: Paths
+
+    COLUMNS = ("rank", "index", "path_id", "scan", "instructions")
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, rows) -> ReferenceBatch:
+        return ReferenceBatch(**_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+
+    @classmethod
+    def concat(cls, parts: list[ReferenceBatch]) -> ReferenceBatch:
+        empty = {"scan": np.zeros(0, "U1")}
+        cols = {
+            n: np.concatenate([getattr(p, n) for p in parts]) if parts else empty.get(n, np.zeros(0, np.int64))
+            for n in cls.COLUMNS
+        }
+        return cls(**cols, paths=Paths.concat([p.paths for p in parts]))
+
+
+# ----------------------------------------------------------------------------- buckets
+def bucket_of(path_id: np.ndarray, buckets: int) -> np.ndarray:
+    """A stable bucket in [0, buckets) per path_id: `vlnkit.hashing.stable_bucket` of each id, in numpy.
+
+    >>> bucket_of(np.array([0, 1, 2, 3]), 4).tolist()
+    [0, 2, 1, 2]
+    >>> from vlnkit.hashing import stable_bucket
+    >>> [stable_bucket(i, buckets=4) for i in range(4)]
+    [0, 2, 1, 2]
+    """
+    return (stable_hash_array(np.asarray(path_id)) % np.uint64(buckets)).astype(np.int64)
+
+
+def split_by_bucket(batch, buckets: int) -> Iterator[tuple[int, object]]:
+    """(bucket, the batch's rows of that bucket) for each bucket the batch touches."""
+    if len(batch) == 0:
+        return
+    b = bucket_of(batch.path_id, buckets)
+    order = np.argsort(b, kind="stable")
+    cuts = np.flatnonzero(np.diff(b[order])) + 1
+    for rows in np.split(order, cuts):
+        yield int(b[rows[0]]), batch.take(rows)
