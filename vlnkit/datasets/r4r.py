@@ -44,7 +44,7 @@ class JoinError(ValueError):
 
 # Default --max_paths_per_scan for K >= 3 (docs/design.md, "Longer joins"): keeps R8R of R2R train under
 # 1 GB of output. K = 2 (R4R) is published unsampled, so it has no default cap.
-DEFAULT_MAX_PATHS_PER_SCAN = 100
+DEFAULT_MAX_PATHS_PER_SCAN = 50
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,9 @@ def chain_blocks(table: PairTable, n_records: int, num_paths: int, block_rows: i
         [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
     """
     first, second = table.first, table.second
+    if num_paths > 2:  # a chain of three or more never reuses a source path, so no pair of a path with itself
+        distinct = first != second
+        first, second = first[distinct], second[distinct]
     out_degree = np.bincount(first, minlength=n_records)
     offsets = np.concatenate(([0], np.cumsum(out_degree)))
     # walks[j]: walks of the remaining length from record j (an upper bound on its chains), to size blocks.
