@@ -5,7 +5,11 @@ heading threshold is given, A's final direction of travel and B's starting headi
 at most heading_threshold. The join is keyed: A is keyed by every viewpoint within the
 threshold of its end, B by its start, so the work grows with the output, not with the
 square of the input. `join_paths` runs that join in memory; the Beam transform
-(`transforms.r4r.JoinR4R`) runs the same functions as a distributed keyed join.
+(`transforms.r4r.JoinR4R`) runs `join_chains`, the same rule, as a distributed keyed join.
+
+Longer joins (R6R, R8R; docs/design.md, "Longer joins"): `join_chains` chains K paths whose
+consecutive pairs pass the rule, no source twice for K >= 3, enumerated from the scan's pair table
+with numpy joins (`chain_blocks`) and sampled per scan by the lowest stable hash (`sample_chains`).
 
 Heading conventions
 -------------------
