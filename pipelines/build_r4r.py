@@ -1,4 +1,4 @@
-"""Build R4R: join R2R paths into longer paths (docs/design.md, "R4R").
+"""Build R4R: join R2R paths into longer paths (docs/design.md, "R4R"); --num_paths=3 / 4 gives R6R / R8R.
 
     python -m pipelines.build_r4r --runner=DirectRunner                      # built-in synthetic data
     python -m pipelines.build_r4r --runner=DirectRunner --config=configs/r4r_train.yaml
@@ -23,7 +23,7 @@ from transforms.read import ReadR2R, UniqueBy
 from transforms.run_summary import finish_run
 from transforms.tally import tally
 from transforms.write import WriteJsonFile, WriteParquetShards
-from vlnkit.datasets.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
+from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig, landmark_records, summarize
 from vlnkit.io import fileio
 from vlnkit.io.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
 
@@ -34,6 +34,7 @@ def declare_flags(parser) -> None:
         "dataset",
         "connectivity_dir",
         "num_shards",
+        "seed",
         dataset={
             "help": "R2R JSON / JSON Lines file(s) (.gz/.bz2 too): a path, glob or comma-separated list (local or "
             "gs://). With neither this nor --connectivity_dir, a built-in synthetic environment is used. "
@@ -53,6 +54,25 @@ def declare_flags(parser) -> None:
         default="simulator",
         help="simulator: clockwise from +y, wrapped to [0, pi]; "
         "published_generator: the published generator's unwrapped atan2(y, x) check",
+    )
+    parser.add_argument(
+        "--num_paths",
+        type=int,
+        default=2,
+        help="K, the R2R paths chained into one: 2 is R4R, 3 BabyWalk's R6R, 4 its R8R",
+    )
+    parser.add_argument(
+        "--max_paths_per_scan",
+        type=int,
+        default=None,
+        help="Keep at most this many joined paths per scan, a seeded sample (--seed); 0: no cap. "
+        f"Default: none for --num_paths=2 (R4R), {DEFAULT_MAX_PATHS_PER_SCAN} from 3",
+    )
+    parser.add_argument(
+        "--landmark_layout",
+        action="store_true",
+        help="With --json_output, also write BabyWalk's layout (per instruction: lists of sub-paths and "
+        "sub-instructions) next to it as <name>_landmark.json",
     )
     parser.add_argument("--synthetic_paths_per_scan", type=int, default=40, help="Size of the built-in dataset")
 
@@ -83,7 +103,28 @@ def published_order(key, scan_rank):
 
 
 def json_record(record):
-    return {k: record[k] for k in R4R_JSON_KEYS}
+    """R4R's keys for a pair (the published generator's file, unchanged); chains add `path_ids`."""
+    keys = R4R_JSON_KEYS if len(record["path_ids"]) == 2 else (*R4R_JSON_KEYS, "path_ids")
+    return {k: record[k] for k in keys}
+
+
+def landmark_path(json_output: str) -> str:
+    """Where --landmark_layout writes: R6R_train.json -> R6R_train_landmark.json (BabyWalk's names)."""
+    stem = json_output[: -len(".json")] if json_output.endswith(".json") else json_output
+    return f"{stem}_landmark.json"
+
+
+def landmark_order(record):
+    return (record["scan"], record["_order"], record["_k"])
+
+
+def published_landmark_order(key, scan_rank):
+    scan, order, k = key
+    return (scan_rank[scan], order, k)
+
+
+def landmark_json(record):
+    return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
 def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
@@ -104,6 +145,21 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
             batched=True,
             runs=True,  # JoinR4R's lists are sorted runs of one scan each
         )
+    if opts.json_output and opts.landmark_layout:
+        (
+            joined
+            | "LandmarkLayout" >> beam.Map(lambda batch: [x for record in batch for x in landmark_records(record)])
+            | "WriteLandmarkJson"
+            >> WriteJsonFile(
+                landmark_path(opts.json_output),
+                project=landmark_json,
+                sort_key=landmark_order,
+                final_key=published_landmark_order,
+                side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+                batched=True,
+                runs=True,
+            )
+        )
     dead_letters = (read[DEAD_LETTER], unique[DEAD_LETTER], join[DEAD_LETTER])
     tallies = (join["stats"], unique["records"] | "TallyRead" >> tally("records_read", batched=True))
     static = {
@@ -112,6 +168,9 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
         "distance_threshold": config.distance_threshold,
         "heading_threshold": config.heading_threshold,
         "heading_convention": config.heading_convention,
+        "num_paths": config.num_paths,
+        "max_paths_per_scan": config.cap,
+        "seed": config.seed,
     }
     _ = finish_run(out, lambda totals: finish_summary(static, totals), dead_letters, tallies)
 
@@ -126,6 +185,9 @@ def finish_summary(static: dict, totals: dict) -> dict:
             "pairs_considered": considered,
             "filtered_distance": considered - totals.get("passed_distance", 0),
             "filtered_heading": totals.get("filtered_heading", 0),
+            "valid_pairs": totals.get("valid_pairs", 0),
+            "chains_valid": totals.get("chains_valid", 0),
+            "chains_capped": totals.get("chains_capped", 0),
         },
         "dataset": summarize(totals),
     }
@@ -141,6 +203,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
         ("pairs considered", j["pairs_considered"]),
         ("pairs filtered by distance", j["filtered_distance"]),
         ("pairs filtered by heading", j["filtered_heading"]),
+        (f"valid chains of {summary['num_paths']} paths", j["chains_valid"]),
+        ("chains left out by the cap", j["chains_capped"]),
         ("mean path distance (m)", d["mean_distance"]),
         ("mean shortest-path distance (m)", d["mean_shortest_path_distance"]),
         ("mean steps (viewpoints)", d["mean_steps"]),
@@ -154,16 +218,33 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def run(ctx: Run) -> dict:
     opts = ctx.args
     with user_error():
-        config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)
+        config = JoinConfig(
+            opts.distance_threshold,
+            opts.heading_threshold,
+            opts.heading_convention,
+            num_paths=opts.num_paths,
+            max_paths_per_scan=opts.max_paths_per_scan,
+            seed=opts.seed,
+        )
+        if opts.landmark_layout and not opts.json_output:
+            raise ValueError("--landmark_layout needs --json_output (it is written next to that file)")
     ctx.check_output_file("json_output", opts.json_output)
+    if opts.landmark_layout:
+        ctx.check_output_file("json_output", landmark_path(opts.json_output))
     dataset, connectivity_dir = resolve_inputs(opts)
     files = ctx.inputs("dataset", dataset)
     ctx.graphs(connectivity_dir)
     return ctx.execute(
         lambda p: build(p, files, connectivity_dir, opts, config),
         ["paths"],
-        extra_outputs=(opts.json_output,) if opts.json_output else (),
+        extra_outputs=extra_outputs(opts),
     )
+
+
+def extra_outputs(opts) -> tuple[str, ...]:
+    if not opts.json_output:
+        return ()
+    return (opts.json_output, landmark_path(opts.json_output)) if opts.landmark_layout else (opts.json_output,)
 
 
 main = JOB.main(run, print_summary)

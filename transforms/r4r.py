@@ -1,13 +1,15 @@
-"""The R4R join as a Beam transform (rule and record building live in `vlnkit.datasets.r4r`).
+"""The R4R join (and its longer chains) as a Beam transform (rule, chains and records: `vlnkit.datasets.r4r`).
 
 Records travel in lists, keyed by scan: each input list is split by scan, one GroupByKey brings
-a scan's R2R paths together, and the scan's keyed join (`join_firsts`: A under every viewpoint
-within the threshold of its end, B under its start) runs where they meet, so the work grows
+a scan's R2R paths together, and the scan's join (`join_chains`: the keyed pair table, A under every
+viewpoint within the threshold of its end, B under its start; for K >= 3 paths the chains enumerated
+from it with numpy joins and sampled under the per-scan cap) runs where they meet, so the work grows
 with the output rather than with the square of each scan's paths. One Beam element carries a
 whole list, never one path or one pair.
 
-Memory: a scan's R2R paths (hundreds in Matterport, a few hundred KB) are held by one worker
-while its joined paths leave in lists of at most JOINED_PER_LIST records.
+Memory: a scan's R2R paths (hundreds in Matterport, a few hundred KB) and its joined paths (at most
+the cap for K >= 3) are held by one worker; the joined paths leave in lists of at most
+JOINED_PER_LIST records.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from vlnkit.datasets.r4r import (
     JoinConfig,
     add_totals,
     group_totals,
-    join_firsts,
+    join_chains,
     path_problem,
 )
 from vlnkit.navigation.graph import GraphError
@@ -47,6 +49,7 @@ class _JoinScan(GraphDoFn):
         self.joined = Metrics.counter("r4r", "joined")
         self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
         self.bad = Metrics.counter("r4r", "dead_letter")
+        self.capped = Metrics.counter("r4r", "chains_capped")
 
     def setup(self):
         super().setup()
@@ -76,23 +79,19 @@ class _JoinScan(GraphDoFn):
             return
         self.keyed.inc(len(usable))
         yield beam.pvalue.TaggedOutput(SCAN_RANK, (scan, usable[0]["_order"]))
-        counts = {"pairs_considered": len(usable) ** 2, "passed_distance": 0, "filtered_heading": 0}
-        out: list[dict] = []
-        for part in join_firsts(graph, usable, self.config):
-            counts["passed_distance"] += part.passed_distance
-            counts["filtered_heading"] += part.filtered_heading
-            first = part.first
-            for second, reason in part.errors:
-                label = f"pair (path_id={first['path_id']}, path_id={second['path_id']})"
-                yield self._dead("join", first, label, reason)
-            for joined, second in sorted(zip(part.joined, part.seconds), key=lambda pair: pair[1]["_order"]):
-                joined["_order"] = (first["_order"], second["_order"])
-                out.append(joined)
-            if len(out) >= JOINED_PER_LIST:
-                yield from self._emit(out, counts)
-                out = []
-        yield from self._emit(out, counts)
+        result = join_chains(graph, usable, self.config)  # joined records in the published order
+        for sources, reason in result.errors:
+            label = "chain (" + ", ".join(f"path_id={s['path_id']}" for s in sources) + ")"
+            yield self._dead("join", sources[0], label, reason)
+        counts = dict(result.counts)
+        by_path_id = {r["path_id"]: r["_order"] for r in usable}
+        for start in range(0, len(result.joined), JOINED_PER_LIST):
+            part = result.joined[start : start + JOINED_PER_LIST]
+            for joined in part:
+                joined["_order"] = tuple(by_path_id[pid] for pid in joined["path_ids"])
+            yield from self._emit(part, counts)
         self.heading_filtered.inc(counts["filtered_heading"])
+        self.capped.inc(counts["chains_capped"])
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
     def _emit(self, joined: list[dict], counts: dict):
@@ -104,18 +103,21 @@ class _JoinScan(GraphDoFn):
 
 
 class JoinR4R(beam.PTransform):
-    """Validated R2R records (unique path ids) -> joined R4R records, plus dead letters and join statistics.
+    """Validated R2R records (unique path ids) -> joined records (R4R, or chains of `config.num_paths`
+    paths), plus dead letters and join statistics.
 
     Takes single records, or with `batched=True` lists of records (as `ReadR2R(batched=True)` and
     `DedupeBy(batched=True)` give them). Returns a dict of PCollections:
-      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_joined`), each with `_order`,
+      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_chain`), each with `_order` (the
+        tuple of its sources' `_order`),
         at most JOINED_PER_LIST per list (`beam.FlatMap(lambda batch: batch)` gives single records).
         Each list is one scan's, sorted by `_order`, and a scan's lists follow each other in `_order`
         without interleaving (so `WriteJsonFile(runs=True)` can write them whole);
       `dead_letter`: records and pairs that could not be used, with reasons;
       `scan_rank`: (scan, first `_order` of the scan), for the published output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
-        filtered by heading, and the joined records' totals (see `vlnkit.datasets.r4r.group_totals`).
+        filtered by heading, valid pairs, valid chains and chains left out by the cap, and the joined
+        records' totals (see `vlnkit.datasets.r4r.join_chains` and `group_totals`).
     """
 
     def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig(), batched: bool = False):

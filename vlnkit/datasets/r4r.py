@@ -5,7 +5,11 @@ heading threshold is given, A's final direction of travel and B's starting headi
 at most heading_threshold. The join is keyed: A is keyed by every viewpoint within the
 threshold of its end, B by its start, so the work grows with the output, not with the
 square of the input. `join_paths` runs that join in memory; the Beam transform
-(`transforms.r4r.JoinR4R`) runs the same functions as a distributed keyed join.
+(`transforms.r4r.JoinR4R`) runs `join_chains`, the same rule, as a distributed keyed join.
+
+Longer joins (R6R, R8R; docs/design.md, "Longer joins"): `join_chains` chains K paths whose
+consecutive pairs pass the rule, no source twice for K >= 3, enumerated from the scan's pair table
+with numpy joins (`chain_blocks`) and sampled per scan by the lowest stable hash (`sample_chains`).
 
 Heading conventions
 -------------------
@@ -19,11 +23,15 @@ only to reproduce files made by that generator with a heading threshold.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
+from vlnkit.hashing import stable_hash, stable_hash_array
 from vlnkit.io.exactsum import exact_mean, exact_sum
 from vlnkit.navigation.graph import GraphError, NavGraph, angle_difference, simulator_heading
 
@@ -38,13 +46,38 @@ class JoinError(ValueError):
     """A pair that passed the rule cannot be joined (for example, unreachable viewpoints)."""
 
 
+# Default --max_paths_per_scan for K >= 3 (docs/design.md, "Longer joins"): keeps R8R of R2R train under
+# 1 GB of output. K = 2 (R4R) is published unsampled, so it has no default cap.
+DEFAULT_MAX_PATHS_PER_SCAN = 50
+
+
 @dataclass(frozen=True)
 class JoinConfig:
+    """The join rule, and for longer joins how many paths a chain has and how chains are sampled.
+
+    `max_paths_per_scan`: None means the default for `num_paths` (no cap for 2, DEFAULT_MAX_PATHS_PER_SCAN
+    from 3), 0 means no cap; `seed` picks which chains a capped scan keeps (see `sample_chains`).
+    """
+
     distance_threshold: float = 3.0
     heading_threshold: float | None = None
     heading_convention: str = "simulator"
+    num_paths: int = 2
+    max_paths_per_scan: int | None = None
+    seed: int = 0
+
+    @property
+    def cap(self) -> int | None:
+        """The per-scan cap in force: a number of joined paths, or None for every valid chain."""
+        if self.max_paths_per_scan is None:
+            return None if self.num_paths == 2 else DEFAULT_MAX_PATHS_PER_SCAN
+        return self.max_paths_per_scan or None
 
     def __post_init__(self) -> None:
+        if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) or self.num_paths < 2:
+            raise ValueError(f"num_paths must be an integer >= 2, got {self.num_paths!r}")
+        if self.max_paths_per_scan is not None and not self.max_paths_per_scan >= 0:
+            raise ValueError(f"max_paths_per_scan must be >= 0 (0: no cap), got {self.max_paths_per_scan}")
         if not (self.distance_threshold >= 0 and math.isfinite(self.distance_threshold)):
             raise ValueError(f"distance_threshold must be a finite number >= 0, got {self.distance_threshold}")
         if self.heading_threshold is not None and not self.heading_threshold >= 0:
@@ -107,30 +140,115 @@ def passes_heading(graph: NavGraph, first: dict, second: dict, config: JoinConfi
     return heading_difference(graph, first, second, config.heading_convention) <= config.heading_threshold
 
 
-def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
-    """The joined record exactly as the published generator builds it, plus the join distance."""
-    a_last, b_first = first["path"][-1], second["path"][0]
-    gap = graph.distance(a_last, b_first)
-    if not math.isfinite(gap):
-        raise JoinError(f"scan {graph.scan!r}: {b_first!r} is unreachable from {a_last!r}")
-    connector = graph.shortest_path(a_last, b_first)
-    start, goal = first["path"][0], second["path"][-1]
+def chain_path_id(path_ids: list[int]) -> int:
+    """The path_id of a joined path made of `path_ids` in order: stable on any runner and bundle order.
+
+    Two sources: `pair_path_id` (R4R's published numbering, both ids readable from it). Three or more:
+    a decimal composite would overflow int64 at four, so it is the 63-bit `stable_hash` of the ids
+    (the ids themselves are kept in the record's `path_ids`).
+
+        >>> chain_path_id([12, 34])
+        12000034
+        >>> chain_path_id([1, 2, 3]) == chain_path_id([1, 2, 3]) != chain_path_id([3, 2, 1])
+        True
+    """
+    if len(path_ids) == 2:
+        return pair_path_id(*path_ids)
+    return stable_hash(*path_ids) >> 1
+
+
+def build_chain(graph: NavGraph, sources: list[dict]) -> dict:
+    """The joined record of `sources` (K >= 2 R2R records, in order), built as the published generator
+    builds a pair: each next source S is appended as `path[:-1] + C + S.path[1:]`, C the shortest path
+    from the path so far's end to S's start; distances add up left to right (d_1 + g_1 + d_2 + g_2 + ...),
+    so K = 2 gives R4R's record bit for bit; the instructions are every K-way concatenation, the first
+    source's instruction varying slowest (N_1 x ... x N_K strings). Besides R4R's fields it keeps
+    `path_ids` (the sources in order), `join_distances` (each junction's gap) and, for the landmark
+    layout, `_landmark` (sub-paths, their start headings and the sources' instructions).
+
+        >>> import numpy as np
+        >>> g = NavGraph("s", ("a", "b", "c"), np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
+        >>> r = lambda pid, path: {"path_id": pid, "path": path, "distance": 1.0, "heading": 0.0, "instructions": [f"{pid}."]}
+        >>> j = build_chain(g, [r(1, ["a", "b"]), r(2, ["c", "b"]), r(3, ["b", "c"])])
+        >>> j["path"], j["instructions"], j["join_distances"], j["_landmark"]["path"]
+        (['a', 'b', 'c', 'b', 'c'], ['1.2.3.'], [1.0, 0.0], [['a', 'b'], ['b', 'c', 'b'], ['b', 'c']])
+    """
+    first = sources[0]
+    path, distance, gaps = list(first["path"]), first["distance"], []
+    sub_paths = [list(first["path"])]
+    for source in sources[1:]:
+        end, start = path[-1], source["path"][0]
+        gap = graph.distance(end, start)
+        if not math.isfinite(gap):
+            raise JoinError(f"scan {graph.scan!r}: {start!r} is unreachable from {end!r}")
+        leg = graph.shortest_path(end, start) + source["path"][1:]
+        path = path[:-1] + leg
+        sub_paths.append(leg)
+        distance = distance + gap + source["distance"]
+        gaps.append(gap)
+    start, goal = first["path"][0], sources[-1]["path"][-1]
     sp_distance = graph.distance(start, goal)
     if not math.isfinite(sp_distance):
         raise JoinError(f"scan {graph.scan!r}: goal {goal!r} is unreachable from start {start!r}")
+    path_ids = [s["path_id"] for s in sources]
     return {
-        "path_id": pair_path_id(first["path_id"], second["path_id"]),
+        "path_id": chain_path_id(path_ids),
         "scan": graph.scan,
-        "path": first["path"][:-1] + connector + second["path"][1:],
-        "distance": first["distance"] + gap + second["distance"],
+        "path": path,
+        "distance": distance,
         "heading": first["heading"],
-        "instructions": [x + y for x in first["instructions"] for y in second["instructions"]],
-        "first_path_id": first["path_id"],
-        "second_path_id": second["path_id"],
+        "instructions": ["".join(parts) for parts in itertools.product(*(s["instructions"] for s in sources))],
+        "first_path_id": path_ids[0],
+        "second_path_id": path_ids[1],
+        "path_ids": path_ids,
         "shortest_path": graph.shortest_path(start, goal),
         "shortest_path_distance": sp_distance,
-        "join_distance": gap,
+        "join_distance": max(gaps),
+        "join_distances": gaps,
+        "_landmark": {
+            "path": sub_paths,
+            "headings": [s["heading"] for s in sources],
+            "instructions": [list(s["instructions"]) for s in sources],
+        },
     }
+
+
+def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
+    """The R4R record of the pair (first, second), exactly as the published generator builds it."""
+    return build_chain(graph, [first, second])
+
+
+def landmark_records(joined: dict) -> list[dict]:
+    """BabyWalk's `_landmark` layout of one joined record: one record per instruction, whose `path` is the
+    list of K sub-paths (sub-path i + 1 starts where sub-path i ends: the connector, then source i + 1),
+    `instructions` the K sub-instructions it concatenates and `headings` each source's R2R start heading.
+    Instruction k of the joined record is instruction k here (`instr_id` "<path_id>_<k>" in both).
+
+        >>> import numpy as np
+        >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
+        >>> r = lambda pid, ins: {"path_id": pid, "path": ["a", "b"], "distance": 1.0, "heading": 0.0, "instructions": ins}
+        >>> [x["instructions"] for x in landmark_records(build_chain(g, [r(1, ["x", "y"]), r(2, ["z"])]))]
+        [['x', 'z'], ['y', 'z']]
+    """
+    layout = joined["_landmark"]
+    out = []
+    for k, parts in enumerate(itertools.product(*layout["instructions"])):
+        out.append(
+            {
+                "path_id": joined["path_id"],
+                "instr_id": f"{joined['path_id']}_{k}",
+                "scan": joined["scan"],
+                "path_ids": joined["path_ids"],
+                "distance": joined["distance"],
+                "heading": joined["heading"],
+                "headings": layout["headings"],
+                "path": layout["path"],
+                "instructions": list(parts),
+                "_order": joined.get("_order"),
+                "_k": k,
+            }
+        )
+    return out
 
 
 @dataclass
@@ -207,6 +325,153 @@ def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinCo
     return joined, counts
 
 
+@dataclass
+class PairTable:
+    """One scan's valid pairs as index arrays into its record list, sorted by (first, second)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    passed_distance: int
+    filtered_heading: int
+
+
+def pair_table(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> PairTable:
+    """Every pair (A, B) of `records` that passes the rule (the keyed lookup of `join_firsts`; records
+    must have passed `path_problem`). A path may pair with itself, as in R4R; chains drop reuse later.
+
+        >>> import numpy as np
+        >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
+        >>> t = pair_table(g, [{"path": ["a", "b"]}, {"path": ["b", "a"]}], JoinConfig(distance_threshold=0.5))
+        >>> t.first.tolist(), t.second.tolist()
+        ([0, 1], [1, 0])
+    """
+    by_start: dict[str, list[int]] = defaultdict(list)
+    for i, rec in enumerate(records):
+        by_start[rec["path"][0]].append(i)
+    firsts, seconds, filtered_heading = [], [], 0
+    for i, first in enumerate(records):
+        for key in end_keys(graph, first, config.distance_threshold):
+            for j in by_start.get(key, ()):
+                if passes_heading(graph, first, records[j], config):
+                    firsts.append(i)
+                    seconds.append(j)
+                else:
+                    filtered_heading += 1
+    first_idx, second_idx = np.array(firsts, dtype=np.int64), np.array(seconds, dtype=np.int64)
+    order = np.lexsort((second_idx, first_idx))
+    return PairTable(first_idx[order], second_idx[order], len(firsts) + filtered_heading, filtered_heading)
+
+
+def chain_blocks(table: PairTable, n_records: int, num_paths: int, block_rows: int = 1 << 20):
+    """Every chain of `num_paths` records whose consecutive pairs are in `table`, as (m, num_paths) index
+    arrays, in blocks of at most about `block_rows` rows (a starting pair with more chains than that is
+    one block). For num_paths >= 3 no record appears twice in a chain. Numpy joins on the pair table,
+    no loop per chain: chains are extended one column at a time by every pair that starts where they end.
+
+        >>> t = PairTable(np.array([0, 1, 1, 2]), np.array([1, 0, 2, 0]), 4, 0)  # 0->1, 1->0, 1->2, 2->0
+        >>> np.concatenate(list(chain_blocks(t, 3, 3))).tolist()
+        [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    """
+    first, second = table.first, table.second
+    if num_paths > 2:  # a chain of three or more never reuses a source path, so no pair of a path with itself
+        distinct = first != second
+        first, second = first[distinct], second[distinct]
+    out_degree = np.bincount(first, minlength=n_records)
+    offsets = np.concatenate(([0], np.cumsum(out_degree)))
+    # walks[j]: walks of the remaining length from record j (an upper bound on its chains), to size blocks.
+    walks = np.ones(n_records)
+    for _ in range(num_paths - 2):
+        walks = np.bincount(first, weights=walks[second], minlength=n_records)
+    sizes = walks[second] if num_paths > 2 else np.ones(len(first))
+    block_of = np.floor(np.cumsum(sizes) / block_rows).astype(np.int64) if len(first) else np.zeros(0, np.int64)
+    for b in np.unique(block_of):
+        rows = np.flatnonzero(block_of == b)
+        chains = np.stack([first[rows], second[rows]], axis=1)
+        for _ in range(num_paths - 2):
+            last = chains[:, -1]
+            degree = out_degree[last]
+            total = int(degree.sum())
+            within = np.arange(total) - np.repeat(np.cumsum(degree) - degree, degree)
+            nxt = second[np.repeat(offsets[last], degree) + within]
+            chains = np.concatenate([np.repeat(chains, degree, axis=0), nxt[:, None]], axis=1)
+            chains = chains[(chains[:, :-1] != nxt[:, None]).all(axis=1)]
+        if len(chains):
+            yield chains
+
+
+def sample_chains(blocks, path_ids: np.ndarray, cap: int | None, seed: int = 0) -> tuple[np.ndarray, int]:
+    """The chains a scan keeps, sorted by their records (the published order), and how many were valid.
+
+    With a cap, a chain's priority is `stable_hash(its path_ids in order, seed)` and the `cap` chains of
+    lowest priority are kept (ties by records): a uniform sample without replacement that depends only on
+    the set of valid chains and the seed, never on block sizes, bundle order, runner or worker count, and
+    that only grows as the cap grows.
+
+        >>> chains = [np.array([[0, 1], [1, 0], [1, 2]])]
+        >>> kept, valid = sample_chains(chains, np.array([7, 8, 9]), cap=2, seed=1)
+        >>> kept.shape, valid, sample_chains(chains, np.array([7, 8, 9]), cap=None)[0].tolist()
+        ((2, 2), 3, [[0, 1], [1, 0], [1, 2]])
+    """
+    kept, valid = None, 0
+    for block in blocks:
+        valid += len(block)
+        if cap is None:
+            kept = block if kept is None else np.concatenate([kept, block])
+            continue
+        pool = block if kept is None else np.concatenate([kept, block])
+        if len(pool) > cap:
+            priority = stable_hash_array(*(path_ids[pool[:, c]] for c in range(pool.shape[1])), seed=seed)
+            order = np.lexsort((*pool.T[::-1], priority))
+            pool = pool[order[:cap]]
+        kept = pool
+    if kept is None:
+        return np.zeros((0, 0), dtype=np.int64), 0
+    return kept[np.lexsort(kept.T[::-1])], valid
+
+
+@dataclass
+class ScanChains:
+    """One scan's longer join: the joined records (published order), the chains that failed, the counts."""
+
+    joined: list[dict]
+    errors: list[tuple[list[dict], str]]  # (the chain's source records, why it could not be built)
+    counts: dict
+
+
+def join_chains(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> ScanChains:
+    """Join one scan's usable records (passed `path_problem`, in `_order`) into chains of
+    `config.num_paths` paths: the pair table, the chains enumerated from it in numpy, the seeded sample
+    under `config.cap`, then one record per kept chain (`build_chain`). K = 2 without a cap is R4R.
+
+        >>> import numpy as np
+        >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
+        >>> recs = [{"path_id": i, "path": p, "distance": 1.0, "heading": 0.0, "instructions": [str(i)]}
+        ...         for i, p in enumerate([["a", "b"], ["b", "a"], ["a", "b"]])]
+        >>> out = join_chains(g, recs, JoinConfig(distance_threshold=0.5, num_paths=3))
+        >>> [j["path_ids"] for j in out.joined], out.counts["chains_valid"]
+        ([[0, 1, 2], [2, 1, 0]], 2)
+    """
+    table = pair_table(graph, records, config)
+    path_ids = np.array([r["path_id"] for r in records], dtype=np.int64)
+    kept, valid = sample_chains(chain_blocks(table, len(records), config.num_paths), path_ids, config.cap, config.seed)
+    out = ScanChains([], [], {})
+    for row in kept.tolist():
+        sources = [records[i] for i in row]
+        try:
+            out.joined.append(build_chain(graph, sources))
+        except (JoinError, GraphError) as exc:
+            out.errors.append((sources, str(exc)))
+    out.counts = {
+        "pairs_considered": len(records) ** 2,
+        "passed_distance": table.passed_distance,
+        "filtered_heading": table.filtered_heading,
+        "valid_pairs": len(table.first),
+        "chains_valid": valid,
+        "chains_capped": valid - len(kept),
+    }
+    return out
+
+
 def group_totals(records: list[dict]) -> dict:
     """Joined records' contribution to the dataset statistics (sums, distances exact; see `summarize`)."""
     return {
@@ -249,7 +514,17 @@ __all__ = [
     "FirstJoins",
     "JoinError",
     "add_totals",
+    "build_chain",
     "build_joined",
+    "chain_blocks",
+    "chain_path_id",
+    "DEFAULT_MAX_PATHS_PER_SCAN",
+    "join_chains",
+    "landmark_records",
+    "pair_table",
+    "PairTable",
+    "sample_chains",
+    "ScanChains",
     "end_keys",
     "final_heading",
     "group_totals",

@@ -19,7 +19,7 @@ def versioned_schema(name: str, version: int, fields: list[pa.Field]) -> pa.Sche
 
 R4R_PATHS = versioned_schema(
     "r4r_paths",
-    1,
+    2,  # v2: `path_ids` (the K source paths in order) and `join_distances` (one per junction), for K >= 3
     [
         pa.field("path_id", pa.int64(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
@@ -32,6 +32,8 @@ R4R_PATHS = versioned_schema(
         pa.field("shortest_path", pa.list_(pa.string()), nullable=False),
         pa.field("shortest_path_distance", pa.float64(), nullable=False),
         pa.field("join_distance", pa.float64(), nullable=False),
+        pa.field("path_ids", pa.list_(pa.int64()), nullable=False),
+        pa.field("join_distances", pa.list_(pa.float64()), nullable=False),
     ],
 )
 
