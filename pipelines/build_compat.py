@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Run, format_table, print_outputs
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
 from transforms.compat import AVAILABLE, AssembleCompat, family_methods
 from transforms.deadletter import DEAD_LETTER

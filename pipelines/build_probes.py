@@ -11,7 +11,8 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 
 from __future__ import annotations
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared, settings, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments

@@ -15,7 +15,8 @@ import os
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Run, format_table, print_outputs
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R

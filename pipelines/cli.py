@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _as_command(main) -> None:
-    from pipelines.job import run_as_command  # not at import time: setup.py reads JOBS with no Beam installed
+    from pipelines.command import run_as_command  # not at import time: setup.py reads JOBS with no Beam installed
 
     run_as_command(main)
 

@@ -21,7 +21,8 @@ import math
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec

@@ -17,7 +17,8 @@ import os
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Outcome, Run, format_table
 from pipelines.options import add_shared
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
 from transforms.graphs import worker_graph_store

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Outcome, Run, format_table, print_outputs
 from pipelines.options import add_shared, one_worker_process, user_error
 from transforms.deadletter import DEAD_LETTER
 from transforms.run_summary import finish_run

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.job import JobError, Outcome, Run, format_table
 from pipelines.options import add_shared, settings, user_error
 from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE
 from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills

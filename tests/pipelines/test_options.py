@@ -9,7 +9,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipelines
-from pipelines.job import Job
+from pipelines.command import Job
 from pipelines.options import (
     JobError,
     add_shared,
