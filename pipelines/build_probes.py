@@ -11,34 +11,25 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pipelines.command import Job, run_as_command
-from pipelines.job import JobError, Outcome, Run, format_table, print_outputs
-from pipelines.options import add_shared, settings, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
-from transforms.read import UniqueBy
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards
+from pipelines.options import JobError, add_shared, settings, user_error
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import schema_version
-from vlnkit.probes.episodes import (
-    PROBE_EPISODES,
-    PROBES,
-    ProbeConfig,
-    agent_episode,
-    load_objects,
-    load_rooms,
-    load_templates,
-)
-from vlnkit.probes.scoring import skill_sort_key
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from vlnkit.probes.episodes import ProbeConfig
+
 
 EPISODES_JSON = "episodes.json"
 
 
 def declare_flags(parser) -> None:
+    from vlnkit.probes.episodes import PROBES
+
     parser.add_argument("--alignments", help="Alignment file(s): path, glob or comma-separated list (required)")
     parser.add_argument("--alignment_format", default="fgr2r", choices=sorted(READERS), help="Alignment reader")
     add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
@@ -61,6 +52,15 @@ JOB = Job("build_probes", __doc__, declare_flags)
 
 
 def build(pipeline, files, opts, config: ProbeConfig) -> None:
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
+    from transforms.read import UniqueBy
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteJsonFile, WriteParquetShards
+    from vlnkit.io.schemas import schema_version
+    from vlnkit.probes.episodes import PROBE_EPISODES, agent_episode
+
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
     read = pipeline | "ReadAlignments" >> ReadAlignments(files, opts.alignment_format, batched=True)
@@ -92,6 +92,8 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
+    from vlnkit.probes.scoring import skill_sort_key
+
     pairs = {k.split(":", 1)[1]: v for k, v in totals.items() if k.startswith("pairs:")}
     by_probe: dict[str, int] = {}
     for skill, n in pairs.items():
@@ -109,6 +111,9 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+    from vlnkit.probes.scoring import skill_sort_key
+
     output_dir = ctx.output_dir
     rows = [
         ("instructions (alignments) read", summary["alignments"]),
@@ -124,10 +129,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
+    from pipelines.job import Outcome
+
     return Outcome(int(summary.get("alignments", 0)), int(summary.get("dead_letters", 0)))
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.probes.episodes import PROBES, ProbeConfig, load_objects, load_rooms, load_templates
+
     opts = ctx.args
     files = ctx.inputs("alignments", opts.alignments)
     ctx.graphs(opts.connectivity_dir)

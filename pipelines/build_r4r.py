@@ -12,24 +12,20 @@ Writes `paths-SSSSS-of-NNNNN.parquet`, `dead_letter-SSSSS-of-NNNNN.jsonl`, `summ
 from __future__ import annotations
 
 import os
-
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.job import JobError, Run, format_table, print_outputs
-from pipelines.options import add_shared, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.r4r import JoinR4R
-from transforms.read import ReadR2R, UniqueBy
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards
-from vlnkit.datasets.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
+from pipelines.options import JobError, add_shared, user_error
 from vlnkit.io import fileio
-from vlnkit.io.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
+
+if TYPE_CHECKING:
+    from pipelines.job import Run
+    from vlnkit.datasets.r4r import JoinConfig
 
 
 def declare_flags(parser) -> None:
+    from vlnkit.datasets.r4r import HEADING_CONVENTIONS
+
     add_shared(
         parser,
         "dataset",
@@ -84,10 +80,22 @@ def published_order(key, scan_rank):
 
 
 def json_record(record):
+    from vlnkit.io.schemas import R4R_JSON_KEYS
+
     return {k: record[k] for k in R4R_JSON_KEYS}
 
 
 def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.r4r import JoinR4R
+    from transforms.read import ReadR2R, UniqueBy
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteJsonFile, WriteParquetShards
+    from vlnkit.io.schemas import R4R_PATHS, schema_version
+
     out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, min_path_len=1, reshuffle=False, batched=True)
@@ -118,6 +126,8 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
+    from vlnkit.datasets.r4r import summarize
+
     considered = totals.get("pairs_considered", 0)
     return {
         **static,
@@ -133,6 +143,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     output_dir, json_output = ctx.output_dir, ctx.args.json_output
     d, j = summary["dataset"], summary["join"]
     rows = [
@@ -153,6 +165,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.datasets.r4r import JoinConfig
+
     opts = ctx.args
     with user_error():
         config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)

@@ -32,9 +32,12 @@ import os
 import re
 import sys
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import yaml
-from apache_beam.options.pipeline_options import PipelineOptions
+
+if TYPE_CHECKING:  # Beam is imported only to run: building a parser and --help never need it
+    from apache_beam.options.pipeline_options import PipelineOptions
 
 
 class JobError(RuntimeError):
@@ -234,6 +237,8 @@ def _flag_name(arg: str) -> str:
 @functools.cache
 def beam_option_names() -> frozenset[str]:
     """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
 
 
@@ -241,6 +246,8 @@ def unknown_flags(rest: list[str]) -> list[str]:
     """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
     if not rest:
         return []
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     known = beam_option_names()
     retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
     unknown = set(retained) - known
@@ -274,7 +281,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
     Raises JobError for a flag neither the job nor Beam knows (with a close match when there is one).
     """
     argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    args, rest = parser.parse_known_args(argv)
+    args, rest = parser.parse_known_args(argv)  # --help ends here, before Beam is imported
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     for name in unknown_flags(rest):
         raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
     _fill_output_dir(args)
@@ -309,6 +318,7 @@ def local_runner(options: PipelineOptions):
     mean the Python runner, built the way the DirectRunner builds it, on every machine;
     --runner=PrismRunner still chooses Prism.
 
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
     >>> type(local_runner(PipelineOptions(["--runner=DirectRunner"]))).__name__
     'FnApiRunner'
     >>> local_runner(PipelineOptions(["--runner=DataflowRunner"])) is None
@@ -331,6 +341,7 @@ def one_worker_process(options: PipelineOptions) -> bool:
     --direct_num_workers other than 1). Work that only pays with parallel workers (splitting a
     file into byte ranges, say) can be skipped then; for any other runner the answer is False.
 
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
     >>> one_worker_process(PipelineOptions(["--runner=DirectRunner"]))
     True
     >>> one_worker_process(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))

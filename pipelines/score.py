@@ -19,21 +19,16 @@ into --output_dir, and prints a summary table. With several agents the two episo
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.job import JobError, Outcome, Run, format_table, print_outputs
-from pipelines.options import add_shared, one_worker_process, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.run_summary import finish_run
-from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadScoringInputs
-from transforms.score_write import WriteLines
-from transforms.write import WriteTables
-from vlnkit.datasets.episode_batches import RANGE_BYTES
-from vlnkit.evaluation.metrics import METRICS, means
-from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
+from pipelines.options import JobError, add_shared, one_worker_process, user_error
 from vlnkit.io import fileio
-from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from vlnkit.evaluation.scoring_config import ScoringConfig
+
 
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
 UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
@@ -104,6 +99,15 @@ def build(
     `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
     planning pass costs a read of each file, which only pays off with several worker processes).
     """
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.run_summary import finish_run
+    from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
+    from transforms.score_read import TOTALS, ReadScoringInputs
+    from transforms.score_write import WriteLines
+    from transforms.write import WriteTables
+    from vlnkit.datasets.episode_batches import RANGE_BYTES
+    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+
     if not isinstance(agents, dict):
         agents = {path: [path] for path in agents}
     agents = {name: list(files) for name, files in agents.items()}
@@ -149,6 +153,9 @@ AGENT_COUNTS = (
 
 def agent_summary(totals: dict, agent: str) -> dict:
     """One agent's block of the summary from the summed totals."""
+    from transforms.score_read import SEP
+    from vlnkit.evaluation.metrics import means
+
     prefix = agent + SEP
     own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
     mean, nulls = means(own)
@@ -166,6 +173,8 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
     A dataset whose every reference path is a single viewpoint (the R2R test split) gets
     "unscorable" (the reason) and no metrics: success would be trivially 100%.
     """
+    from vlnkit.evaluation.metrics import METRICS
+
     agents = list(agents) if agents is not None else [""]
     blocks = {a: agent_summary(totals, a) for a in agents}
     references = int(totals.get("reference_episodes", 0))
@@ -276,10 +285,15 @@ def write_leaderboard(output_dir: str, summary: dict) -> None:
 
 def summary_rows(summary: dict) -> list[tuple[str, object]]:
     """Metric rows of a summary table: rates as percentages, distances in metres."""
+    from vlnkit.evaluation.metrics import METRICS
+    from vlnkit.evaluation.scoring_config import metric_rows
+
     return metric_rows({m: summary["metrics"].get(m) for m in METRICS})
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     output_dir = ctx.output_dir
     o = summary["options"]
     title = (
@@ -319,11 +333,15 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def outcome(summary: dict) -> Outcome:
     """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
     references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
+    from pipelines.job import Outcome
+
     read = sum(int(b.get("predictions_read", 0)) for b in summary.get("agents", {}).values())
     return Outcome(read, int(summary.get("dead_letters", 0)), summary.get("unscorable"))
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.evaluation.scoring_config import scoring_config
+
     opts = ctx.args
     with user_error():
         config = scoring_config(opts)

@@ -12,25 +12,24 @@ without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `man
 
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.job import JobError, Outcome, Run, format_table
-from pipelines.options import add_shared, settings, user_error
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE
-from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
-from transforms.run_summary import finish_run
-from transforms.write import WriteParquetShards
+from pipelines.options import JobError, add_shared, settings, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import PROBE_SCORES as SCORES
-from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key, validate_probe_file
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+
 
 MISSING_FILE = "missing_episodes.txt"
 EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
 
 
 def declare_flags(parser) -> None:
+    from vlnkit.probes.scoring import N_BOOT
+
     parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
     parser.add_argument("--agent_outputs", help="Agent output JSON Lines file(s): path, glob or list")
     add_shared(parser, "seed", "num_shards", seed={"help": "Seeds the bootstrap"})
@@ -41,6 +40,15 @@ JOB = Job("score_probes", __doc__, declare_flags)
 
 
 def build(pipeline, probe_files, output_files, opts) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
+    from transforms.run_summary import finish_run
+    from transforms.write import WriteParquetShards
+    from vlnkit.io.schemas import PROBE_SCORES as SCORES
+    from vlnkit.probes.scoring import LEVEL, skill_sort_key
+
     out = opts.output_dir
     episodes = (
         pipeline
@@ -88,6 +96,10 @@ def build(pipeline, probe_files, output_files, opts) -> None:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table
+    from transforms.deadletter import DEAD_LETTER_FILE
+    from vlnkit.probes.scoring import format_float, skill_sort_key
+
     output_dir = ctx.output_dir
     title = f"{'skill':<22}{'score':>8}{'95% CI':>18}{'shift':>9}{'shift 95% CI':>20}{'episodes':>10}"
     lines = ["Probe scores", title, "-" * len(title)]
@@ -117,10 +129,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def outcome(summary: dict) -> Outcome:
     """Agent outputs are what this job reads: enough of them must be usable."""
+    from pipelines.job import Outcome
+
     return Outcome(int(summary.get("scored", 0)), int(summary.get("dead_letters", 0)))
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.probes.scoring import validate_probe_file
+
     opts = ctx.args
     if opts.n_boot < 1:
         raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
