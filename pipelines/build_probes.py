@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, settings, user_error
+from pipelines.options import JobError, add_renamed, add_shared, settings, user_error
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
@@ -35,11 +35,10 @@ def declare_flags(parser) -> None:
     add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
     parser.add_argument(
         "--probe_types",
-        "--probes",
-        dest="probe_types",
         default=",".join(PROBES),
-        help="Comma-separated subset of " + ",".join(PROBES) + " (--probes is the old name)",
+        help="Comma-separated subset of " + ",".join(PROBES) + " (--probes: the old name, until the next release)",
     )
+    add_renamed(parser, "--probes", "--probe_types")  # --probes is score_probes' probe files
     parser.add_argument("--rooms", help="Room labels table (CSV/TSV/JSONL: scan, viewpoint, room)")
     parser.add_argument("--objects", help="Objects table (CSV/TSV/JSONL: scan, viewpoint, object, heading, distance)")
     parser.add_argument("--templates", help="YAML/JSON file of phrasings replacing the defaults per probe")

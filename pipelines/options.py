@@ -63,8 +63,12 @@ def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueErr
         raise JobError(f"{prefix}{exc}") from None
 
 
-# Flags whose values never change a job's output (left out of the --skip_if_unchanged fingerprint).
+# Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
+# of the manifest's settings): first those of every job, then those of one job. Declared here only.
 NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged", "plan_only", "max_cost_usd"})
+NOT_FINGERPRINTED_IN_JOB = {
+    "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
+}
 
 # Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
 SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
@@ -74,6 +78,14 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
             "help": "R2R-format dataset(s): JSON list or JSON Lines (.gz/.bz2 too), or build_r4r paths-*.parquet "
             "where the job says so; a path, glob or comma-separated list, local or gs://. "
             "Every named file must exist; a glob must match at least one. (--r2r_path is an alias.)"
+        },
+    ),
+    "predictions": (
+        ("--predictions",),
+        {
+            "action": "append",
+            "help": "Agent outputs: a path, glob or comma-separated list (local or gs://); repeatable. NAME=FILES "
+            "makes FILES one agent called NAME; an unnamed file is its own agent, named by its path",
         },
     ),
     "connectivity_dir": (
@@ -172,6 +184,78 @@ def add_shared(parser: argparse.ArgumentParser, *names: str, **overrides) -> Non
     for name in names:
         flags, kwargs = SHARED[name]
         parser.add_argument(*flags, dest=name, **{**kwargs, **overrides.get(name, {})})
+
+
+class _Renamed(argparse.Action):
+    """An old flag name kept for one release: it warns, naming the new flag, then acts as the new one does
+    (`target`), or stores its value for the job to read with its old meaning (no `target`)."""
+
+    def __init__(self, option_strings, dest, new: str, target: argparse.Action | None = None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.target = new, target
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"warning: {option_string} is deprecated and goes in the next release: use {self.new}", file=sys.stderr)
+        if self.target is not None:
+            self.target(parser, namespace, values, self.new)
+        else:
+            setattr(namespace, self.dest, values)
+
+
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str, dest: str | None = None) -> None:
+    """Keep `old` working for one release as the flag `new` (with a warning naming it); hidden from --help.
+
+    With `dest`, the old flag keeps its old meaning under that name instead, for the job to translate.
+
+    >>> parser = job_parser("demo", "Demo.")
+    >>> _ = parser.add_argument("--probe_types", default="stop")
+    >>> add_renamed(parser, "--probes", "--probe_types")
+    >>> from contextlib import redirect_stderr
+    >>> with redirect_stderr(sys.stdout):  # (where the doctest sees it)
+    ...     args = parser.parse_args(["--probes=room"])
+    warning: --probes is deprecated and goes in the next release: use --probe_types
+    >>> args.probe_types
+    'room'
+    """
+    target = None if dest else parser._option_string_actions[new]
+    parser.add_argument(
+        old,
+        dest=dest or target.dest,
+        action=_Renamed,
+        new=new,
+        target=target,
+        type=None if target is None else target.type,
+        default=None if target is None else argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+
+
+AGENT_NAME = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
+
+
+def agent_inputs(ctx, values, flag: str = "predictions") -> dict[str, list[str]]:
+    """--predictions values -> {agent: [files]} in flag order, the same way in every job.
+
+    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
+    every file is an agent named by its path. `ctx.inputs` lists the files (and records them as
+    inputs of the run); a value that matches no file is a JobError.
+
+        agent_inputs(ctx, ["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": ["rl.json"]}
+    """
+    from vlnkit.io import fileio
+
+    values = [values] if isinstance(values, str) else list(values or [])
+    agents: dict[str, list[str]] = {}
+    for value in values:
+        m = AGENT_NAME.fullmatch(value)
+        if m and not fileio.exists(value):
+            files = ctx.inputs(f"{flag}={m.group(1)}", m.group(2))
+            known = agents.setdefault(m.group(1), [])
+            known += [f for f in files if f not in known]
+        else:
+            for path in ctx.inputs(flag, value):
+                agents.setdefault(path, [path])
+    return agents
 
 
 # ---------------------------------------------------------------------------- profiles
@@ -291,8 +375,15 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
 
 
 def settings(args: argparse.Namespace) -> dict:
-    """The job's own flag values that decide its output (what --skip_if_unchanged compares)."""
-    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_FINGERPRINTED and not k.startswith("_")}
+    """The job's own flag values that decide its output (what --skip_if_unchanged compares).
+
+    >>> settings(argparse.Namespace(_job="paraphrase", seed=3, languages="de", config=None))
+    {'languages': 'de'}
+    >>> settings(argparse.Namespace(_job="perturb", seed=3, methods="random_walk"))
+    {'methods': 'random_walk', 'seed': 3}
+    """
+    ignored = NOT_FINGERPRINTED | NOT_FINGERPRINTED_IN_JOB.get(getattr(args, "_job", None), frozenset())
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ignored and not k.startswith("_")}
 
 
 # --runner names (compared in lower case) that Beam resolves to its switching DirectRunner, and the

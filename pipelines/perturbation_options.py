@@ -20,10 +20,11 @@ def declare_perturbation_flags(parser) -> None:
         "seed",
         "spacy_model",
         "num_shards",
-        connectivity_dir={"help": "Folder of <scan>_connectivity.json files (needed by the trajectory methods)"},
     )
     parser.add_argument(
-        "--methods", default=",".join(ALL_METHODS), help=f"Comma-separated subset of {','.join(ALL_METHODS)}"
+        "--methods",
+        default=",".join(ALL_METHODS),
+        help=f"Comma-separated subset of {','.join(ALL_METHODS)}; the trajectory methods need --connectivity_dir",
     )
 
 

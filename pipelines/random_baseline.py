@@ -36,7 +36,6 @@ def declare_flags(parser) -> None:
         "num_shards",
         dataset={"help": "Evaluation dataset: R2R/R4R JSON or JSON Lines, or build_r4r Parquet"},
         seed={"help": "Global seed (each episode also uses its instr_id)"},
-        keep_repeats={"help": "Score walks as generated (no effect: walks never repeat in place)"},
     )
     parser.add_argument(
         "--steps_from",

@@ -18,11 +18,10 @@ into --output_dir, and prints a summary table. With several agents the two episo
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, one_worker_process, user_error
+from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
@@ -33,17 +32,16 @@ if TYPE_CHECKING:
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
 UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
 LEADERBOARD = ("leaderboard.csv", "leaderboard.md")
-_AGENT = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
 
 
 def declare_flags(parser) -> None:
-    parser.add_argument(
-        "--predictions",
-        action="append",
-        help="Prediction file(s) of one or more agents: JSON list or JSON Lines of {instr_id, trajectory} "
-        "(.gz/.bz2 too), or Parquet with instr_id and path; a path, glob or comma-separated list (local or "
-        "gs://...). Repeatable. NAME=FILES makes FILES one agent called NAME; an unnamed file is its own "
-        "agent, named by its path",
+    add_shared(
+        parser,
+        "predictions",
+        predictions={
+            "help": "Trajectories: JSON list or JSON Lines of {instr_id, trajectory} (.gz/.bz2 too), or Parquet "
+            "with instr_id and path. " + SHARED["predictions"][1]["help"]
+        },
     )
     add_shared(
         parser,
@@ -58,28 +56,6 @@ def declare_flags(parser) -> None:
 
 
 JOB = Job("score", __doc__, declare_flags)
-
-
-def agent_inputs(ctx: Run, values) -> dict[str, list[str]]:
-    """--predictions values -> {agent: [(path, size), ...]} in flag order.
-
-    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
-    every file is an agent named by its path. Raises JobError when a value matches no file.
-
-        agent_inputs(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": [("rl.json", 123)]}
-    """
-    values = [values] if isinstance(values, str) else list(values or [])
-    agents: dict[str, list[tuple[str, int]]] = {}
-    for value in values:
-        m = _AGENT.fullmatch(value)
-        if m and not fileio.exists(value):
-            files = ctx.inputs(f"predictions={m.group(1)}", m.group(2))
-            known = agents.setdefault(m.group(1), [])
-            known += [f for f in files if f not in known]
-        else:
-            for path in ctx.inputs("predictions", value):
-                agents.setdefault(path, [path])
-    return agents
 
 
 def build(

@@ -2,9 +2,9 @@
 
     python -m pipelines.score_probes --runner=DirectRunner \
         --probes='output/probes_val_unseen/probes-*.parquet' \
-        --agent_outputs=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
+        --predictions=my_agent=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
 
-Agent outputs are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
+Agent outputs (--predictions, one agent per run) are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
 Writes `summary.json` ({"skills": {skill: {score, ci, shift, shift_ci, episodes, ...}}, ...}),
 `scores-SSSSS-of-NNNNN.parquet` (one row per scored episode), `missing_episodes.txt` (episodes
 without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `manifest.json`, `_SUCCESS`.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, settings, user_error
+from pipelines.options import SHARED, JobError, add_renamed, add_shared, agent_inputs, settings, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 
@@ -31,7 +31,15 @@ def declare_flags(parser) -> None:
     from vlnkit.probes.scoring import N_BOOT
 
     parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
-    parser.add_argument("--agent_outputs", help="Agent output JSON Lines file(s): path, glob or list")
+    add_shared(
+        parser,
+        "predictions",
+        predictions={
+            "help": "Candidate probabilities: JSON Lines of {episode_id, probs}; one agent per run. "
+            + SHARED["predictions"][1]["help"]
+        },
+    )
+    add_renamed(parser, "--agent_outputs", "--predictions", dest="agent_outputs")  # its files: one agent
     add_shared(parser, "seed", "num_shards", seed={"help": "Seeds the bootstrap"})
     parser.add_argument("--n_boot", type=int, default=N_BOOT, help="Bootstrap replicates")
 
@@ -39,7 +47,7 @@ def declare_flags(parser) -> None:
 JOB = Job("score_probes", __doc__, declare_flags)
 
 
-def build(pipeline, probe_files, output_files, opts) -> None:
+def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -67,6 +75,7 @@ def build(pipeline, probe_files, output_files, opts) -> None:
     )
     static = {
         "job": JOB.name,
+        "agent": agent_name,
         "seed": opts.seed,
         "n_boot": opts.n_boot,
         "level": LEVEL,
@@ -134,6 +143,24 @@ def outcome(summary: dict) -> Outcome:
     return Outcome(int(summary.get("scored", 0)), int(summary.get("dead_letters", 0)))
 
 
+def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
+    """The agent of this run and its files, from --predictions (as every job reads it) or the old
+    --agent_outputs (all its files one agent, named `agent`)."""
+    values = list(opts.predictions or [])
+    if opts.agent_outputs:
+        values.append(f"agent={opts.agent_outputs}")
+    if not values:
+        raise JobError("--predictions is required")
+    agents = agent_inputs(ctx, values)
+    if len(agents) > 1:
+        raise JobError(
+            f"--predictions names {len(agents)} agents ({', '.join(agents)}); score_probes scores one agent per "
+            "run: run it once per agent, or make several files one agent with NAME=FILES"
+        )
+    ((agent, files),) = agents.items()
+    return agent, files
+
+
 def run(ctx: Run) -> dict:
     from vlnkit.probes.scoring import validate_probe_file
 
@@ -144,9 +171,9 @@ def run(ctx: Run) -> dict:
     with user_error():
         for path in probe_files:
             validate_probe_file(path, "--probes")
-    output_files = ctx.inputs("agent_outputs", opts.agent_outputs)
+    agent, output_files = one_agent(ctx, opts)
     return ctx.execute(
-        lambda p: build(p, probe_files, output_files, opts),
+        lambda p: build(p, probe_files, output_files, opts, agent),
         ["scores"],
         extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
         outcome=outcome,
