@@ -18,18 +18,24 @@ from pipelines.options import JobError, add_renamed, add_shared, settings, user_
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
+from vlnkit.probes.episodes import (
+    PROBE_EPISODES,
+    PROBES,
+    ProbeConfig,
+    agent_episode,
+    load_objects,
+    load_rooms,
+    load_templates,
+)
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
-    from vlnkit.probes.episodes import ProbeConfig
 
 
 EPISODES_JSON = "episodes.json"
 
 
 def declare_flags(parser) -> None:
-    from vlnkit.probes.episodes import PROBES
-
     parser.add_argument("--alignments", help="Alignment file(s): path, glob or comma-separated list (required)")
     parser.add_argument("--alignment_format", default="fgr2r", choices=sorted(READERS), help="Alignment reader")
     add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
@@ -58,7 +64,6 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
     from transforms.tally import tally
     from transforms.write import WriteJsonFile, WriteParquetShards
     from vlnkit.io.schemas import schema_version
-    from vlnkit.probes.episodes import PROBE_EPISODES, agent_episode
 
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
@@ -134,8 +139,6 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.probes.episodes import PROBES, ProbeConfig, load_objects, load_rooms, load_templates
-
     opts = ctx.args
     files = ctx.inputs("alignments", opts.alignments)
     ctx.graphs(opts.connectivity_dir)

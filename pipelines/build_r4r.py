@@ -16,16 +16,14 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_shared, user_error
+from vlnkit.datasets.r4r import HEADING_CONVENTIONS, JoinConfig, summarize
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
     from pipelines.job import Run
-    from vlnkit.datasets.r4r import JoinConfig
 
 
 def declare_flags(parser) -> None:
-    from vlnkit.datasets.r4r import HEADING_CONVENTIONS
-
     add_shared(
         parser,
         "dataset",
@@ -126,8 +124,6 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
-    from vlnkit.datasets.r4r import summarize
-
     considered = totals.get("pairs_considered", 0)
     return {
         **static,
@@ -165,8 +161,6 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.datasets.r4r import JoinConfig
-
     opts = ctx.args
     with user_error():
         config = JoinConfig(opts.distance_threshold, opts.heading_threshold, opts.heading_convention)

@@ -5,14 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.options import JobError, add_shared, user_error
+from vlnkit.perturbations.compat import (
+    ALL_METHODS,
+    INSTRUCTION_METHODS,
+    TRAJECTORY_METHODS,
+    parse_methods,
+)
 
 if TYPE_CHECKING:
     from pipelines.job import Run
 
 
 def declare_perturbation_flags(parser) -> None:
-    from vlnkit.perturbations.compat import ALL_METHODS
-
     add_shared(
         parser,
         "dataset",
@@ -33,7 +37,6 @@ def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
 
     Returns the dataset files and the parsed methods.
     """
-    from vlnkit.perturbations.compat import INSTRUCTION_METHODS, TRAJECTORY_METHODS, parse_methods
     from vlnkit.perturbations.nlp import load_pipeline, resolve_model
 
     opts = ctx.args

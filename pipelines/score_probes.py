@@ -18,6 +18,13 @@ from pipelines.command import Job, run_as_command
 from pipelines.options import SHARED, JobError, add_renamed, add_shared, agent_inputs, settings, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
+from vlnkit.probes.scoring import (
+    LEVEL,
+    N_BOOT,
+    format_float,
+    skill_sort_key,
+    validate_probe_file,
+)
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
@@ -28,8 +35,6 @@ EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id
 
 
 def declare_flags(parser) -> None:
-    from vlnkit.probes.scoring import N_BOOT
-
     parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
     add_shared(
         parser,
@@ -55,7 +60,6 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
     from transforms.run_summary import finish_run
     from transforms.write import WriteParquetShards
     from vlnkit.io.schemas import PROBE_SCORES as SCORES
-    from vlnkit.probes.scoring import LEVEL, skill_sort_key
 
     out = opts.output_dir
     episodes = (
@@ -107,7 +111,6 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table
     from transforms.deadletter import DEAD_LETTER_FILE
-    from vlnkit.probes.scoring import format_float, skill_sort_key
 
     output_dir = ctx.output_dir
     title = f"{'skill':<22}{'score':>8}{'95% CI':>18}{'shift':>9}{'shift 95% CI':>20}{'episodes':>10}"
@@ -162,8 +165,6 @@ def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.probes.scoring import validate_probe_file
-
     opts = ctx.args
     if opts.n_boot < 1:
         raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
