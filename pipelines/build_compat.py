@@ -17,21 +17,17 @@ instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parq
 
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
-from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
-from transforms.compat import AVAILABLE, AssembleCompat, family_methods
-from transforms.deadletter import DEAD_LETTER
-from transforms.perturb import STATS, Perturb, applicability
-from transforms.read import ReadUniqueR2R
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
-from vlnkit.io.schemas import COMPAT, schema_version
 from vlnkit.paraphrases.translation import OFFLINE_DEMO
-from vlnkit.perturbations.compat import GROUND_TRUTH, INSTRUCTION, method_quota
+
+if TYPE_CHECKING:
+    from pipelines.job import Run
+
 
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
 
@@ -54,6 +50,8 @@ JOB = Job("build_compat", __doc__, declare_flags)
 
 def read_paraphrases(pipeline, files: list[str]):
     """Paraphrase rows (instr_id, paraphrase, kept) of pipelines.paraphrase's Parquet files."""
+    import apache_beam as beam
+
     return (
         pipeline
         | "ParaphraseFiles" >> beam.Create(files)
@@ -115,6 +113,18 @@ def check_demo_paraphrases(backends: dict[str, dict[str, int]], allow: bool) -> 
 
 
 def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | None = None) -> None:
+    import apache_beam as beam
+
+    from transforms.compat import AVAILABLE, AssembleCompat, family_methods
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.perturb import STATS, Perturb
+    from transforms.read import ReadUniqueR2R
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteParquetShards
+    from vlnkit.io.schemas import COMPAT, schema_version
+    from vlnkit.perturbations.compat import INSTRUCTION
+
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
     records, dead = read["records"], [read[DEAD_LETTER]]
@@ -146,6 +156,10 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
 
 
 def finish_summary(static: dict, totals: dict, methods) -> dict:
+    from transforms.compat import family_methods
+    from transforms.perturb import applicability
+    from vlnkit.perturbations.compat import GROUND_TRUTH, method_quota
+
     rows = {k[len("rows.") :]: v for k, v in totals.items() if k.startswith("rows.")}
     positives = sum(v for k, v in rows.items() if k.startswith(GROUND_TRUTH + "."))
     available = {m: totals.get(f"available.{m}", 0) for m in methods}
@@ -175,6 +189,8 @@ def finish_summary(static: dict, totals: dict, methods) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     pos, fam = summary["positives"], summary["families"]
     rows = [
         ("instructions read", summary["instructions"]),

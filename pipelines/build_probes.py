@@ -11,18 +11,13 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 
 from __future__ import annotations
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, settings, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
-from transforms.read import UniqueBy
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards
+from typing import TYPE_CHECKING
+
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError, add_renamed, add_shared, settings, user_error
 from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import PROBE_EPISODES, schema_version
 from vlnkit.probes.episodes import (
     PROBES,
     ProbeConfig,
@@ -31,7 +26,10 @@ from vlnkit.probes.episodes import (
     load_rooms,
     load_templates,
 )
-from vlnkit.probes.scoring import skill_sort_key
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+
 
 EPISODES_JSON = "episodes.json"
 
@@ -42,11 +40,10 @@ def declare_flags(parser) -> None:
     add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
     parser.add_argument(
         "--probe_types",
-        "--probes",
-        dest="probe_types",
         default=",".join(PROBES),
-        help="Comma-separated subset of " + ",".join(PROBES) + " (--probes is the old name)",
+        help="Comma-separated subset of " + ",".join(PROBES) + " (--probes: the old name, until the next release)",
     )
+    add_renamed(parser, "--probes", "--probe_types")  # --probes is score_probes' probe files
     parser.add_argument("--rooms", help="Room labels table (CSV/TSV/JSONL: scan, viewpoint, room)")
     parser.add_argument("--objects", help="Objects table (CSV/TSV/JSONL: scan, viewpoint, object, heading, distance)")
     parser.add_argument("--templates", help="YAML/JSON file of phrasings replacing the defaults per probe")
@@ -59,6 +56,14 @@ JOB = Job("build_probes", __doc__, declare_flags)
 
 
 def build(pipeline, files, opts, config: ProbeConfig) -> None:
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
+    from transforms.read import UniqueBy
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteJsonFile, WriteParquetShards
+    from vlnkit.io.schemas import PROBE_EPISODES, schema_version
+
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
     read = pipeline | "ReadAlignments" >> ReadAlignments(files, opts.alignment_format, batched=True)
@@ -90,6 +95,8 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
+    from vlnkit.probes.scoring import skill_sort_key
+
     pairs = {k.split(":", 1)[1]: v for k, v in totals.items() if k.startswith("pairs:")}
     by_probe: dict[str, int] = {}
     for skill, n in pairs.items():
@@ -107,6 +114,9 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+    from vlnkit.probes.scoring import skill_sort_key
+
     output_dir = ctx.output_dir
     rows = [
         ("instructions (alignments) read", summary["alignments"]),
@@ -122,6 +132,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
+    from pipelines.job import Outcome
+
     return Outcome(int(summary.get("alignments", 0)), int(summary.get("dead_letters", 0)))
 
 

@@ -12,20 +12,15 @@ Writes `paths-SSSSS-of-NNNNN.parquet`, `dead_letter-SSSSS-of-NNNNN.jsonl`, `summ
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import apache_beam as beam
-
-from pipelines.job import Job, JobError, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.r4r import JoinR4R
-from transforms.read import ReadR2R, UniqueBy
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteJsonFile, WriteParquetShards
-from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig, landmark_records, summarize
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError, add_shared, user_error
+from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig, summarize
 from vlnkit.io import fileio
-from vlnkit.io.schemas import R4R_JSON_KEYS, R4R_PATHS, schema_version
+
+if TYPE_CHECKING:
+    from pipelines.job import Run
 
 
 def declare_flags(parser) -> None:
@@ -104,6 +99,8 @@ def published_order(key, scan_rank):
 
 def json_record(record):
     """R4R's keys for a pair (the published generator's file, unchanged); chains add `path_ids`."""
+    from vlnkit.io.schemas import R4R_JSON_KEYS
+
     keys = R4R_JSON_KEYS if len(record["path_ids"]) == 2 else (*R4R_JSON_KEYS, "path_ids")
     return {k: record[k] for k in keys}
 
@@ -128,6 +125,17 @@ def landmark_json(record):
 
 
 def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.r4r import JoinR4R
+    from transforms.read import ReadR2R, UniqueBy
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteJsonFile, WriteParquetShards
+    from vlnkit.datasets.r4r import landmark_records
+    from vlnkit.io.schemas import R4R_PATHS, schema_version
+
     out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, reshuffle=False, batched=True)
@@ -194,6 +202,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     output_dir, json_output = ctx.output_dir, ctx.args.json_output
     d, j = summary["dataset"], summary["join"]
     rows = [

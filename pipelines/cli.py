@@ -10,7 +10,9 @@ would import that file instead: Python puts the current folder first on the modu
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import sys
 
 JOBS = (
@@ -33,14 +35,20 @@ def run_job(job: str, argv: list[str] | None = None) -> dict:
     return importlib.import_module(f"pipelines.{job}").main(argv)
 
 
+def first_line(job: str) -> str:
+    """The first line of a job's docstring, read from its source: listing the jobs imports none of them."""
+    with open(importlib.util.find_spec(f"pipelines.{job}").origin, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
 def main(argv: list[str] | None = None) -> None:
     """`vlnkit <job> [flags]`; `vlnkit --help` lists the jobs."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: vlnkit <job> [flags]   (vlnkit <job> --help lists a job's flags)\n\njobs:")
         for job in JOBS:
-            doc = (importlib.import_module(f"pipelines.{job}").__doc__ or "").strip().splitlines()[0]
-            print(f"  {job:<16} {doc}")
+            print(f"  {job:<16} {first_line(job)}")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
@@ -49,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _as_command(main) -> None:
-    from pipelines.job import run_as_command  # not at import time: setup.py reads JOBS with no Beam installed
+    from pipelines.command import run_as_command  # not at import time: setup.py reads JOBS with no Beam installed
 
     run_as_command(main)
 

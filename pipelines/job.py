@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gc
 import glob
 import hashlib
 import json
 import logging
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -43,7 +41,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 import vlnkit
-from pipelines.options import JobError, job_parser, local_runner, parse, settings
+from pipelines.command import Job, run_as_command  # noqa: F401 -- moved there; still importable from here
+from pipelines.options import JobError, local_runner, settings
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
@@ -424,72 +423,3 @@ def print_outputs(output_dir: str, dead_letters: int, extra: str = "") -> None:
     print(f"Output: {output_dir}{extra}")
     if dead_letters:
         print(f"{dead_letters} record(s) could not be used: see {fileio.join(output_dir, 'dead_letter-*.jsonl')}")
-
-
-# ---------------------------------------------------------------------------- the job declaration
-class Job:
-    """A job's name, description and flags; `Job.main(run)` makes its command-line entry point.
-
-    JOB = Job("build_r4r", __doc__, declare_flags)
-
-    def run(ctx: Run) -> dict:
-        files = ctx.inputs("dataset", ctx.args.dataset)
-        return ctx.execute(lambda p: build(p, files, ctx.args), ["paths"])
-
-    main = JOB.main(run, print_summary)
-    """
-
-    def __init__(self, name: str, doc: str | None, declare: Callable[[argparse.ArgumentParser], None]):
-        self.name = name
-        self.doc = doc
-        self.declare = declare
-
-    def parser(self) -> argparse.ArgumentParser:
-        parser = job_parser(self.name, self.doc)
-        self.declare(parser)
-        return parser
-
-    def parse(self, argv: list[str] | None = None) -> tuple[PipelineOptions, argparse.Namespace]:
-        return parse(self.parser(), argv)
-
-    def main(self, run: Callable[[Run], dict], print_summary: Callable[[dict, Run], None] | None = None):
-        """The entry point: parse, check, run, print; plain user mistakes end in one line, not a traceback."""
-        job = self.name
-
-        def main(argv: list[str] | None = None) -> dict:
-            logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-            logging.getLogger("apache_beam").setLevel(logging.WARNING)
-            ctx = None
-            try:
-                options, args = self.parse(argv)
-                ctx = Run(job, options, args)
-                ctx.check_output_dir()
-                summary = run(ctx)
-            except JobError as exc:
-                if ctx is not None:
-                    ctx.remove_success()
-                print(f"error: {job}: {exc}", file=sys.stderr)
-                raise SystemExit(2) from None
-            except RunFailed as exc:
-                print(f"error: {job}: run failed: {exc}; no {SUCCESS} written", file=sys.stderr)
-                raise SystemExit(3) from None
-            if summary.get("skipped"):
-                return summary
-            if print_summary is not None:
-                print_summary(summary, ctx)
-            return summary
-
-        main.__doc__ = self.doc
-        return main
-
-
-def run_as_command(main: Callable[[], object]) -> None:
-    """Run a job's `main` as a command, then keep the interpreter's exit from walking the heap.
-
-    Beam imports about 2,500 modules, and at exit Python's final garbage collections visit every
-    object they made: about a second per command (`python -c "import apache_beam"` took 3.3-4.2 s
-    here, 2.4-2.9 s with `gc.freeze()` before exit). By the time `main` returns every output is
-    closed, so nothing is lost; objects are still freed, only the cycle search is skipped.
-    """
-    main()
-    gc.freeze()

@@ -32,9 +32,12 @@ import os
 import re
 import sys
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import yaml
-from apache_beam.options.pipeline_options import PipelineOptions
+
+if TYPE_CHECKING:  # Beam is imported only to run: building a parser and --help never need it
+    from apache_beam.options.pipeline_options import PipelineOptions
 
 
 class JobError(RuntimeError):
@@ -60,8 +63,12 @@ def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueErr
         raise JobError(f"{prefix}{exc}") from None
 
 
-# Flags whose values never change a job's output (left out of the --skip_if_unchanged fingerprint).
+# Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
+# of the manifest's settings): first those of every job, then those of one job. Declared here only.
 NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged", "plan_only", "max_cost_usd"})
+NOT_FINGERPRINTED_IN_JOB = {
+    "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
+}
 
 # Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
 SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
@@ -71,6 +78,14 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
             "help": "R2R-format dataset(s): JSON list or JSON Lines (.gz/.bz2 too), or build_r4r paths-*.parquet "
             "where the job says so; a path, glob or comma-separated list, local or gs://. "
             "Every named file must exist; a glob must match at least one. (--r2r_path is an alias.)"
+        },
+    ),
+    "predictions": (
+        ("--predictions",),
+        {
+            "action": "append",
+            "help": "Agent outputs: a path, glob or comma-separated list (local or gs://); repeatable. NAME=FILES "
+            "makes FILES one agent called NAME; an unnamed file is its own agent, named by its path",
         },
     ),
     "connectivity_dir": (
@@ -171,6 +186,78 @@ def add_shared(parser: argparse.ArgumentParser, *names: str, **overrides) -> Non
         parser.add_argument(*flags, dest=name, **{**kwargs, **overrides.get(name, {})})
 
 
+class _Renamed(argparse.Action):
+    """An old flag name kept for one release: it warns, naming the new flag, then acts as the new one does
+    (`target`), or stores its value for the job to read with its old meaning (no `target`)."""
+
+    def __init__(self, option_strings, dest, new: str, target: argparse.Action | None = None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.target = new, target
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"warning: {option_string} is deprecated and goes in the next release: use {self.new}", file=sys.stderr)
+        if self.target is not None:
+            self.target(parser, namespace, values, self.new)
+        else:
+            setattr(namespace, self.dest, values)
+
+
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str, dest: str | None = None) -> None:
+    """Keep `old` working for one release as the flag `new` (with a warning naming it); hidden from --help.
+
+    With `dest`, the old flag keeps its old meaning under that name instead, for the job to translate.
+
+    >>> parser = job_parser("demo", "Demo.")
+    >>> _ = parser.add_argument("--probe_types", default="stop")
+    >>> add_renamed(parser, "--probes", "--probe_types")
+    >>> from contextlib import redirect_stderr
+    >>> with redirect_stderr(sys.stdout):  # (where the doctest sees it)
+    ...     args = parser.parse_args(["--probes=room"])
+    warning: --probes is deprecated and goes in the next release: use --probe_types
+    >>> args.probe_types
+    'room'
+    """
+    target = None if dest else parser._option_string_actions[new]
+    parser.add_argument(
+        old,
+        dest=dest or target.dest,
+        action=_Renamed,
+        new=new,
+        target=target,
+        type=None if target is None else target.type,
+        default=None if target is None else argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+
+
+AGENT_NAME = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
+
+
+def agent_inputs(ctx, values, flag: str = "predictions") -> dict[str, list[str]]:
+    """--predictions values -> {agent: [files]} in flag order, the same way in every job.
+
+    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
+    every file is an agent named by its path. `ctx.inputs` lists the files (and records them as
+    inputs of the run); a value that matches no file is a JobError.
+
+        agent_inputs(ctx, ["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": ["rl.json"]}
+    """
+    from vlnkit.io import fileio
+
+    values = [values] if isinstance(values, str) else list(values or [])
+    agents: dict[str, list[str]] = {}
+    for value in values:
+        m = AGENT_NAME.fullmatch(value)
+        if m and not fileio.exists(value):
+            files = ctx.inputs(f"{flag}={m.group(1)}", m.group(2))
+            known = agents.setdefault(m.group(1), [])
+            known += [f for f in files if f not in known]
+        else:
+            for path in ctx.inputs(flag, value):
+                agents.setdefault(path, [path])
+    return agents
+
+
 # ---------------------------------------------------------------------------- profiles
 def config_to_argv(path: str) -> list[str]:
     """A YAML profile of `flag: value` pairs as command-line arguments (lists become repeated flags)."""
@@ -234,6 +321,8 @@ def _flag_name(arg: str) -> str:
 @functools.cache
 def beam_option_names() -> frozenset[str]:
     """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
 
 
@@ -241,6 +330,8 @@ def unknown_flags(rest: list[str]) -> list[str]:
     """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
     if not rest:
         return []
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     known = beam_option_names()
     retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
     unknown = set(retained) - known
@@ -274,7 +365,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
     Raises JobError for a flag neither the job nor Beam knows (with a close match when there is one).
     """
     argv = expand_config(list(sys.argv[1:] if argv is None else argv))
-    args, rest = parser.parse_known_args(argv)
+    args, rest = parser.parse_known_args(argv)  # --help ends here, before Beam is imported
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     for name in unknown_flags(rest):
         raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
     _fill_output_dir(args)
@@ -282,8 +375,15 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
 
 
 def settings(args: argparse.Namespace) -> dict:
-    """The job's own flag values that decide its output (what --skip_if_unchanged compares)."""
-    return {k: v for k, v in sorted(vars(args).items()) if k not in NOT_FINGERPRINTED and not k.startswith("_")}
+    """The job's own flag values that decide its output (what --skip_if_unchanged compares).
+
+    >>> settings(argparse.Namespace(_job="paraphrase", seed=3, languages="de", config=None))
+    {'languages': 'de'}
+    >>> settings(argparse.Namespace(_job="perturb", seed=3, methods="random_walk"))
+    {'methods': 'random_walk', 'seed': 3}
+    """
+    ignored = NOT_FINGERPRINTED | NOT_FINGERPRINTED_IN_JOB.get(getattr(args, "_job", None), frozenset())
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ignored and not k.startswith("_")}
 
 
 # --runner names (compared in lower case) that Beam resolves to its switching DirectRunner, and the
@@ -309,6 +409,7 @@ def local_runner(options: PipelineOptions):
     mean the Python runner, built the way the DirectRunner builds it, on every machine;
     --runner=PrismRunner still chooses Prism.
 
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
     >>> type(local_runner(PipelineOptions(["--runner=DirectRunner"]))).__name__
     'FnApiRunner'
     >>> local_runner(PipelineOptions(["--runner=DataflowRunner"])) is None
@@ -331,6 +432,7 @@ def one_worker_process(options: PipelineOptions) -> bool:
     --direct_num_workers other than 1). Work that only pays with parallel workers (splitting a
     file into byte ranges, say) can be skipped then; for any other runner the answer is False.
 
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
     >>> one_worker_process(PipelineOptions(["--runner=DirectRunner"]))
     True
     >>> one_worker_process(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))

@@ -18,22 +18,13 @@ one line) when the uncached characters would cost more than X.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import apache_beam as beam
-
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase, TranslatorSpec
-from transforms.read import ReadR2R, ReadUniqueR2R, SpreadRecords
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteParquetShards
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError, add_shared, user_error
 from vlnkit.datasets.r2r import RecordError, parse_r2r
 from vlnkit.io import fileio
-from vlnkit.io.schemas import schema_version
-from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES, PARAPHRASES, BleuBounds
-from vlnkit.paraphrases.cache import CacheError, TranslationCache
+from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES
 from vlnkit.paraphrases.translation import (
     BACKENDS,
     GOOGLE,
@@ -47,6 +38,11 @@ from vlnkit.paraphrases.translation import (
     default_backend,
     estimate_cost_usd,
 )
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from transforms.paraphrase import TranslatorSpec
+
 
 DEFAULTS = {
     "languages": ",".join(DEFAULT_LANGUAGES),
@@ -124,6 +120,8 @@ def settings(opts) -> dict:
 
 
 def translator_spec(s: dict) -> TranslatorSpec:
+    from transforms.paraphrase import TranslatorSpec
+
     with user_error():
         if not s["languages"]:
             raise ValueError("--languages names no pivot language")
@@ -190,6 +188,8 @@ def plan(files: list[str], s: dict) -> dict:
 
 
 def plan_texts(texts: set[str], s: dict) -> dict:
+    from vlnkit.paraphrases.cache import CacheError, TranslationCache
+
     if s["translation_cache"]:
         with user_error(errors=(CacheError,)):
             cache = TranslationCache(s["translation_cache"])
@@ -223,6 +223,8 @@ def plan_texts(texts: set[str], s: dict) -> dict:
 
 
 def print_plan(p: dict, s: dict) -> None:
+    from pipelines.job import format_table
+
     price = (
         "free (offline-demo: not a real translator)"
         if s["translator"] == OFFLINE_DEMO
@@ -262,6 +264,16 @@ def check_cost_cap(p: dict, s: dict) -> None:
 
 
 def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.paraphrase import BY_TEXT, STATS, ComposeR4RParaphrases, RoundTripParaphrase
+    from transforms.read import ReadR2R, ReadUniqueR2R, SpreadRecords
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteParquetShards
+    from vlnkit.paraphrases.bleu_filter import PARAPHRASES, BleuBounds
+
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
@@ -353,6 +365,8 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     output_dir = ctx.output_dir
     tr = summary["translation"]
     rows = [
@@ -385,6 +399,8 @@ def outcome(summary: dict) -> Outcome:
     failed share of rows is judged here too: with no network, every translation fails and the run
     must not look complete.
     """
+    from pipelines.job import Outcome
+
     rows = int(summary.get("rows", 0))
     failed = sum(int(v.get("failed", 0)) for v in summary.get("per_language", {}).values())
     translations = (failed, rows, "translations failed (see the reasons in summary.json)")
@@ -392,6 +408,9 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.io.schemas import schema_version
+    from vlnkit.paraphrases.bleu_filter import PARAPHRASES, BleuBounds
+
     s = settings(ctx.args)
     with user_error():
         bounds = BleuBounds(s["min_bleu"], s["max_bleu"])

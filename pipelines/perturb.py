@@ -12,19 +12,14 @@ and `_SUCCESS` into --output_dir.
 
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
-from pipelines.job import Job, Run, format_table, print_outputs, run_as_command
+from pipelines.command import Job, run_as_command
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
-from transforms.deadletter import DEAD_LETTER
-from transforms.perturb import STATS, Perturb, applicability
-from transforms.read import ReadUniqueR2R
-from transforms.run_summary import finish_run
-from transforms.tally import tally
-from transforms.write import WriteParquetShards
 from vlnkit.io import fileio
-from vlnkit.io.schemas import PERTURBATIONS, schema_version
-from vlnkit.perturbations.compat import INSTRUCTION_METHODS
+
+if TYPE_CHECKING:
+    from pipelines.job import Run
 
 
 def declare_flags(parser) -> None:
@@ -38,6 +33,17 @@ JOB = Job("perturb", __doc__, declare_flags)
 
 
 def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.perturb import STATS, Perturb
+    from transforms.read import ReadUniqueR2R
+    from transforms.run_summary import finish_run
+    from transforms.tally import tally
+    from transforms.write import WriteParquetShards
+    from vlnkit.io.schemas import PERTURBATIONS, schema_version
+    from vlnkit.perturbations.compat import INSTRUCTION_METHODS
+
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
     records, dead = read["records"], [read[DEAD_LETTER]]
@@ -66,6 +72,8 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
 
 
 def finish_summary(static: dict, totals: dict, methods) -> dict:
+    from transforms.perturb import applicability
+
     instructions = totals.get("instructions", 0)
     return {
         **static,
@@ -87,6 +95,8 @@ def applicability_rows(summary: dict) -> list[tuple[str, object]]:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     rows = [
         ("paths read", summary["records_read"]),
         ("instructions", summary["instructions"]),

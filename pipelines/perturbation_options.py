@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from pipelines.job import JobError, Run
-from pipelines.options import add_shared, user_error
-from vlnkit.perturbations.compat import ALL_METHODS, INSTRUCTION_METHODS, TRAJECTORY_METHODS, parse_methods
-from vlnkit.perturbations.nlp import load_pipeline, resolve_model
+from typing import TYPE_CHECKING
+
+from pipelines.options import JobError, add_shared, user_error
+from vlnkit.perturbations.compat import (
+    ALL_METHODS,
+    INSTRUCTION_METHODS,
+    TRAJECTORY_METHODS,
+    parse_methods,
+)
+
+if TYPE_CHECKING:
+    from pipelines.job import Run
 
 
 def declare_perturbation_flags(parser) -> None:
@@ -16,10 +24,11 @@ def declare_perturbation_flags(parser) -> None:
         "seed",
         "spacy_model",
         "num_shards",
-        connectivity_dir={"help": "Folder of <scan>_connectivity.json files (needed by the trajectory methods)"},
     )
     parser.add_argument(
-        "--methods", default=",".join(ALL_METHODS), help=f"Comma-separated subset of {','.join(ALL_METHODS)}"
+        "--methods",
+        default=",".join(ALL_METHODS),
+        help=f"Comma-separated subset of {','.join(ALL_METHODS)}; the trajectory methods need --connectivity_dir",
     )
 
 
@@ -28,6 +37,8 @@ def check_perturbation_flags(ctx: Run) -> tuple[list[str], tuple[str, ...]]:
 
     Returns the dataset files and the parsed methods.
     """
+    from vlnkit.perturbations.nlp import load_pipeline, resolve_model
+
     opts = ctx.args
     with user_error(f"--methods={opts.methods}: "):
         methods = parse_methods(opts.methods)

@@ -12,22 +12,16 @@ Writes `summary.json` (mean of every metric over all walks), `dead_letter-00000-
 
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, user_error
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.random_walks import RandomBaseline
-from transforms.score_read import TOTALS
-from transforms.score_records import ReadDataset
-from transforms.tally import tally
-from transforms.write import WriteSummary, WriteTables
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError, add_shared, user_error
 from vlnkit.datasets.r2r import require_usable_records
-from vlnkit.evaluation.batch import means
-from vlnkit.evaluation.common import METRICS
-from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
 from vlnkit.io import fileio
-from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from vlnkit.evaluation.scoring_config import ScoringConfig
 
 
 def declare_flags(parser) -> None:
@@ -42,7 +36,6 @@ def declare_flags(parser) -> None:
         "num_shards",
         dataset={"help": "Evaluation dataset: R2R/R4R JSON or JSON Lines, or build_r4r Parquet"},
         seed={"help": "Global seed (each episode also uses its instr_id)"},
-        keep_repeats={"help": "Score walks as generated (no effect: walks never repeat in place)"},
     )
     parser.add_argument(
         "--steps_from",
@@ -60,6 +53,16 @@ def edge_count(record: dict) -> int:
 
 
 def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: ScoringConfig) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+    from transforms.random_walks import RandomBaseline
+    from transforms.score_read import TOTALS
+    from transforms.score_records import ReadDataset
+    from transforms.tally import tally
+    from transforms.write import WriteSummary, WriteTables
+    from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
+
     out = opts.output_dir
     dataset = pipeline | "ReadDataset" >> ReadDataset(dataset_files)
     train = pipeline | "ReadStepsFrom" >> ReadDataset(steps_files)
@@ -97,6 +100,8 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
 
 
 def finish_summary(static: dict, totals: dict) -> dict:
+    from vlnkit.evaluation.batch import means
+
     mean, nulls = means(totals)
     paths = int(totals.get("training_paths", 0))
     steps = {int(k[6:]): v for k, v in totals.items() if k.startswith("steps_")}
@@ -113,6 +118,10 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+    from vlnkit.evaluation.common import METRICS
+    from vlnkit.evaluation.scoring_config import metric_rows
+
     output_dir = ctx.output_dir
     rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
     rows += [
@@ -125,10 +134,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
+    from pipelines.job import Outcome
+
     return Outcome(int(summary.get("evaluation_paths", 0)), int(summary.get("dead_letters", 0)))
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.evaluation.scoring_config import scoring_config
+
     opts = ctx.args
     if opts.num_trajectories < 0:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")

@@ -14,28 +14,17 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
-import apache_beam as beam
-
-from pipelines.job import Job, JobError, Outcome, Run, format_table, run_as_command
-from pipelines.options import add_shared
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-from transforms.graphs import worker_graph_store
-from transforms.report import DatasetStats, MergePartials, ParquetStats, ReportInput, SampleEpisodes
-from transforms.write import write_json
+from pipelines.command import Job, run_as_command
+from pipelines.options import JobError, add_shared
 from vlnkit.io import fileio
 from vlnkit.reports.html import FIGURES_DIR, assemble
-from vlnkit.reports.stats import (
-    DATASET,
-    DEFAULT_KEEP_BAND,
-    PARAPHRASES,
-    SCORE_SUMMARY,
-    SCORES,
-    ReportInputError,
-    detect_kind,
-    finalize,
-    input_label,
-)
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from transforms.report import ReportInput
+
 
 INDEX = "index.html"
 TABLES = "report_tables.json"
@@ -92,6 +81,9 @@ def _expand(pattern: str) -> list[str]:
 
 def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list[ReportInput], list[str]]:
     """Input files with kind and label; names of matched files that are not report inputs."""
+    from transforms.report import ReportInput
+    from vlnkit.reports.stats import SCORE_SUMMARY, ReportInputError, detect_kind, input_label
+
     items, skipped = [], []
     for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
         paths = _expand(pattern)
@@ -126,6 +118,8 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
 # ----------------------------------------------------------------------------- rendering
 def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
     """The paraphrase job's BLEU keep band, from the summary.json beside its shards (default otherwise)."""
+    from vlnkit.reports.stats import DEFAULT_KEEP_BAND, PARAPHRASES
+
     for item in inputs:
         if item.kind == PARAPHRASES:
             path = fileio.join(os.path.dirname(item.path), "summary.json")
@@ -138,6 +132,10 @@ def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
 
 def render(_, partial, episodes, *, opts, inputs, summaries, band):
     """The single drawing step: small merged tables in, figures, page and summary out."""
+    from transforms.graphs import worker_graph_store
+    from transforms.write import write_json
+    from vlnkit.reports.stats import DATASET, SCORES, finalize
+
     out = opts.output_dir
     tables = finalize(partial)
     graphs = worker_graph_store(opts.connectivity_dir)
@@ -177,6 +175,12 @@ def render(_, partial, episodes, *, opts, inputs, summaries, band):
 
 
 def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+    from transforms.report import DatasetStats, MergePartials, ParquetStats, SampleEpisodes
+    from vlnkit.reports.stats import DATASET, SCORE_SUMMARY, SCORES
+
     out = opts.output_dir
     datasets: dict[str, list[str]] = {}
     for item in inputs:
@@ -225,6 +229,8 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> N
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table
+
     rows = [(f"{kind} files", n) for kind, n in summary["inputs"].items()]
     rows += [(f"dataset {k}: paths", v.get("paths", 0)) for k, v in summary["datasets"].items()]
     rows += [(f"score set {k}: episodes", v) for k, v in summary["score_sets"].items()]
@@ -239,6 +245,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def outcome(summary: dict) -> Outcome:
     """A report counts when its inputs held something to report on: dataset paths, scored episodes, or
     other job outputs; rows it could not use are dead letters, judged as in every job."""
+    from pipelines.job import Outcome
+    from vlnkit.reports.stats import DATASET, SCORES
+
     read = sum(int(v.get("paths", 0)) for v in summary.get("datasets", {}).values())
     read += sum(int(n) for n in summary.get("score_sets", {}).values())
     read += sum(int(n) for kind, n in summary.get("inputs", {}).items() if kind not in (DATASET, SCORES))
@@ -246,6 +255,8 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.reports.stats import SCORE_SUMMARY
+
     opts = ctx.args
     if not opts.inputs:
         raise JobError("--inputs is required")

@@ -19,37 +19,31 @@ into --output_dir, and prints a summary table. With several agents the two episo
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, print_outputs, run_as_command
-from pipelines.options import add_shared, one_worker_process, user_error
-from transforms.deadletter import DEAD_LETTER
-from transforms.run_summary import finish_run
-from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadScoringInputs
-from transforms.score_write import WriteLines
-from transforms.write import WriteTables
-from vlnkit.datasets.json_chunks import RANGE_BYTES
-from vlnkit.evaluation.batch import means
-from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, METRICS, SUCCESS_RULES
-from vlnkit.evaluation.scoring_config import ScoringConfig, metric_rows, scoring_config
+from pipelines.command import Job, run_as_command
+from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
-from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from vlnkit.evaluation.scoring_config import ScoringConfig
+
 
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
 UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
 LEADERBOARD = ("leaderboard.csv", "leaderboard.md")
-_AGENT = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
 
 
 def declare_flags(parser) -> None:
-    parser.add_argument(
-        "--predictions",
-        action="append",
-        help="Prediction file(s) of one or more agents: JSON list or JSON Lines of {instr_id, trajectory} "
-        "(.gz/.bz2 too), or Parquet with instr_id and path; a path, glob or comma-separated list (local or "
-        "gs://...). Repeatable. NAME=FILES makes FILES one agent called NAME; an unnamed file is its own "
-        "agent, named by its path",
+    add_shared(
+        parser,
+        "predictions",
+        predictions={
+            "help": "Trajectories: JSON list or JSON Lines of {instr_id, trajectory} (.gz/.bz2 too), or Parquet "
+            "with instr_id and path. " + SHARED["predictions"][1]["help"]
+        },
     )
     add_shared(
         parser,
@@ -73,28 +67,6 @@ def declare_flags(parser) -> None:
 JOB = Job("score", __doc__, declare_flags)
 
 
-def agent_inputs(ctx: Run, values) -> dict[str, list[str]]:
-    """--predictions values -> {agent: [(path, size), ...]} in flag order.
-
-    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
-    every file is an agent named by its path. Raises JobError when a value matches no file.
-
-        agent_inputs(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": [("rl.json", 123)]}
-    """
-    values = [values] if isinstance(values, str) else list(values or [])
-    agents: dict[str, list[tuple[str, int]]] = {}
-    for value in values:
-        m = _AGENT.fullmatch(value)
-        if m and not fileio.exists(value):
-            files = ctx.inputs(f"predictions={m.group(1)}", m.group(2))
-            known = agents.setdefault(m.group(1), [])
-            known += [f for f in files if f not in known]
-        else:
-            for path in ctx.inputs("predictions", value):
-                agents.setdefault(path, [path])
-    return agents
-
-
 def build(
     pipeline,
     agents,
@@ -112,6 +84,15 @@ def build(
     `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
     planning pass costs a read of each file, which only pays off with several worker processes).
     """
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.run_summary import finish_run
+    from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
+    from transforms.score_read import TOTALS, ReadScoringInputs
+    from transforms.score_write import WriteLines
+    from transforms.write import WriteTables
+    from vlnkit.datasets.json_chunks import RANGE_BYTES
+    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+
     if not isinstance(agents, dict):
         agents = {path: [path] for path in agents}
     agents = {name: list(files) for name, files in agents.items()}
@@ -157,6 +138,9 @@ AGENT_COUNTS = (
 
 def agent_summary(totals: dict, agent: str) -> dict:
     """One agent's block of the summary from the summed totals."""
+    from transforms.score_read import SEP
+    from vlnkit.evaluation.batch import means
+
     prefix = agent + SEP
     own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
     mean, nulls = means(own)
@@ -174,6 +158,8 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
     A dataset whose every reference path is a single viewpoint (the R2R test split) gets
     "unscorable" (the reason) and no metrics: success would be trivially 100%.
     """
+    from vlnkit.evaluation.common import METRICS
+
     agents = list(agents) if agents is not None else [""]
     blocks = {a: agent_summary(totals, a) for a in agents}
     references = int(totals.get("reference_episodes", 0))
@@ -298,10 +284,15 @@ def write_leaderboard(output_dir: str, summary: dict) -> None:
 
 def summary_rows(summary: dict) -> list[tuple[str, object]]:
     """Metric rows of a summary table: rates as percentages, distances in metres."""
+    from vlnkit.evaluation.common import METRICS
+    from vlnkit.evaluation.scoring_config import metric_rows
+
     return metric_rows({m: summary["metrics"].get(m) for m in METRICS})
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table, print_outputs
+
     output_dir = ctx.output_dir
     o = summary["options"]
     title = (
@@ -342,11 +333,15 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def outcome(summary: dict) -> Outcome:
     """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
     references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
+    from pipelines.job import Outcome
+
     read = sum(int(b.get("predictions_read", 0)) for b in summary.get("agents", {}).values())
     return Outcome(read, int(summary.get("dead_letters", 0)), summary.get("unscorable"))
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.evaluation.scoring_config import scoring_config
+
     opts = ctx.args
     with user_error():
         config = scoring_config(opts)

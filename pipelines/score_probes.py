@@ -2,9 +2,9 @@
 
     python -m pipelines.score_probes --runner=DirectRunner \
         --probes='output/probes_val_unseen/probes-*.parquet' \
-        --agent_outputs=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
+        --predictions=my_agent=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
 
-Agent outputs are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
+Agent outputs (--predictions, one agent per run) are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
 Writes `summary.json` ({"skills": {skill: {score, ci, shift, shift_ci, episodes, ...}}, ...}),
 `scores-SSSSS-of-NNNNN.parquet` (one row per scored episode), `missing_episodes.txt` (episodes
 without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `manifest.json`, `_SUCCESS`.
@@ -12,18 +12,23 @@ without agent output, one id per line), `dead_letter-00000-of-00001.jsonl`, `man
 
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import TYPE_CHECKING
 
-from pipelines.job import Job, JobError, Outcome, Run, format_table, run_as_command
-from pipelines.options import add_shared, settings, user_error
-from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE
-from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
-from transforms.run_summary import finish_run
-from transforms.write import WriteParquetShards
+from pipelines.command import Job, run_as_command
+from pipelines.options import SHARED, JobError, add_renamed, add_shared, agent_inputs, settings, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.io.schemas import PROBE_SCORES as SCORES
-from vlnkit.probes.scoring import LEVEL, N_BOOT, format_float, skill_sort_key, validate_probe_file
+from vlnkit.probes.scoring import (
+    LEVEL,
+    N_BOOT,
+    format_float,
+    skill_sort_key,
+    validate_probe_file,
+)
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+
 
 MISSING_FILE = "missing_episodes.txt"
 EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id", "candidates", "correct"]
@@ -31,7 +36,15 @@ EPISODE_COLUMNS = ["episode_id", "pair_id", "variant", "skill", "scan", "path_id
 
 def declare_flags(parser) -> None:
     parser.add_argument("--probes", help="Probe episode Parquet file(s) from build_probes: path, glob or list")
-    parser.add_argument("--agent_outputs", help="Agent output JSON Lines file(s): path, glob or list")
+    add_shared(
+        parser,
+        "predictions",
+        predictions={
+            "help": "Candidate probabilities: JSON Lines of {episode_id, probs}; one agent per run. "
+            + SHARED["predictions"][1]["help"]
+        },
+    )
+    add_renamed(parser, "--agent_outputs", "--predictions", dest="agent_outputs")  # its files: one agent
     add_shared(parser, "seed", "num_shards", seed={"help": "Seeds the bootstrap"})
     parser.add_argument("--n_boot", type=int, default=N_BOOT, help="Bootstrap replicates")
 
@@ -39,7 +52,15 @@ def declare_flags(parser) -> None:
 JOB = Job("score_probes", __doc__, declare_flags)
 
 
-def build(pipeline, probe_files, output_files, opts) -> None:
+def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
+    from transforms.run_summary import finish_run
+    from transforms.write import WriteParquetShards
+    from vlnkit.io.schemas import PROBE_SCORES as SCORES
+
     out = opts.output_dir
     episodes = (
         pipeline
@@ -58,6 +79,7 @@ def build(pipeline, probe_files, output_files, opts) -> None:
     )
     static = {
         "job": JOB.name,
+        "agent": agent_name,
         "seed": opts.seed,
         "n_boot": opts.n_boot,
         "level": LEVEL,
@@ -87,6 +109,9 @@ def build(pipeline, probe_files, output_files, opts) -> None:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
+    from pipelines.job import format_table
+    from transforms.deadletter import DEAD_LETTER_FILE
+
     output_dir = ctx.output_dir
     title = f"{'skill':<22}{'score':>8}{'95% CI':>18}{'shift':>9}{'shift 95% CI':>20}{'episodes':>10}"
     lines = ["Probe scores", title, "-" * len(title)]
@@ -116,7 +141,27 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def outcome(summary: dict) -> Outcome:
     """Agent outputs are what this job reads: enough of them must be usable."""
+    from pipelines.job import Outcome
+
     return Outcome(int(summary.get("scored", 0)), int(summary.get("dead_letters", 0)))
+
+
+def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
+    """The agent of this run and its files, from --predictions (as every job reads it) or the old
+    --agent_outputs (all its files one agent, named `agent`)."""
+    values = list(opts.predictions or [])
+    if opts.agent_outputs:
+        values.append(f"agent={opts.agent_outputs}")
+    if not values:
+        raise JobError("--predictions is required")
+    agents = agent_inputs(ctx, values)
+    if len(agents) > 1:
+        raise JobError(
+            f"--predictions names {len(agents)} agents ({', '.join(agents)}); score_probes scores one agent per "
+            "run: run it once per agent, or make several files one agent with NAME=FILES"
+        )
+    ((agent, files),) = agents.items()
+    return agent, files
 
 
 def run(ctx: Run) -> dict:
@@ -127,9 +172,9 @@ def run(ctx: Run) -> dict:
     with user_error():
         for path in probe_files:
             validate_probe_file(path, "--probes")
-    output_files = ctx.inputs("agent_outputs", opts.agent_outputs)
+    agent, output_files = one_agent(ctx, opts)
     return ctx.execute(
-        lambda p: build(p, probe_files, output_files, opts),
+        lambda p: build(p, probe_files, output_files, opts, agent),
         ["scores"],
         extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
         outcome=outcome,

@@ -65,6 +65,6 @@ JOB_FLAGS = {
     ],
     "paraphrase": lambda i, main: [f"--dataset={main}", "--translator=offline", "--languages=de"],
     "build_probes": lambda i, main: [f"--alignments={main}", f"--connectivity_dir={i['connectivity_dir']}"],
-    "score_probes": lambda i, main: [f"--probes={main}", f"--agent_outputs={i['agent_outputs']}"],
+    "score_probes": lambda i, main: [f"--probes={main}", f"--predictions={i['agent_outputs']}"],
     "report": lambda i, main: [f"--inputs={main}", f"--connectivity_dir={i['connectivity_dir']}"],
 }

@@ -180,7 +180,7 @@ def test_score_probes_and_report_read_job_outputs_from_the_bucket(gcs_emulator, 
         for r in probes
     )
     agent_url = b.put("inputs/uniform_agent.jsonl", agent.encode())
-    flags = [f"--probes={b.url('chain/probes')}/probes-*.parquet", f"--agent_outputs={agent_url}"]
+    flags = [f"--probes={b.url('chain/probes')}/probes-*.parquet", f"--predictions={agent_url}"]
     run_job("score_probes", [*flags, f"--output_dir={b.url('chain/score_probes')}"])
     check_outputs(b, "chain/score_probes", "score_probes")
     assert read_parquet(b, "chain/score_probes", "scores").num_rows > 0

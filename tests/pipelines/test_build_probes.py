@@ -69,7 +69,11 @@ def test_synthetic_run_writes_parquet_json_and_counts(tmp_path):
     assert any(i["path"] == str(rooms) for i in manifest["inputs"])
     # Same seed, same episodes; another seed changes only phrasings.
     out2, _ = run(
-        tmp_path / "again", f"--alignments={path}", f"--connectivity_dir={conn}", "--probes=stop,direction", "--seed=7"
+        tmp_path / "again",
+        f"--alignments={path}",
+        f"--connectivity_dir={conn}",
+        "--probe_types=stop,direction",
+        "--seed=7",
     )
     again = {r["episode_id"]: r["instruction"] for r in rows(out2)}
     assert all(again[r["episode_id"]] == r["instruction"] for r in table if r["episode_id"] in again)
@@ -86,7 +90,7 @@ def test_command_line_entry_point_runs(tmp_path):
             f"--alignments={path}",
             f"--connectivity_dir={conn}",
             f"--output_dir={tmp_path}/o",
-            "--probes=stop,direction",
+            "--probe_types=stop,direction",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -102,8 +106,8 @@ def test_command_line_entry_point_runs(tmp_path):
     [
         (["--alignments=/nonexistent/*.json", "--connectivity_dir=/tmp"], "matches no file"),
         (["--connectivity_dir="], "--connectivity_dir is required"),
-        (["--probes=stop,jump"], "probes must be a non-empty subset"),
-        (["--probes=room"], "need --rooms"),
+        (["--probe_types=stop,jump"], "probes must be a non-empty subset"),
+        (["--probe_types=room"], "need --rooms"),
     ],
 )
 def test_structural_problems_stop_the_job_with_one_clear_line(tmp_path, capsys, flags, message):
@@ -185,7 +189,7 @@ def simple_direction_counts(fgr2r_file, connectivity_dir):
 def test_fgr2r_val_unseen_episode_counts_match_a_simple_count(tmp_path, shared_data, connectivity_dir):
     fgr2r = shared_data / "fgr2r" / "FGR2R_val_unseen.json"
     out, summary = run(
-        tmp_path, f"--alignments={fgr2r}", f"--connectivity_dir={connectivity_dir}", "--probes=stop,direction"
+        tmp_path, f"--alignments={fgr2r}", f"--connectivity_dir={connectivity_dir}", "--probe_types=stop,direction"
     )
     expected = simple_direction_counts(fgr2r, connectivity_dir)
     assert summary["alignments"] == 2349 and summary["dead_letters"] == 0

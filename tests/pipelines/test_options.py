@@ -9,7 +9,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipelines
-from pipelines.job import Job
+from pipelines.command import Job
 from pipelines.options import (
     JobError,
     add_shared,
@@ -87,12 +87,22 @@ def test_shared_flags_mean_the_same_everywhere():
 
 
 def test_old_names_are_aliases():
-    from pipelines import build_probes, build_r4r
+    from pipelines import build_r4r
 
     _, args = build_r4r.JOB.parse(["--r2r_path=a.json"])
     assert args.dataset == "a.json"
+
+
+def test_renamed_probe_kinds_flag_still_works_with_a_warning_naming_the_new_one(capsys):
+    """build_probes' probe kinds are --probe_types: --probes is score_probes' probe files."""
+    from pipelines import build_probes
+
     _, args = build_probes.JOB.parse(["--probes=stop"])
     assert args.probe_types == "stop"
+    assert "--probes is deprecated and goes in the next release: use --probe_types" in capsys.readouterr().err
+    _, args = build_probes.JOB.parse(["--probe_types=direction"])
+    assert args.probe_types == "direction" and capsys.readouterr().err == ""
+    assert "--probe_types" in build_probes.JOB.parser().format_help()
 
 
 def test_beam_flags_pass_through():

@@ -241,3 +241,21 @@ def test_the_offline_demo_backend_is_never_capped(tmp_path, inputs):
         ["--runner=DirectRunner", f"--dataset={r2r}", "--max_cost_usd=0", f"--output_dir={tmp_path}/o"]
     )
     assert summary["backend"] == "offline-demo" and summary["translation"]["cost_usd"] == 0.0
+
+
+def test_seed_changes_no_output_so_a_rerun_with_another_seed_is_skipped(tmp_path, inputs):
+    """--seed seeds the jitter of retries only: it is left out of the fingerprint (options.NOT_FINGERPRINTED_IN_JOB),
+    so a complete run is not redone for it, while a flag that changes outputs still makes the job run."""
+    r2r, _ = inputs
+    out = tmp_path / "out"
+    flags = [
+        "--runner=DirectRunner",
+        f"--dataset={r2r}",
+        f"--output_dir={out}",
+        "--languages=de",
+        "--skip_if_unchanged",
+    ]
+    first = paraphrase.main([*flags, "--seed=1"])
+    assert not first.get("skipped")
+    assert paraphrase.main([*flags, "--seed=2"]).get("skipped") is True
+    assert not paraphrase.main([*flags, "--seed=2", "--min_bleu=0.3"]).get("skipped")

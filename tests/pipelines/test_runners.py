@@ -81,7 +81,7 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
         if not (probes / "_SUCCESS").exists():
             run_job("build_probes", [f"--alignments={fgr2r}", conn, f"--output_dir={probes}"])
         agent = uniform_agent(probes, small / "uniform_agent.jsonl")
-        return [f"--probes={probes}/probes-*.parquet", f"--agent_outputs={agent}"], ["scores"]
+        return [f"--probes={probes}/probes-*.parquet", f"--predictions={agent}"], ["scores"]
     raise KeyError(job)
 
 

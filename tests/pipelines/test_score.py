@@ -250,14 +250,15 @@ def test_compressed_inputs_read_like_plain_ones(env, tmp_path):
 
 def test_agent_flags():
     from pipelines.job import Run
+    from pipelines.options import agent_inputs
     from vlnkit.io import fileio
 
     ctx = Run("score", None, score.JOB.parse([])[1])
     here = __file__
-    agents = score.agent_inputs(ctx, [f"mine={here}", here, f"mine={here}"])
+    agents = agent_inputs(ctx, [f"mine={here}", here, f"mine={here}"])
     assert list(agents) == ["mine", fileio.match(here)[0][0]] and len(agents["mine"]) == 1
     with pytest.raises(score.JobError, match="matches no file"):
-        score.agent_inputs(ctx, ["x=/nonexistent/*.json"])
+        agent_inputs(ctx, ["x=/nonexistent/*.json"])
 
 
 @pytest.mark.real_data

@@ -23,7 +23,7 @@ def probes(tmp_path_factory):
             f"--alignments={path}",
             f"--connectivity_dir={conn}",
             f"--output_dir={out}",
-            "--probes=stop,direction",
+            "--probe_types=stop,direction",
         ]
     )
     return pq.read_table(sorted(out.glob("probes-*.parquet"))).to_pylist(), f"{out}/probes-*.parquet"
@@ -46,7 +46,7 @@ def score(tmp_path, pattern, agent_file, *flags):
         [
             "--runner=DirectRunner",
             f"--probes={pattern}",
-            f"--agent_outputs={agent_file}",
+            f"--predictions={agent_file}",
             f"--output_dir={tmp_path}/s",
             "--n_boot=200",
             *flags,
@@ -137,7 +137,7 @@ def test_command_line_entry_point_and_structural_errors(tmp_path, probes, capsys
             "pipelines.score_probes",
             "--runner=DirectRunner",
             f"--probes={pattern}",
-            f"--agent_outputs={f}",
+            f"--predictions={f}",
             f"--output_dir={tmp_path}/cli",
             "--n_boot=50",
         ],
@@ -151,3 +151,39 @@ def test_command_line_entry_point_and_structural_errors(tmp_path, probes, capsys
     with pytest.raises(SystemExit):
         score(tmp_path, pattern, tmp_path / "none.jsonl")
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_predictions_name_the_agent_as_in_score_and_the_old_flag_still_works(tmp_path, probes, capsys):
+    """Agent outputs are --predictions in every job (NAME=FILES too); --agent_outputs keeps working for one
+    release, its files one agent, with a warning naming the new flag; the scores do not depend on the spelling."""
+    episodes, pattern = probes
+    halves = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for part, path in zip((episodes[::2], episodes[1::2]), halves):
+        path.write_text("".join(json.dumps({"episode_id": e["episode_id"], "probs": uniform(e)}) + "\n" for e in part))
+    files = f"{halves[0]},{halves[1]}"
+    named = score(tmp_path / "named", pattern, f"uniform={files}")
+    assert named["agent"] == "uniform" and named["scored"] == len(episodes) and named["missing"] == 0
+    assert "deprecated" not in capsys.readouterr().err
+    old = score_probes.main(
+        ["--runner=DirectRunner", f"--probes={pattern}", f"--agent_outputs={files}", f"--output_dir={tmp_path}/old"]
+        + ["--n_boot=200"]
+    )
+    assert "--agent_outputs is deprecated and goes in the next release: use --predictions" in capsys.readouterr().err
+    assert old["skills"] == named["skills"] and old["scored"] == len(episodes)
+    single = score(tmp_path / "single", pattern, halves[0])
+    assert single["agent"] == str(halves[0]) and single["scored"] == len(episodes[::2])
+
+
+def test_two_agents_in_one_run_are_refused_with_the_way_out(tmp_path, probes, capsys):
+    """One run scores one agent: two unnamed files are two agents (as in score), so the job says how to join them."""
+    episodes, pattern = probes
+    a, b = write_agent(tmp_path, episodes, uniform), tmp_path / "b.jsonl"
+    b.write_text(a.read_text())
+    with pytest.raises(SystemExit) as exc:
+        score(tmp_path, pattern, f"{a},{b}")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--predictions names 2 agents" in err and "NAME=FILES" in err
+    with pytest.raises(SystemExit):
+        score_probes.main([f"--probes={pattern}", f"--output_dir={tmp_path}/none"])
+    assert "--predictions is required" in capsys.readouterr().err

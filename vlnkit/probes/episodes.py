@@ -27,7 +27,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse.csgraph import shortest_path as _csgraph_shortest_path
 
 from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
@@ -156,7 +155,9 @@ def direction_targets(regions: np.ndarray) -> list[tuple[str, np.ndarray]]:
 
 def hop_matrix(graph: NavGraph) -> np.ndarray:
     """(n, n) numbers of edges on the fewest-edges path (inf where unreachable)."""
-    return _csgraph_shortest_path(graph.adjacency, method="D", directed=False, unweighted=True)
+    from scipy.sparse.csgraph import shortest_path  # here: the probe kinds above are read by --help
+
+    return shortest_path(graph.adjacency, method="D", directed=False, unweighted=True)
 
 
 def room_targets(
