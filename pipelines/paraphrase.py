@@ -272,7 +272,8 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
-    from vlnkit.paraphrases.bleu_filter import PARAPHRASES, BleuBounds
+    from vlnkit.io.schemas import PARAPHRASES
+    from vlnkit.paraphrases.bleu_filter import BleuBounds
 
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
@@ -408,8 +409,8 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.io.schemas import schema_version
-    from vlnkit.paraphrases.bleu_filter import PARAPHRASES, BleuBounds
+    from vlnkit.io.schemas import PARAPHRASES, schema_version
+    from vlnkit.paraphrases.bleu_filter import BleuBounds
 
     s = settings(ctx.args)
     with user_error():

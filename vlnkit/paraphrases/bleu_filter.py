@@ -121,6 +121,3 @@ def compose(x: str, px: str, py: str) -> str:
     """Paraphrase of `x + y` from the paraphrases of x and y: joined with x's own trailing whitespace."""
     joiner = x[len(x.rstrip()) :]
     return px.rstrip() + joiner + py.lstrip()
-
-
-from vlnkit.io.schemas import PARAPHRASES  # noqa: E402,F401  (declared with every other output schema)
