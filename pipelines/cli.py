@@ -41,10 +41,15 @@ def main(argv: list[str] | None = None) -> None:
         for job in JOBS:
             doc = (importlib.import_module(f"pipelines.{job}").__doc__ or "").strip().splitlines()[0]
             print(f"  {job:<16} {doc}")
+        print(f"  {'published':<16} Print the files of an output folder's published version (vlnkit published D)")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
         return
+    if argv[0] == "published":  # not a job: reads an output folder (Beam-free for local folders)
+        from vlnkit.io.layout import main as published_main
+
+        raise SystemExit(published_main(argv[1:]))
     _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
 
 
