@@ -210,10 +210,13 @@ class Run:
         if self.args.skip_if_unchanged:
             this_run = fingerprint(self.job, job_settings, digests.result())
             previous = self._previous_run()
+            inside = self.output_dir.rstrip("/") + "/"
+            placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
             if (
                 previous
                 and previous.get("fingerprint") == this_run
                 and all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
+                and all(fileio.exists(p) for p in placed)  # e.g. --json_output, which a user may have removed
             ):
                 print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
                 return {**previous["summary"], "skipped": True}

@@ -95,6 +95,8 @@ class Publication:
         fault_point("pointed")
         if not _remote(self.root):
             layout.link_top_level(self.root, self.version, owned)
+        else:
+            _remove_matching(self.root, owned)  # outputs of the older layout, directly in the folder
         fault_point("linked")
         for final, staged in self.outside.items():
             _place_outside(self.root, final, staged)
@@ -135,6 +137,15 @@ def _place_outside(root: str, final: str, staged: str) -> None:
         os.remove(tmp)
     os.symlink(target, tmp)
     os.replace(tmp, final)
+
+
+def _remove_matching(root: str, patterns: list[str]) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    found = [m.path for r in FileSystems.match([fileio.join(root, p) for p in patterns]) for m in r.metadata_list]
+    found = [p for p in found if "/" not in p[len(root.rstrip("/")) + 1 :]]  # top-level objects only
+    if found:
+        FileSystems.delete(found)
 
 
 def _remove_beam_temp(root: str) -> None:

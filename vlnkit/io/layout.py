@@ -47,19 +47,26 @@ _SHARD = re.compile(r"-\d{5}-of-\d{5}\.\w")
 
 
 def fault_point(name: str) -> None:
-    """Kill this process here if `VLNKIT_FAULT_POINT` names this point: the fault tests' way of
-    stopping a run at an exact moment of staging or publishing (never set in normal use)."""
+    """The fault tests' way of stopping a run at an exact moment of staging or publishing, chosen by
+    `VLNKIT_FAULT_POINT` (never set in normal use): `NAME` kills this process with SIGKILL here,
+    `NAME+SECONDS` that long after this point (while the work that follows runs), `NAME?PATH`
+    waits here until PATH exists (at most a minute), to hold a run at a known moment."""
     wanted = os.environ.get("VLNKIT_FAULT_POINT", "")
-    if wanted.partition("+")[0] != name:
+    point, how, arg = wanted.partition("+") if "+" in wanted else wanted.partition("?")
+    if point != name:
         return
     import signal
     import threading
+    import time
 
-    # `name+SECONDS`: kill that long after this point (while the work that follows it runs).
-    delay = float(wanted.partition("+")[2] or 0)
-    threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL)).start() if delay else os.kill(
-        os.getpid(), signal.SIGKILL
-    )
+    if how == "?":
+        deadline = time.monotonic() + 60
+        while not os.path.exists(arg) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    elif how == "+":
+        threading.Timer(float(arg), os.kill, (os.getpid(), signal.SIGKILL)).start()
+    else:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class NothingPublished(FileNotFoundError):
