@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -109,7 +110,8 @@ OPERATIONAL = {"translation"}
 def comparable_summary(work: Path, path: Path) -> str:
     """The summary with run-specific paths neutralized and execution statistics left out."""
     summary = {k: v for k, v in json.loads(path.read_text()).items() if k not in OPERATIONAL}
-    return json.dumps(summary, sort_keys=True).replace(str(work), "<work>")
+    text = json.dumps(summary, sort_keys=True).replace(str(work), "<work>")
+    return re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)  # each run's own version folder
 
 
 def run_job(job: str, flags: list[str]) -> dict:
