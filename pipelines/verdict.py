@@ -3,9 +3,9 @@
 A run fails when nothing usable was read, or when more than `--max_failure_fraction` of the records
 offered were dead-lettered (or of another part of the work a job names, e.g. translation calls).
 
-    >>> judge(Outcome(read=10, failed=6), max_failure_fraction=0.5)
+    >>> judge(Outcome(read=4, failed=6), max_failure_fraction=0.5)  # 6 refused of 10 offered
     '6 of the 10 records offered (60.0%) were dead-lettered, more than --max_failure_fraction=0.5'
-    >>> judge(Outcome(read=10, failed=5), max_failure_fraction=0.5) is None
+    >>> judge(Outcome(read=5, failed=5), max_failure_fraction=0.5) is None
     True
 """
 
