@@ -18,7 +18,8 @@ import pytest
 SHARD = r"-\d{5}-of-\d{5}"
 COMMON = [r"summary\.json", r"manifest\.json", r"_SUCCESS", rf"dead_letter{SHARD}\.jsonl"]
 DOCUMENTED = {
-    "build_r4r": [rf"paths{SHARD}\.parquet"],
+    # --json_output is written into the version folder too, then copied to its own name (failure_semantics.md).
+    "build_r4r": [rf"paths{SHARD}\.parquet", r"R4R_small\.json"],
     "score": [
         rf"episodes{SHARD}\.parquet",
         rf"missing_predictions{SHARD}\.txt",
