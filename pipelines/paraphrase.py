@@ -188,7 +188,7 @@ def plan(files: list[str], s: dict) -> dict:
 
 
 def plan_texts(texts: set[str], s: dict) -> dict:
-    from vlnkit.paraphrases.cache import CacheError, TranslationCache
+    from vlnkit.paraphrases.cache import CacheError, TranslationCache, translation_backend
 
     if s["translation_cache"]:
         with user_error(errors=(CacheError,)):
@@ -197,10 +197,13 @@ def plan_texts(texts: set[str], s: dict) -> dict:
         cache = None
     per_pivot = {}
     cached = 0
+    google = s["translator"] == GOOGLE
+    backend = translation_backend(
+        s["translator"],
+        *((s.get("translate_model"), s.get("translate_location"), s.get("translate_endpoint")) if google else ()),
+    )
     for lang in s["languages"]:
-        todo = [
-            t for t in texts if cache is None or cache.get((s["translator"], s["source_language"], lang, t)) is None
-        ]
+        todo = [t for t in texts if cache is None or cache.get((backend, s["source_language"], lang, t)) is None]
         cached += len(texts) - len(todo)
         forward = sum(codepoints(t) for t in todo)
         requests = max(
@@ -443,7 +446,7 @@ def run(ctx: Run) -> dict:
         "usd_per_million_chars": s["usd_per_million_chars"],
     }
     return ctx.execute(
-        lambda p: build(p, files, compose_files, s, spec, static),
+        lambda p: build(p, files, compose_files, {**s, "output_dir": ctx.args.output_dir}, spec, static),
         ["paraphrases", "r4r_paraphrases"],
         outcome=outcome,
     )
