@@ -6,7 +6,9 @@
   order, and `percentile_interval`.
 - `paired`: paired differences between agents with intervals, bootstrap p-values, Holm's
   correction (`holm`) and the leaderboard's tie marks (`ties`).
-- `breakdowns`: the same intervals per scan, reference path-length bucket or language.
+- `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`
+  (every pair, or every agent against a baseline) and `breakdown` (per scan, reference path-length
+  bucket or language).
 
 Beam-free: the score job's transforms only compute `ReplicateSums` per bundle and add them.
 """
@@ -18,7 +20,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
         "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
-        "paired": ("HEADLINE", "LOWER_IS_BETTER", "PairedSums", "compare", "holm", "comparison_rows", "ties"),
-        "breakdowns": ("length_buckets", "breakdown", "LENGTH_BUCKETS"),
+        "paired": ("HEADLINE", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
+        "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
     },
 )
