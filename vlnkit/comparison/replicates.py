@@ -114,7 +114,7 @@ class ReplicateSums:
         weights = np.asarray(weights)
         if weights.ndim != 2:
             raise ValueError(f"weights must be an (episodes, replicates) array, got shape {weights.shape}")
-        if len(weights) and int(weights.max()) > MAX_WEIGHT:
+        if int(weights.max(initial=0)) > MAX_WEIGHT:
             raise ValueError(f"bootstrap weights above {MAX_WEIGHT} are not supported (exact sums would overflow)")
         out = cls(weights.shape[1])
         for name, values in columns.items():
