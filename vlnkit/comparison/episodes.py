@@ -24,7 +24,16 @@ from vlnkit.comparison.paired import PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, ReplicateSums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
-__all__ = ["columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets", "LENGTH_EDGES"]
+__all__ = [
+    "columns",
+    "episode_weights",
+    "agent_sums",
+    "compare",
+    "breakdown",
+    "length_labels",
+    "length_buckets",
+    "LENGTH_EDGES",
+]
 
 LENGTH_EDGES = (8.0, 10.0, 12.0, 14.0)  # metres: R2R reference paths are 5 to 25 m, half of them 8 to 12 m
 
@@ -109,14 +118,24 @@ def compare(
     return comparison_rows(paired, list(metrics), confidence)
 
 
+def length_labels(edges=LENGTH_EDGES) -> list[str]:
+    """The bucket labels of `length_buckets`, shortest first.
+
+    >>> length_labels((8.0, 10.0))
+    ['<8 m', '8-10 m', '>=10 m']
+    """
+    return [f"<{edges[0]:g} m"] + [f"{lo:g}-{hi:g} m" for lo, hi in zip(edges, edges[1:])] + [f">={edges[-1]:g} m"]
+
+
 def length_buckets(lengths, edges=LENGTH_EDGES) -> np.ndarray:
     """Labels of reference path lengths in metres: '<8 m', '8-10 m', ..., '>=14 m' (sortable by edge).
 
     >>> length_buckets([5.0, 9.5, 30.0]).tolist()
     ['<8 m', '8-10 m', '>=14 m']
     """
-    labels = [f"<{edges[0]:g} m"] + [f"{lo:g}-{hi:g} m" for lo, hi in zip(edges, edges[1:])] + [f">={edges[-1]:g} m"]
-    return np.asarray(labels, dtype=object)[np.searchsorted(np.asarray(edges), np.asarray(lengths), side="right")]
+    return np.asarray(length_labels(edges), dtype=object)[
+        np.searchsorted(np.asarray(edges), np.asarray(lengths), side="right")
+    ]
 
 
 def breakdown(
