@@ -54,8 +54,14 @@ def columns(table) -> dict[str, np.ndarray]:
 
 def _array(values) -> np.ndarray:
     """Text stays text (object array); numbers and None become float64 with NaN for None."""
-    array = np.asarray(values, dtype=object)
-    if array.ndim == 1 and any(isinstance(v, (str, list, tuple, np.ndarray)) for v in array.tolist()):
+    array = (
+        values
+        if isinstance(values, np.ndarray) and values.ndim == 1
+        else np.fromiter(values, dtype=object, count=len(values))
+    )
+    if array.dtype.kind in "iufb":
+        return array.astype(np.float64)
+    if any(isinstance(v, (str, list, tuple, np.ndarray)) for v in array.tolist()):
         return array
     return np.array([np.nan if v is None else v for v in array.tolist()], dtype=np.float64)
 

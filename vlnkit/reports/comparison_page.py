@@ -187,6 +187,15 @@ def comparison_page(
     anything with `.get(scan)`), whose poses place the nodes. `baseline` defaults to the agent ranked
     last on the first metric. The table holds at most `max_episodes` episodes (a fixed sample by
     stable hash of their ids); every statistic uses all episodes.
+
+    >>> import numpy as np
+    >>> from vlnkit.navigation.graph import NavGraph
+    >>> line = NavGraph("s", ("a", "b", "c"), np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
+    >>> table = {"agent": ["x", "y"], "instr_id": ["1_0", "1_0"], "scan": ["s", "s"],
+    ...          "path": [["a", "b", "c"], ["a"]], "sr": [1.0, 0.0]}
+    >>> page = comparison_page(table, {"1_0": ["a", "b", "c"]}, {"s": line}, metrics=("sr",), replicates=20)
+    >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")  # forest, length and scan breakdowns, drawing
+    (True, 4)
     """
     cols = columns(episodes)
     metrics = [m for m in metrics if m in cols]
