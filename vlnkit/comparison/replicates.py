@@ -8,9 +8,10 @@ interval computed from them.
 
 How the exact weighted sums stay fast: every float is split into three signed 26-bit integer limbs at
 fixed bit positions (a multiple of 26 bits in units of 2**-SUM_SCALE). A weight (< 32) times a limb
-(<= 2**26), summed over at most 2**21 episodes, stays below 2**53, so one float64 matrix product of
-the (episodes x replicates) weights with the (episodes x limb positions) limbs is exact whatever
-order BLAS adds in; only the few limb-position totals per replicate become Python integers.
+(<= 2**26), summed over a block of 8,192 episodes, stays below 2**44, so a float64 matrix product of
+a block's (episodes x replicates) weights with its (episodes x limb positions) limbs is exact
+whatever order BLAS adds in; blocks add up in int64, and only the few limb-position totals per
+replicate become Python integers at the end.
 
 >>> import numpy as np
 >>> keys = episode_keys([f"{p}_0" for p in range(300)])
@@ -40,7 +41,7 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_REPLICATES = 1000
 LIMB_BITS = 26
 _LIMB_MASK = (1 << LIMB_BITS) - 1
-MAX_ROWS = 1 << 21  # episodes per matrix product: 31 (weight) * 2**26 (limb) * 2**21 < 2**53
+BLOCK_ROWS = 1 << 13  # episodes per matrix product: 31 (weight) * 2**26 (limb) * 2**13 < 2**44, and 64 MB of weights
 MAX_WEIGHT = 31
 
 
@@ -50,8 +51,10 @@ def _limbs(values: np.ndarray) -> tuple[np.ndarray, int]:
     ints = (mantissa * 2.0**53).astype(np.int64)  # exact: x = ints * 2**(exponent - 53)
     shifts = exponent.astype(np.int64) + (SUM_SCALE - 53)  # x = ints << shifts, in units of 2**-SUM_SCALE
     position, r = np.divmod(shifts, LIMB_BITS)
-    first = int(position.min(initial=0))
-    width = int(position.max(initial=0)) - first + 3
+    if not len(values):
+        return np.zeros((0, 3)), 0
+    first = int(position.min())
+    width = int(position.max()) - first + 3
     out = np.zeros((len(values), width))
     rows = np.arange(len(values))
     column = position - first
@@ -61,17 +64,12 @@ def _limbs(values: np.ndarray) -> tuple[np.ndarray, int]:
     return out, first
 
 
-def _weighted_totals(values: np.ndarray, weights: np.ndarray) -> list[int]:
-    """Exact sum over rows of weights[:, b] * values, per replicate b, as integers of 2**-SUM_SCALE."""
-    totals = [0] * weights.shape[1]
-    for start in range(0, len(values), MAX_ROWS):
-        limbs, first = _limbs(values[start : start + MAX_ROWS])
-        block = weights[start : start + MAX_ROWS].T.astype(np.float64) @ limbs  # exact integers < 2**53
-        exact = np.zeros(weights.shape[1], dtype=object)
-        for c in range(block.shape[1]):
-            exact += block[:, c].astype(np.int64).astype(object) * (1 << (LIMB_BITS * (first + c)))
-        totals = [t + int(e) for t, e in zip(totals, exact)]
-    return totals
+def _to_ints(by_position: dict[int, np.ndarray], replicates: int) -> list[int]:
+    """Per replicate, the exact integer sum over limb positions p of total[p] << 26 * p."""
+    exact = np.zeros(replicates, dtype=object)
+    for position, total in by_position.items():
+        exact += total.astype(object) * (1 << (LIMB_BITS * position))
+    return [int(e) for e in exact]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> list[float] | None:
@@ -117,16 +115,29 @@ class ReplicateSums:
         if int(weights.max(initial=0)) > MAX_WEIGHT:
             raise ValueError(f"bootstrap weights above {MAX_WEIGHT} are not supported (exact sums would overflow)")
         out = cls(weights.shape[1])
-        for name, values in columns.items():
-            values = np.asarray(values, dtype=np.float64)
-            if len(values) != len(weights):
-                raise ValueError(f"column {name!r} has {len(values)} values for {len(weights)} weight rows")
-            finite = np.isfinite(values)
-            out.totals[name] = exact_sum(values[finite])
-            out.counts[name] = int(finite.sum())
-            kept = weights[finite]
-            out.weighted_totals[name] = _weighted_totals(values[finite], kept)
-            out.weighted_counts[name] = kept.sum(axis=0, dtype=np.int64).tolist()
+        values = {name: np.asarray(v, dtype=np.float64) for name, v in columns.items()}
+        for name, v in values.items():
+            if len(v) != len(weights):
+                raise ValueError(f"column {name!r} has {len(v)} values for {len(weights)} weight rows")
+        finite = {name: np.isfinite(v) for name, v in values.items()}
+        by_position: dict[str, dict[int, np.ndarray]] = {name: {} for name in values}
+        weight_sums = {name: np.zeros(out.replicates, dtype=np.int64) for name in values}
+        for start in range(0, len(weights), BLOCK_ROWS):
+            block = weights[start : start + BLOCK_ROWS].astype(np.float64)  # converted once, used by every column
+            for name, v in values.items():
+                keep = finite[name][start : start + BLOCK_ROWS]
+                w = block if keep.all() else block[keep]
+                limbs, first = _limbs(v[start : start + BLOCK_ROWS][keep])
+                sums = (w.T @ limbs).T.astype(np.int64)  # exact: every partial sum is an integer below 2**53
+                for c in np.flatnonzero(sums.any(axis=1)).tolist():
+                    position = by_position[name]
+                    position[first + c] = position.get(first + c, 0) + sums[c]  # < 2**63 up to 2**19 blocks
+                weight_sums[name] += w.sum(axis=0).astype(np.int64)
+        for name, v in values.items():
+            out.totals[name] = exact_sum(v[finite[name]])
+            out.counts[name] = int(finite[name].sum())
+            out.weighted_totals[name] = _to_ints(by_position[name], out.replicates)
+            out.weighted_counts[name] = weight_sums[name].tolist()
         return out
 
     def __add__(self, other: ReplicateSums) -> ReplicateSums:

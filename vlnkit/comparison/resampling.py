@@ -6,12 +6,14 @@ data streams", Google, 2012) gives every record an independent Poisson(1) weight
 instead; the weighted sums of any slice of the data can then be added to those of any other slice,
 so a job computes B replicates in one pass, on any number of workers, and merges them exactly.
 
-Here the weight is not drawn from a random stream but computed from a hash: for episode key `k`
-(`episode_keys`) and replicate `b`, `h = stable_hash(k, b, seed=seed)` (`vlnkit.hashing`), its top 53
-bits give a uniform `u = (h >> 11) / 2**53`, and the weight is the Poisson(1) inverse CDF at `u`
-(the number of cumulative probabilities P(X <= j) that are <= u). The same episode therefore gets the
-same weights in every agent, job, runner and partitioning, which is what makes comparisons between
-agents paired.
+Here the weight is not drawn from a random stream but computed from a hash. For episode key `k`
+(`episode_keys`) and replicate `b`, `h = stable_hash(k, b // 3, seed=seed)` (`vlnkit.hashing`) gives
+three 21-bit uniforms, `u = ((h >> 21 * (b % 3)) & (2**21 - 1)) / 2**21`, and the weight is the
+Poisson(1) inverse CDF at `u`: the number of cumulative probabilities P(X <= j) that are <= u. (One
+hash per three replicates, because hashing is most of the cost; 21 bits resolve every probability of
+Poisson(1) to 5e-7, so the weights are Poisson(1) but for the 1e-7 chance of a weight above 9.)
+The same episode therefore gets the same weights in every agent, job, runner and partitioning,
+which is what makes comparisons between agents paired.
 
 >>> keys = episode_keys(["4332_0", "4332_1"])
 >>> poisson_weights(keys, replicates=4, seed=0).shape
@@ -36,12 +38,13 @@ UNITS = ("episode", "path")
 
 # P(X <= j) for X ~ Poisson(1), j = 0, 1, ...; past j = 18 the float is 1.0 (no uniform below 1 reaches it).
 POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(j) for j in range(20)])
-_UNIFORM = 2.0**-53
+UNIFORM_BITS = 21
+PER_HASH = 3  # uniforms per 64-bit hash
 
 # A canonical R2R id: "<path_id>_<k>", two integers without sign or leading zeros, each fitting in int64.
 _CANONICAL = r"^(?P<path_id>0|[1-9][0-9]{0,17})_(?P<k>0|[1-9][0-9]{0,17})$"
 
-WEIGHT_ROWS = 1 << 12  # episodes per block when hashing weights: 4,096 x 1,000 replicates = 32 MB of hashes
+WEIGHT_ROWS = 1 << 12  # episodes per block when hashing weights: 4,096 x 334 hashes = 11 MB
 
 
 def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,10 +114,13 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     if replicates < 0:
         raise ValueError(f"replicates must be >= 0, got {replicates}")
     out = np.empty((len(keys), replicates), dtype=np.uint8)
-    b = np.arange(replicates, dtype=np.int64)
+    hashes = -(-replicates // PER_HASH)
+    groups = np.arange(hashes, dtype=np.int64)
+    shifts = np.uint64(UNIFORM_BITS) * np.arange(PER_HASH, dtype=np.uint64)
     for start in range(0, len(keys), WEIGHT_ROWS):
         block = keys[start : start + WEIGHT_ROWS]
-        h = stable_hash_array(np.repeat(block, replicates), np.tile(b, len(block)), seed=seed)
-        u = (h >> np.uint64(11)).astype(np.float64) * _UNIFORM
-        out[start : start + len(block)] = np.searchsorted(POISSON_CDF, u, side="right").reshape(len(block), -1)
+        h = stable_hash_array(np.repeat(block, hashes), np.tile(groups, len(block)), seed=seed)
+        bits = (h[:, None] >> shifts) & np.uint64((1 << UNIFORM_BITS) - 1)  # (rows * hashes, 3): b = 3g + j
+        u = bits.reshape(len(block), hashes * PER_HASH)[:, :replicates].astype(np.float64) * 2.0**-UNIFORM_BITS
+        out[start : start + len(block)] = np.searchsorted(POISSON_CDF, u, side="right")
     return out

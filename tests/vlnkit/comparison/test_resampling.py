@@ -13,7 +13,7 @@ from vlnkit.hashing import stable_hash
 
 def scalar_weight(key: int, b: int, seed: int) -> int:
     """The documented rule, one value at a time with Python ints and math: an independent oracle."""
-    u = (stable_hash(key, b, seed=seed) >> 11) / 2**53
+    u = ((stable_hash(key, b // 3, seed=seed) >> (21 * (b % 3))) & (2**21 - 1)) / 2**21
     k, cdf, term = 0, math.exp(-1.0), math.exp(-1.0)
     while cdf <= u:
         k += 1
