@@ -20,7 +20,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
         "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
-        "paired": ("HEADLINE", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
+        "paired": ("HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
         "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
     },
 )

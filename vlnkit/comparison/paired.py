@@ -32,9 +32,10 @@ import numpy as np
 
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, percentile_interval
 
-__all__ = ["HEADLINE", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"]
+__all__ = ["HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"]
 
 HEADLINE = ("sr", "spl", "ndtw", "sdtw", "ne")  # the leaderboard's headline metrics, SR first
+RANK_BY = ("spl", "sr")  # the score job's leaderboard order; ties are judged on the first
 LOWER_IS_BETTER = frozenset({"ne", "one", "dtw", "ad", "md"})  # distances to the goal or reference
 
 
@@ -127,14 +128,22 @@ def comparison_rows(pairs: list[PairedSums], metrics=None, confidence: float = D
     return rows
 
 
-def rank(means: dict[str, float | None], metric: str) -> list[str]:
-    """Agents best first by one metric's mean (ascending for distances), unscored agents last, ties by name.
+def rank(means: dict[str, dict[str, float | None]], by=RANK_BY) -> list[str]:
+    """Agents best first by the means of `by` in order (the score job's leaderboard: SPL, then SR; distances
+    ascending), agents without a first-metric mean last, then by name.
 
-    >>> rank({"x": 0.5, "y": 0.7, "z": None}, "sr"), rank({"x": 2.0, "y": 1.0}, "ne")
-    (['y', 'x', 'z'], ['y', 'x'])
+    >>> rank({"x": {"spl": 0.5, "sr": 0.6}, "y": {"spl": 0.5, "sr": 0.7}, "z": {"spl": None, "sr": None}})
+    ['y', 'x', 'z']
+    >>> rank({"x": {"ne": 2.0}, "y": {"ne": 1.0}}, by=("ne",))
+    ['y', 'x']
     """
-    sign = 1.0 if metric in LOWER_IS_BETTER else -1.0
-    return sorted(means, key=lambda a: (means[a] is None, sign * (means[a] or 0.0), a))
+
+    def key(agent):
+        values = means[agent]
+        signed = [(1.0 if m in LOWER_IS_BETTER else -1.0) * (values.get(m) or 0.0) for m in by]
+        return (values.get(by[0]) is None, *signed, agent)
+
+    return sorted(means, key=key)
 
 
 def ties(ranking: list[str], rows: list[dict], metric: str) -> dict[str, bool | None]:

@@ -1,10 +1,11 @@
 """The agent comparison page: one self-contained HTML file (inline CSS, SVG and script; no network).
 
 What it shows, from per-episode scores of several agents on one dataset:
-- the leaderboard with bootstrap intervals (`vlnkit.comparison`) and tie marks ("=": not significantly
-  different from the agent ranked just above, on the first headline metric);
+- the leaderboard, ranked as the score job ranks it (SPL, then SR), with bootstrap intervals
+  (`vlnkit.comparison`) and tie marks ("=": not significantly different on SPL from the agent ranked
+  just above);
 - a forest plot of every agent's difference from the baseline agent, one panel per headline metric;
-- breakdowns (language, scan, reference path length) of the first headline metric, with intervals;
+- breakdowns (language, scan, reference path length) of the first metric shown (SR), with intervals;
 - a per-episode table, sortable and filterable by agent, scan and outcome; choosing a row draws the
   reference path and every agent's path of that episode on the scan's graph seen from above.
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, agent_sums, breakdown, compare, rank, ties
+from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, RANK_BY, agent_sums, breakdown, compare, rank, ties
 from vlnkit.comparison.episodes import LENGTH_EDGES, columns, length_buckets, length_labels
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from vlnkit.evaluation import pack_viewpoints
@@ -171,6 +172,7 @@ def comparison_page(
     graphs,
     *,
     metrics=HEADLINE,
+    rank_by=RANK_BY,
     baseline: str | None = None,
     replicates: int = DEFAULT_REPLICATES,
     seed: int = 0,
@@ -184,8 +186,9 @@ def comparison_page(
     `episodes`: the score job's episode table (pyarrow Table or dict of columns) with `agent`,
     `instr_id`, `scan`, `path` (viewpoint ids as scored), the metric columns and optionally
     `language`; `references`: {instr_id: reference viewpoint ids}; `graphs`: {scan: NavGraph} (or
-    anything with `.get(scan)`), whose poses place the nodes. `baseline` defaults to the agent ranked
-    last on the first metric. The table holds at most `max_episodes` episodes (a fixed sample by
+    anything with `.get(scan)`), whose poses place the nodes. Agents are ranked as the score job's
+    leaderboard ranks them (`rank_by`: SPL, then SR); tie marks and the breakdown plots use the first
+    of those. `baseline` defaults to the agent ranked last. The table holds at most `max_episodes` episodes (a fixed sample by
     stable hash of their ids); every statistic uses all episodes.
 
     >>> import numpy as np
@@ -211,11 +214,12 @@ def comparison_page(
     cols["length_bucket"] = length_buckets(length)
     options = {"replicates": replicates, "seed": seed, "unit": unit}
     sums = agent_sums(cols, metrics, **options)
-    headline = metrics[0]
-    order = rank({a: s.mean(headline) for a, s in sums.items()}, headline)
+    ranking = tuple(m for m in rank_by if m in metrics) or (metrics[0],)
+    order = rank({a: {m: s.mean(m) for m in ranking} for a, s in sums.items()}, ranking)
+    headline = metrics[0]  # the breakdowns' metric
     colours = {a: PALETTE[k % len(PALETTE)] for k, a in enumerate(sums)}
     rows = compare(cols, metrics, confidence=confidence, **options) if len(sums) > 1 else []
-    tie = ties(order, rows, headline)
+    tie = ties(order, rows, ranking[0])
     baseline = baseline or order[-1]
     against = compare(cols, metrics, baseline=baseline, confidence=confidence, **options) if len(sums) > 1 else []
 
@@ -262,7 +266,7 @@ def comparison_page(
         f"{len(sums)} agents, {n_ids} episodes. Intervals are {level} percentile intervals of a Poisson bootstrap "
         f"({replicates} replicates, seed {seed}, resampling unit: {unit}); every agent's episode gets the same "
         f"weights, so differences are paired. '=' after a rank: not significantly different on "
-        f"{headline.upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over all pairs, "
+        f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over all pairs, "
         f"at {1 - confidence:.2g}). Intervals assume independent episodes: instructions of one path share a "
         f"target (use the path unit), and on small subsets (tens of episodes) intervals are too narrow and "
         f"unstable."

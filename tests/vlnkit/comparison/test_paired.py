@@ -62,8 +62,8 @@ def test_common_episodes_only_and_nulls_dropped_per_pair():
 
 
 def test_ties_follow_the_ranking():
-    means = {"x": 0.60, "y": 0.61, "z": 0.30}
-    order = rank(means, "sr")
+    means = {"x": {"sr": 0.60}, "y": {"sr": 0.61}, "z": {"sr": 0.30}}
+    order = rank(means, by=("sr",))
     assert order == ["y", "x", "z"]
     rows = [
         {"a": "x", "b": "y", "metric": "sr", "p_value": 0.4, "p_holm": 0.8, "significant": False},
