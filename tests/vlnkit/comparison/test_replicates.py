@@ -88,3 +88,25 @@ def test_errors_and_edges():
     with pytest.raises(ValueError, match="not paired"):
         ReplicateSums.of({"a": [1.0, np.nan, 2.0], "b": [1.0, 1.0, 2.0]}, w).difference("a", "b")
     assert SUM_SCALE > 1074
+
+
+def _partial(ids: list[str], values: np.ndarray) -> ReplicateSums:
+    """One worker's share: keys, weights and sums computed in another process from the raw columns."""
+    return ReplicateSums.of({"x": values}, poisson_weights(episode_keys(ids), 250, seed=9))
+
+
+def test_other_processes_give_the_same_bits():
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    rng = np.random.default_rng(11)
+    ids = [f"{p}_{k}" for p in range(700) for k in range(3)]
+    x = rng.exponential(3.0, len(ids))
+    whole = _partial(ids, x)
+    parts = np.array_split(rng.permutation(len(ids)), 5)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_partial, [[ids[i] for i in p] for p in parts], [x[p] for p in parts]))
+    merged = results[0]
+    for r in results[:0:-1]:
+        merged = r + merged
+    assert merged == whole and merged.interval("x") == whole.interval("x")
