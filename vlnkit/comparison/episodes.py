@@ -70,7 +70,7 @@ def episode_weights(cols: dict, replicates: int, seed: int = 0, unit: str = "epi
     """(rows, replicates) weights of every row: rows of one episode (of any agent) get the same weights."""
     ids, first, which = np.unique(cols["instr_id"].astype(str), return_index=True, return_inverse=True)
     scans = cols["scan"][first] if unit == "path" else None
-    keys = episode_keys(ids.tolist(), unit=unit, scans=scans)
+    keys = episode_keys(ids, unit=unit, scans=scans)
     return poisson_weights(keys, replicates, seed)[which]
 
 

@@ -60,6 +60,18 @@ def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return canonical, path_ids, ks
 
 
+def _as_strings(instr_ids) -> pa.Array:
+    """Ids as an Arrow string array (in one call; integer ids become their decimal text)."""
+    if isinstance(instr_ids, pa.ChunkedArray):
+        instr_ids = instr_ids.combine_chunks()
+    if isinstance(instr_ids, pa.Array) and pa.types.is_string(instr_ids.type):
+        return instr_ids
+    try:
+        return pa.array(instr_ids, type=pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([str(i) for i in instr_ids], type=pa.string())
+
+
 def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     """One uint64 key per episode: which episodes are resampled together (`unit`).
 
@@ -82,7 +94,7 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     """
     if unit not in UNITS:
         raise ValueError(f"bootstrap unit must be one of {UNITS}, got {unit!r}")
-    ids = instr_ids if isinstance(instr_ids, pa.Array) else pa.array([str(i) for i in instr_ids], type=pa.string())
+    ids = _as_strings(instr_ids)
     canonical, path_ids, ks = _canonical_parts(ids)
     keys = np.empty(len(ids), dtype=np.uint64)
     if unit == "episode":
