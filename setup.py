@@ -54,6 +54,8 @@ setup(
             "pillow>=10",
             # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.
             "gcp-storage-emulator>=2024.8",
+            # The comparison page's browser test talks to headless Chromium over the DevTools protocol.
+            "websockets>=12,<18",
         ],
     },
 )

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from tests.conftest import in_ci
+
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -38,7 +40,7 @@ def require_chromium() -> str:
         binary = None
     if binary is None:
         reason = "headless Chromium test needs `apt-get install chromium` and `pip install websockets`"
-        if os.environ.get("CI"):
+        if in_ci():
             pytest.fail(f"CI is set but {reason}")
         pytest.skip(reason)
     return binary
