@@ -48,7 +48,7 @@ def declare_flags(parser) -> None:
         "--predictions",
         action="append",
         help="Prediction file(s) of one or more agents: JSON list or JSON Lines of {instr_id, trajectory} "
-        "(.gz/.bz2 too), or Parquet with instr_id and path; a path, glob or comma-separated list (local or "
+        "or, for RxR, {instruction_id, path} (RxR follower files too) (.gz/.bz2 too), or Parquet with instr_id and path; a path, glob or comma-separated list (local or "
         "gs://...). Repeatable. NAME=FILES makes FILES one agent called NAME; an unnamed file is its own "
         "agent, named by its path",
     )
@@ -60,7 +60,10 @@ def declare_flags(parser) -> None:
         "keep_repeats",
         "spl_reference",
         "num_shards",
-        dataset={"help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, or build_r4r paths-*.parquet"},
+        dataset={
+            "help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, RxR guide JSON Lines (rxr_*_guide.jsonl.gz; "
+            "the format is told by content), or build_r4r paths-*.parquet"
+        },
     )
     parser.add_argument(
         "--success_rule",
