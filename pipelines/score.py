@@ -41,8 +41,9 @@ def declare_flags(parser) -> None:
         parser,
         "predictions",
         predictions={
-            "help": "Trajectories: JSON list or JSON Lines of {instr_id, trajectory} (.gz/.bz2 too), or Parquet "
-            "with instr_id and path. " + SHARED["predictions"][1]["help"]
+            "help": "Trajectories: JSON list or JSON Lines of {instr_id, trajectory} or, for RxR, {instruction_id, "
+            "path} (RxR follower files too) (.gz/.bz2 too), or Parquet with instr_id and path. "
+            + SHARED["predictions"][1]["help"]
         },
     )
     add_shared(
@@ -53,7 +54,10 @@ def declare_flags(parser) -> None:
         "keep_repeats",
         "spl_reference",
         "num_shards",
-        dataset={"help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, or build_r4r paths-*.parquet"},
+        dataset={
+            "help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, RxR guide JSON Lines (rxr_*_guide.jsonl.gz; "
+            "the format is told by content), or build_r4r paths-*.parquet"
+        },
     )
     parser.add_argument(
         "--success_rule",
@@ -67,6 +71,22 @@ def declare_flags(parser) -> None:
 JOB = Job("score", __doc__, declare_flags)
 
 
+def published_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The agents whose every prediction file is an RxR follower file (by content: lines with
+    `instruction_id` and `metrics`), e.g. `--predictions=human=rxr_val_unseen_follower.jsonl.gz`."""
+    from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, file_format
+
+    found = {}
+    for agent, files in agents.items():
+        paths = [f[0] if isinstance(f, tuple) else f for f in files]
+        try:
+            if paths and all(file_format(p) == RXR_FOLLOWER_FORMAT for p in paths):
+                found[agent] = paths
+        except OSError:  # unreadable: the read step reports it
+            continue
+    return found
+
+
 def build(
     pipeline,
     agents,
@@ -76,6 +96,7 @@ def build(
     config: ScoringConfig,
     buckets: int | None = None,
     split_files: bool = True,
+    published: dict[str, list[str]] | None = None,
 ) -> None:
     """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
 
@@ -83,15 +104,21 @@ def build(
     agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `fileio.bucket_count`.
     `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
     planning pass costs a read of each file, which only pays off with several worker processes).
+    `published` names the agents whose files are RxR follower files: their scores are compared with
+    the metrics RxR published (`human_metrics_comparison.json`, see `published_agents`).
     """
+    import apache_beam as beam
+
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
     from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
+    from transforms.score_published import COMPARISON_FILE, ComparePublished
     from transforms.score_read import TOTALS, ReadScoringInputs
     from transforms.score_write import WriteLines
-    from transforms.write import WriteTables
+    from transforms.write import WriteTables, write_json
     from vlnkit.datasets.json_chunks import RANGE_BYTES
     from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+    from vlnkit.reports.published_metrics import finish_differences
 
     if not isinstance(agents, dict):
         agents = {path: [path] for path in agents}
@@ -116,13 +143,20 @@ def build(
         "dataset": list(dataset_files),
     }
     names = list(agents)
+    side = {}
+    if published:
+        compared = scored["tables"] | "ComparePublished" >> ComparePublished(published)
+        side["compared"] = beam.pvalue.AsSingleton(compared)
 
-    def finish(totals: dict) -> dict:
+    def finish(totals: dict, compared: dict | None = None) -> dict:
         summary = finish_summary(static, totals, names)
         write_leaderboard(out, summary)
+        if compared is not None:
+            report = {agent: finish_differences(compared.get(agent, {})) for agent in published}
+            write_json(fileio.join(out, COMPARISON_FILE), report, indent=True)
         return summary
 
-    _ = finish_run(out, finish, dead, tallies)
+    _ = finish_run(out, finish, dead, tallies, side)
 
 
 AGENT_COUNTS = (
@@ -137,18 +171,30 @@ AGENT_COUNTS = (
 
 
 def agent_summary(totals: dict, agent: str) -> dict:
-    """One agent's block of the summary from the summed totals."""
+    """One agent's block of the summary from the summed totals, with `by_language` (RxR: each language's
+    count and metric means from its own exact sums; empty for a dataset without languages)."""
+    from transforms.score_batches import BY_LANGUAGE
     from transforms.score_read import SEP
     from vlnkit.evaluation.batch import means
 
     prefix = agent + SEP
     own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
     mean, nulls = means(own)
+    per_language: dict[str, dict] = {}
+    for key, value in own.items():
+        if key.startswith(BY_LANGUAGE + SEP):
+            language, name = key[len(BY_LANGUAGE) + 1 :].split(SEP)
+            per_language.setdefault(language, {})[name] = value
+    by_language = {
+        language: {"count": int(sums.get("count", 0)), "metrics": means(sums)[0]}
+        for language, sums in sorted(per_language.items())
+    }
     return {
         "count": int(own.get("count", 0)),
         "metrics": mean,
         "null_counts": nulls,
         **{name: int(own.get(name, 0)) for name in AGENT_COUNTS},
+        "by_language": by_language,
     }
 
 
@@ -172,6 +218,8 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
         )
         for b in blocks.values():
             b["metrics"] = {m: None for m in METRICS}
+            for per_language in b["by_language"].values():
+                per_language["metrics"] = {m: None for m in METRICS}
     shared = {
         "reference_episodes": references,
         "single_viewpoint_episodes": single,
@@ -193,6 +241,7 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
                 "non_adjacent_steps": only["non_adjacent_steps"],
                 "trajectories_with_jumps": only["trajectories_with_jumps"],
                 "repeats_collapsed": only["repeats_collapsed"],
+                "by_language": only["by_language"],
             }
         )
     summary.update(shared)
@@ -204,10 +253,22 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
 
 
 LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
+LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
+
+
+def language_column(metric: str, language: str) -> str:
+    """A leaderboard column of one metric in one language.
+
+    >>> language_column("ndtw", "hi-IN")
+    'ndtw_hi-IN'
+    """
+    return f"{metric}_{language}"
 
 
 def leaderboard(blocks: dict[str, dict]) -> list[dict]:
-    """Agents ranked by SPL, then SR (higher first; agents without scores last), then name."""
+    """Agents ranked by SPL, then SR (higher first; agents without scores last), then name. With
+    languages (RxR), each row also holds `language_column(metric, language)` for LANGUAGE_METRICS."""
+    languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
 
     def key(item):
         name, b = item
@@ -223,6 +284,11 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
                 "episodes": b["count"],
                 "without_usable_prediction": b["without_usable_prediction"],
                 **{m: b["metrics"].get(m) for m in LEADERBOARD_METRICS},
+                **{
+                    language_column(m, language): b["by_language"].get(language, {}).get("metrics", {}).get(m)
+                    for language in languages
+                    for m in LANGUAGE_METRICS
+                },
             }
         )
     return rows
@@ -255,18 +321,23 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     import io
 
     head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
+    # Per-language columns, language by language (rows may come back from JSON with sorted keys).
+    languages = sorted({k.split("_", 1)[1] for k in (rows[0] if rows else {}) if k not in head})
+    extra = [language_column(m, language) for language in languages for m in LANGUAGE_METRICS]
+    head += extra
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
     writer.writeheader()
     for r in rows:
         writer.writerow({k: ("" if r[k] is None else r[k]) for k in head})
     labels = [m.upper() + (" (m)" if m in ("ne", "pl") else " (%)") for m in LEADERBOARD_METRICS]
+    labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
     md = [success_line(options), ""]
     md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
     md.append("|" + " --- |" * (4 + len(labels)))
     for r in rows:
         agent = str(r["agent"]).replace("|", "\\|")
-        cells = [_cell(m, r[m]) for m in LEADERBOARD_METRICS]
+        cells = [_cell(m, r[m]) for m in LEADERBOARD_METRICS] + [_cell(c, r.get(c)) for c in extra]
         md.append(
             f"| {r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
             + " | ".join(cells)
@@ -340,6 +411,7 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
+    from transforms.score_published import COMPARISON_FILE
     from vlnkit.evaluation.scoring_config import scoring_config
 
     opts = ctx.args
@@ -348,6 +420,7 @@ def run(ctx: Run) -> dict:
     if not opts.predictions:
         raise JobError("--predictions is required")
     agent_files = agent_inputs(ctx, opts.predictions)
+    published = published_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
@@ -359,9 +432,10 @@ def run(ctx: Run) -> dict:
             opts,
             config,
             split_files=not one_worker_process(ctx.options),
+            published=published,
         ),
         ["episodes", "missing_predictions", "without_usable_prediction"],
-        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in LEADERBOARD),
+        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD, COMPARISON_FILE)),
         outcome=outcome,
     )
 

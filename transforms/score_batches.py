@@ -1,7 +1,8 @@
 """Scoring joined buckets: per scan, one `score_batch` call over all of a bucket's pairs of an agent.
 
 `ScoreBuckets`: (bucket, ("r" | "p", batch)) pieces -> {"tables": pyarrow Tables in the
-EPISODE_SCORES schema, "totals": summable counter dicts (exact metric sums, per agent),
+EPISODE_SCORES schema, "totals": summable counter dicts (exact metric sums, per agent and, for
+datasets with languages, per agent and language: `language_key`),
 "dead_letter": dicts, "missing": lines, "unusable": lines}.
 
 A bucket holds every reference path whose path_id hashes to it and every prediction for those
@@ -20,7 +21,7 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.score_join import BucketJoin, join_bucket, padded
-from transforms.score_read import TOTALS, agent_key, dataset_ranks, worker_vocabulary
+from transforms.score_read import SEP, TOTALS, agent_key, dataset_ranks, worker_vocabulary
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, non_adjacent_steps
@@ -29,6 +30,12 @@ from vlnkit.io.schemas import EPISODE_SCORES
 
 MISSING = "missing"
 UNUSABLE = "unusable"
+BY_LANGUAGE = "by_language"  # totals of one language's pairs (RxR), summed like an agent's own
+
+
+def language_key(language: str, name: str) -> str:
+    """The totals name of one language's counter (under an agent's key, see `agent_key`)."""
+    return f"{BY_LANGUAGE}{SEP}{language}{SEP}{name}"
 
 
 def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
@@ -140,6 +147,9 @@ class _ScoreBucket(GraphDoFn):
         order = np.argsort(scans, kind="stable")
         cuts = np.flatnonzero(scans[order][1:] != scans[order][:-1]) + 1
         names_of_agents = pa.array(agents, pa.string())
+        # Language per pair: the reference row's code into the bucket's dictionary (-1: none, a null).
+        codes_all = join.references.language[ref_rows]
+        languages = pa.array(list(join.references.languages), pa.string())
         # Each pair's results, in pair order (agent by agent), for the per-agent sums below.
         scores_all = {m: np.empty(len(episodes)) for m in METRICS}
         jumps_all = np.empty(len(episodes), np.int64)
@@ -166,6 +176,7 @@ class _ScoreBucket(GraphDoFn):
                         "agent": names_of_agents.take(pa.array(who[sel])),
                         "instr_id": join.episode_ids(episodes[sel]),
                         "scan": _repeat(scan, len(sel)),
+                        "language": languages.take(pa.array(codes_all[sel], pa.int32(), mask=codes_all[sel] < 0)),
                         **metric_columns(scores),
                         "non_adjacent_steps": pa.array(jumps, pa.int64()),
                         "path": pa.ListArray.from_arrays(pa.array(offsets), names.take(pa.array(flat))),
@@ -183,6 +194,17 @@ class _ScoreBucket(GraphDoFn):
                 "trajectories_with_jumps": int((jumps_all[mine] > 0).sum()),
                 "repeats_collapsed": int(collapsed_all[mine].sum()),
             }
+            # Per language: the same exact sums over each language's pairs (a handful of masks, no loop per pair).
+            codes = codes_all[mine]
+            for code in np.unique(codes[codes >= 0]).tolist():
+                of = codes == code
+                language = join.references.languages[code]
+                part.update(
+                    {
+                        language_key(language, name): value
+                        for name, value in totals({m: scores_all[m][mine][of] for m in METRICS}).items()
+                    }
+                )
             for name, value in part.items():
                 key = agent_key(agent, name)
                 out[key] = out.get(key, 0) + value

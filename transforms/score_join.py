@@ -6,7 +6,8 @@ the matched (prediction row, episode) pairs with both paths as node indices of t
 every dead letter and missing episode. The rules, and the wording of every dead letter, are those of
 the per-episode matcher this replaces, checked in this order for each instr_id:
 
-1. no reference episode: every prediction of it is dead ("match", unknown instr_id);
+1. no reference episode: every prediction of it is dead ("match", unknown instr_id); an RxR
+   instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an R2R record;
 2. no prediction: the episode is missing;
 3. several predictions: the first (file rank, then record index) is kept, the others are dead;
 4. the scan's graph does not load ("graph"); the reference path leaves the graph ("reference");
@@ -23,18 +24,24 @@ import pyarrow as pa
 
 from transforms.deadletter import dead_letter
 from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+from vlnkit.datasets.prediction_batches import BARE_K
 from vlnkit.navigation.graph import GraphError
 
 
 def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
-    """ "<path_id>_<k>" strings, built by Arrow in one call."""
+    """ "<path_id>_<k>" strings, built by Arrow in one call; "<path_id>" alone where k is -1 (an RxR
+    instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`).
+
+    >>> instr_ids(np.array([4, 26]), np.array([1, -1])).to_pylist()
+    ['4_1', '26']
+    """
     import pyarrow.compute as pc  # here, not at the top: the job's own process never calls this (0.2 s)
 
-    return pc.binary_join_element_wise(
-        pa.array(np.asarray(path_id, np.int64)).cast(pa.string()),
-        pa.array(np.asarray(k, np.int64)).cast(pa.string()),
-        "_",
-    )
+    k = np.asarray(k, np.int64)
+    ids = pa.array(np.asarray(path_id, np.int64)).cast(pa.string())
+    joined = pc.binary_join_element_wise(ids, pa.array(k).cast(pa.string()), "_")
+    bare = k == BARE_K
+    return pc.if_else(pa.array(bare), ids, joined) if bare.any() else joined
 
 
 def padded(offsets: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +128,8 @@ def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[
                     "dedupe",
                     dataset_files[int(refs.rank[dup])],
                     f"#{int(refs.index[dup])}",
-                    f"duplicate path_id {int(refs.path_id[dup])!r} "
+                    f"duplicate {'instruction_id' if refs.first_k[dup] == BARE_K else 'path_id'} "
+                    f"{int(refs.path_id[dup])!r} "
                     f"(kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
                 )
             )
@@ -140,8 +148,9 @@ def _match_agent(
     pos_c = np.minimum(pos, max(len(refs) - 1, 0))
     found = (pos < len(refs)) & (len(refs) > 0)
     if len(refs):
+        # An R2R row holds k = 0 .. instructions - 1; an RxR row (first_k -1) one bare instruction_id.
         found &= refs.path_id[pos_c] == preds.path_id
-        found &= preds.k < refs.instructions[pos_c]
+        found &= (preds.k >= refs.first_k[pos_c]) & (preds.k < refs.first_k[pos_c] + refs.instructions[pos_c])
     dead = []
 
     def label(row: int, iid: str) -> tuple[str, str]:
@@ -153,7 +162,7 @@ def _match_agent(
         for row, iid in zip(unknown.tolist(), ids):
             dead.append(dead_letter("match", *label(row, iid), f"unknown instr_id {iid!r}: not in the dataset"))
     rows = np.flatnonzero(found)
-    ep = ep_start[pos_c[rows]] + preds.k[rows] if len(rows) else np.zeros(0, np.int64)
+    ep = ep_start[pos_c[rows]] + preds.k[rows] - refs.first_k[pos_c[rows]] if len(rows) else np.zeros(0, np.int64)
     order = np.lexsort((preds.index[rows], preds.rank[rows], ep))
     rows, ep = rows[order], ep[order]
     first = np.ones(len(rows), dtype=bool)
@@ -194,7 +203,7 @@ def join_bucket(
     np.cumsum(n, out=ep_start[1:])
     n_episodes = int(ep_start[-1])
     episode_ref = np.repeat(np.arange(len(refs), dtype=np.int64), n)
-    episode_k = np.arange(n_episodes, dtype=np.int64) - ep_start[:-1][episode_ref]
+    episode_k = np.arange(n_episodes, dtype=np.int64) - ep_start[:-1][episode_ref] + refs.first_k[episode_ref]
     preds = {a: PredictionBatch.concat(a, [b for tag, b in pieces if tag == "p" and b.agent == a]) for a in agents}
 
     scan_ok: dict[str, GraphError | None] = {}

@@ -10,7 +10,9 @@ file is one piece, read in chunks of lines, whole (a JSON list) or by record bat
 and bzip2 files are decompressed on the fly (Beam's filesystems detect them by extension). When one
 process runs every step (`range_bytes=None`), files are read whole without planning. Prediction
 lines in the R2R submission layout and dataset lines are decoded by msgspec straight into checked
-columns (`submission_chunk`, `reference_chunk`). Chunks become `vlnkit.datasets.columns`
+columns (`submission_chunk`, `reference_chunk`); a dataset file is R2R-format or RxR guide lines,
+told apart by its first record (`vlnkit.datasets.rxr`), an RxR follower file is a prediction file
+(`InstructionPrediction`). Chunks become `vlnkit.datasets.columns`
 batches whose paths are global viewpoint numbers, gathered to BATCH_ROWS rows and split by bucket (a
 stable hash of path_id), so the join that follows moves a few thousand compact batches, never one
 element per episode. Both kinds go through one read step so the join's shuffle takes them straight
@@ -27,7 +29,8 @@ from transforms.worker_cache import per_worker
 from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, Vocabulary, split_by_bucket
 from vlnkit.datasets.json_chunks import RANGE_BYTES, gc_paused, json_chunks, json_line_range, plan_line_ranges
 from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
-from vlnkit.datasets.reference_batches import reference_batch, reference_chunk
+from vlnkit.datasets.reference_batches import FileFormat, reference_batch
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
@@ -110,18 +113,23 @@ def _prediction_chunks(path: str, line_range):
     yield from _json_pieces(path, line_range, "predictions", submission_chunk)
 
 
-def _reference_chunks(path: str, line_range):
+def _reference_chunks(path: str, line_range, fmt: FileFormat):
+    """The chunks of a dataset file (or of one range of it); `fmt` learns the file's format from its
+    first record (a range past the start reads the file's first line to know it beforehand)."""
     if is_parquet(path):
         try:
             table = _read_parquet_table(path)
         except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
             yield RecordError(path, "", f"cannot read Parquet ({exc})")
             return
+        fmt.fmt = R2R  # build_r4r's paths
         yield from _table_chunks(table, lambda rb: rb.to_pylist(), True)
         return
     try:
+        if line_range is not None and line_range.index > 0:
+            fmt.fmt = file_format(path)
         # Dataset lines are decoded straight into checked columns too (`reference_chunk`).
-        yield from _json_pieces(path, line_range, "records", reference_chunk)
+        yield from _json_pieces(path, line_range, "records", fmt.typed)
     except OSError as exc:
         yield RecordError(path, "", f"cannot read file ({exc})")
 
@@ -206,13 +214,19 @@ class _ReadScoringFile(beam.DoFn):
     def _references(self, rank, path, line_range):
         parquet = is_parquet(path)
         parts, rows = [], 0
-        for chunk in _reference_chunks(path, line_range):
+        fmt = FileFormat()
+        for chunk in _reference_chunks(path, line_range, fmt):
             if isinstance(chunk, RecordError):
                 self.records_bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, chunk.to_dict())
                 continue
             start, items, strict = chunk
-            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet, strict)
+            if fmt.fmt_of(items) == RXR_FOLLOWER_FORMAT:  # refused as a whole, once (by its first range)
+                if start == 0:
+                    self.records_bad.inc()
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", FOLLOWER_AS_DATASET))
+                return
+            batch, errors = reference_batch(items, start, path, rank, self.vocab, parquet, strict, fmt.fmt_of(items))
             self.records_bad.inc(len(errors))
             self.records_read.inc(len(batch))
             for e in errors:
@@ -238,8 +252,8 @@ class ReadScoringInputs(beam.PTransform):
     PredictionBatch) | ("r", ReferenceBatch)), "dead_letter": dicts, "totals": per-agent counter dicts}.
 
     `agents` is [(agent name, [file, ...])]; a file's rank within its agent orders duplicates (the
-    first file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, or
-    build_r4r Parquet; duplicate path_ids among them are resolved by the join. `range_bytes` is
+    first file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide
+    JSON Lines, or build_r4r Parquet; duplicate path_ids (instruction_ids) among them are resolved by the join. `range_bytes` is
     the size of the byte ranges plain JSON Lines files are read in (`plan_line_ranges`).
     """
 

@@ -18,6 +18,7 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.score_read import worker_vocabulary
 from vlnkit.datasets.columns import split_by_bucket
 from vlnkit.datasets.reference_batches import reference_batch
+from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
 
 RECORDS_SOURCE = "<records>"
 
@@ -38,7 +39,9 @@ class _RecordsToBatches(beam.DoFn):
 
     def process(self, items):
         # rank 0: a PCollection is one source; strict: check the whole list against the record declaration first.
-        batch, errors = reference_batch(list(items), 0, self.source, 0, self.vocab, parquet=False, strict=True)
+        items = list(items)
+        fmt = RXR_GUIDE_FORMAT if items_format(items) == RXR_GUIDE_FORMAT else R2R
+        batch, errors = reference_batch(items, 0, self.source, 0, self.vocab, parquet=False, strict=True, fmt=fmt)
         self.read.inc(len(batch))
         self.bad.inc(len(errors))
         for e in errors:
@@ -48,7 +51,8 @@ class _RecordsToBatches(beam.DoFn):
 
 
 class ReferenceBatchesFromRecords(beam.PTransform):
-    """Reference record dicts (R2R/R4R: path_id, scan, path, heading, instructions) -> {"batches":
+    """Reference record dicts (R2R/R4R: path_id, scan, path, heading, instructions; or RxR guide lines,
+    told apart per batch by its first record) -> {"batches":
     (bucket, ("r", ReferenceBatch)), "dead_letter": dicts}.
 
     Flatten "batches" with `ReadPredictionBatches(...)["batches"]` built with the same `buckets`,

@@ -166,7 +166,7 @@ def test_read_join_and_score_match_the_core(env, tmp_path, buckets):
         g = store.get(r["scan"])
         q = collapse_repeats(flatten_trajectory(p["trajectory"])[0])
         s = score(g.indices(r["path"]), g.indices(q), g.distances, 2.0)
-        expected.append(("a", p["instr_id"], r["scan"], *[s[m] for m in METRICS], q))
+        expected.append(("a", p["instr_id"], r["scan"], None, *[s[m] for m in METRICS], q))  # None: no language
 
     with TestPipeline() as p:
         read, data, scored = score_job(

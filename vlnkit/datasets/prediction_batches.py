@@ -24,20 +24,23 @@ import numpy as np
 
 from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
-from vlnkit.datasets.records import SUBMISSION, prediction
+from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
 from vlnkit.io.dead_letters import RecordError
 
-# The exact text f"{path_id}_{k}" of two integers that fit in 64 bits (18 digits always do).
-_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})_(?:0|[1-9][0-9]{0,17})")
+# The exact text f"{path_id}_{k}" of two integers that fit in 64 bits (18 digits always do), or, for
+# RxR, the exact text of one such integer (an instruction_id): its k is BARE_K.
+_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:_(?:0|[1-9][0-9]{0,17}))?")
 _ALL_CANONICAL = re.compile(r"(?:" + _CANONICAL.pattern + r"\n)*")
+BARE_K = -1  # the k of an instr_id that is one integer (an RxR instruction_id), see `ReferenceBatch.first_k`
 
 
 def canonical_instr_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ok mask, path_id, k) of instr_ids; ok only for the exact text f"{path_id}_{k}" of int64s.
+    """(ok mask, path_id, k) of instr_ids; ok only for the exact text f"{path_id}_{k}" of int64s, or of
+    one int64 (an RxR instruction_id, returned as path_id with k = -1).
 
-    >>> ok, pid, k = canonical_instr_ids(["12_0", "012_0", "x"])
+    >>> ok, pid, k = canonical_instr_ids(["12_0", "012_0", "x", "26"])
     >>> ok.tolist(), pid[ok].tolist(), k[ok].tolist()
-    ([True, False, False], [12], [0])
+    ([True, False, False, True], [12, 26], [0, -1])
     """
     if ids and _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
         return np.ones(len(ids), dtype=bool), *_split_canonical(ids)
@@ -51,22 +54,35 @@ def canonical_instr_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _split_canonical(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(path_id, k) of canonical instr_ids, parsed in one pass."""
-    nums = np.fromiter(map(int, "_".join(ids).split("_")), dtype=np.int64, count=2 * len(ids))
-    return nums[0::2], nums[1::2]
+    """(path_id, k) of canonical instr_ids, parsed in one pass (k = -1 for a bare integer)."""
+    joined = "_".join(ids)
+    if joined.count("_") == 2 * len(ids) - 1:  # every id is "<path_id>_<k>"
+        nums = np.fromiter(map(int, joined.split("_")), dtype=np.int64, count=2 * len(ids))
+        return nums[0::2], nums[1::2]
+    bare = np.fromiter(("_" not in i for i in ids), dtype=bool, count=len(ids))
+    pid = np.zeros(len(ids), np.int64)
+    k = np.full(len(ids), BARE_K, np.int64)
+    if bare.any():
+        pid[bare] = np.fromiter(map(int, (ids[i] for i in np.flatnonzero(bare))), dtype=np.int64)
+    if not bare.all():
+        pair = np.flatnonzero(~bare)
+        nums = np.fromiter(map(int, "_".join(ids[i] for i in pair).split("_")), dtype=np.int64, count=2 * len(pair))
+        pid[pair], k[pair] = nums[0::2], nums[1::2]
+    return pid, k
 
 
 @dataclass
 class SubmissionChunk:
-    """Predictions of a chunk, already checked: their canonical instr_ids, trajectory lengths and
-    viewpoint ids in order."""
+    """Predictions of a chunk, already checked: their canonical instr_ids as (path_id, k), trajectory
+    lengths and viewpoint ids in order."""
 
-    ids: list[str]
+    path_id: np.ndarray
+    k: np.ndarray
     lengths: np.ndarray
     viewpoints: list[str]
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.path_id)
 
 
 def _submission_columns(lines: list | None) -> SubmissionChunk | None:
@@ -79,23 +95,40 @@ def _submission_columns(lines: list | None) -> SubmissionChunk | None:
     trajectories = list(map(attrgetter("trajectory"), lines))
     lengths = np.fromiter(map(len, trajectories), dtype=np.int64, count=len(trajectories))
     viewpoints = list(map(itemgetter(0), chain.from_iterable(trajectories)))
-    return SubmissionChunk(ids, lengths, viewpoints)
+    return SubmissionChunk(*_split_canonical(ids), lengths, viewpoints)
+
+
+def _instruction_columns(lines: list | None) -> SubmissionChunk | None:
+    """The columns of valid `InstructionPrediction`s (RxR: instruction_id and a list of viewpoints)."""
+    if not lines:
+        return None
+    ids = np.fromiter(map(attrgetter("instruction_id"), lines), dtype=np.int64, count=len(lines))
+    paths = list(map(attrgetter("path"), lines))
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    return SubmissionChunk(ids, np.full(len(lines), BARE_K, np.int64), lengths, list(chain.from_iterable(paths)))
 
 
 def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
     """The predictions of JSON Lines `lines` (non-blank), when every line is one valid `SubmissionLine`
-    with a canonical instr_id; else None (the caller parses the chunk the general way).
+    with a canonical instr_id, or every line one valid `InstructionPrediction` (RxR); else None (the
+    caller parses the chunk the general way).
 
     msgspec decodes each line into a typed struct, checking the types on the way (no dicts, no
     Python pass per number): reading runs about 2.5 times faster than orjson plus checks.
 
         >>> c = submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", 0.5, 0], ["b", 1, 0]]}'])
-        >>> c.ids, c.lengths.tolist(), c.viewpoints
-        (['7_0'], [2], ['a', 'b'])
+        >>> c.path_id.tolist(), c.k.tolist(), c.lengths.tolist(), c.viewpoints
+        ([7], [0], [2], ['a', 'b'])
         >>> submission_chunk([b'{"instr_id": "7_0", "trajectory": [["a", true, 0]]}']) is None
         True
+        >>> c = submission_chunk([b'{"instruction_id": 26, "path": ["a", "b"], "metrics": {"sr": 1.0}}'])
+        >>> c.path_id.tolist(), c.k.tolist(), c.viewpoints
+        ([26], [-1], ['a', 'b'])
     """
-    return _submission_columns(SUBMISSION.decode_lines(lines))
+    found = _submission_columns(SUBMISSION.decode_lines(lines))
+    if found is None and lines and b"instruction_id" in lines[0]:
+        found = _instruction_columns(INSTRUCTION_PREDICTION.decode_lines(lines))
+    return found
 
 
 def prediction_batch(
@@ -111,8 +144,8 @@ def prediction_batch(
     non-canonical ids).
 
     Read errors are exactly those of `vlnkit.datasets.records.prediction`. Non-canonical ids are
-    (index, instr_id) of valid predictions whose instr_id can match no dataset episode (not
-    "<path_id>_<k>"): the caller dead-letters them as unknown. `strict` says every item was parsed
+    (index, instr_id) of valid predictions whose instr_id can match no dataset episode (neither
+    "<path_id>_<k>" nor one integer, an RxR instruction_id): the caller dead-letters them as unknown. `strict` says every item was parsed
     by orjson (see `json_chunks`), so the chunk may be checked as a whole first.
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
@@ -121,11 +154,14 @@ def prediction_batch(
     else:
         with gc_paused():
             fast = _submission_columns(SUBMISSION.convert_all(items)) if strict else None
+            if fast is None and strict and items and isinstance(items[0], dict) and "instruction_id" in items[0]:
+                fast = _instruction_columns(INSTRUCTION_PREDICTION.convert_all(items))
     errors: list[RecordError] = []
     if fast is not None:  # every id was checked canonical
-        ids, lengths, vps = fast.ids, fast.lengths, fast.viewpoints
+        lengths, vps = fast.lengths, fast.viewpoints
         keep = index
-        ok, (pid, k) = np.ones(len(ids), dtype=bool), _split_canonical(ids)
+        ok, pid, k = np.ones(len(fast), dtype=bool), fast.path_id, fast.k
+        ids = None  # every id is canonical: none is named below
     else:
         ids, paths, kept, errors = [], [], [], []
         for n, obj in enumerate(items):

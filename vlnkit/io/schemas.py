@@ -44,11 +44,14 @@ def _metric_fields() -> list[pa.Field]:
 
 EPISODE_SCORES = versioned_schema(
     "episode_scores",
-    3,  # v2: `path`, the trajectory as scored (for drawings and audits); v3: `agent` (one run scores many)
+    # v2: `path`, the trajectory as scored (for drawings and audits); v3: `agent` (one run scores many);
+    # v4: `language`, the episode's IETF tag (RxR guide lines; null for R2R/R4R)
+    4,
     [
         pa.field("agent", pa.string(), nullable=False),
         pa.field("instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=True),
         *_metric_fields(),
         pa.field("non_adjacent_steps", pa.int64(), nullable=False),
         pa.field("path", pa.list_(pa.string()), nullable=False),

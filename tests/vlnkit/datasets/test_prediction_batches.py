@@ -22,7 +22,7 @@ def test_prediction_batches_equal_the_record_parser():
         {"instr_id": "2_1", "trajectory": ["d", "zz", "e"]},  # viewpoints layout, unknown id kept by string
         {"instr_id": "x_1", "trajectory": [["a", 0, 0]]},  # valid but can never match
         {"instr_id": "3_0", "trajectory": []},  # empty
-        {"instr_id": 7, "trajectory": [["a", 0, 0]]},  # int ids are read as text
+        {"instr_id": 7, "trajectory": [["a", 0, 0]]},  # int ids are read as text: "7", an RxR instruction id
         {"instr_id": "-4_2", "trajectory": [["c"], [], ["a", "b"]]},
         {"instr_id": "5_0", "trajectory": [["a", True, 0]]},  # bool is not an angle
         {"instr_id": "007_0", "trajectory": [["a", 0, 0]]},  # not the canonical text of 7_0
@@ -37,13 +37,17 @@ def test_prediction_batches_equal_the_record_parser():
         got_errors += e
         unknown += u
         rows += [
-            (int(batch.index[r]), f"{batch.path_id[r]}_{batch.k[r]}", batch.paths.viewpoints(r, VOCAB))
+            (
+                int(batch.index[r]),
+                f"{batch.path_id[r]}_{batch.k[r]}".removesuffix("_-1"),
+                batch.paths.viewpoints(r, VOCAB),
+            )
             for r in range(len(batch))
         ]
         assert (batch.rank == 3).all() and batch.agent == "agent"
     assert got_errors == errors
-    assert unknown == [(2, "x_1"), (4, "7"), (7, "007_0")]
-    assert rows == [(p["_index"], p["instr_id"], p["path"]) for p in good if p["instr_id"] not in ("x_1", "7", "007_0")]
+    assert unknown == [(2, "x_1"), (7, "007_0")]
+    assert rows == [(p["_index"], p["instr_id"], p["path"]) for p in good if p["instr_id"] not in ("x_1", "007_0")]
 
 
 def test_fast_path_equals_the_record_parser_on_a_big_submission_chunk():
@@ -67,6 +71,29 @@ def test_canonical_instr_ids():
     ok, pid, k = canonical_instr_ids(["1_2", "-3_0", "01_2", "1_02", "1_2_3", "x", "9" * 19 + "_0", "0_0"])
     assert ok.tolist() == [True, True, False, False, False, False, False, True]
     assert pid[ok].tolist() == [1, -3, 0] and k[ok].tolist() == [2, 0, 0]
+    # RxR: one integer is an instruction_id (k = -1), alone or mixed with R2R ids.
+    ok, pid, k = canonical_instr_ids(["26", "4_1", "026", "9" * 19, "0", "26_"])
+    assert ok.tolist() == [True, True, False, False, True, False]
+    assert pid[ok].tolist() == [26, 4, 0] and k[ok].tolist() == [-1, 1, -1]
+
+
+def test_rxr_predictions_read_alike_on_every_path():
+    lines = [
+        {"instruction_id": 26, "path": ["a", "b"]},
+        {"instruction_id": 27, "path": ["c"], "metrics": {"sr": 1.0}, "demonstration_id": 27},
+        {"instr_id": "28", "trajectory": [["d", 0, 0]]},
+    ]
+    want = [(0, 26, -1, ["a", "b"]), (1, 27, -1, ["c"]), (2, 28, -1, ["d"])]
+    for strict in (True, False):
+        rows, errors, unknown = _batch_result(lines, strict)
+        assert rows == want and not errors and not unknown
+    chunk = submission_chunk([json.dumps(x).encode() for x in lines[:2]])
+    assert chunk.path_id.tolist() == [26, 27] and chunk.k.tolist() == [-1, -1]
+    rows, errors, _ = _batch_result([{"instruction_id": "26", "path": ["a"]}, {"instruction_id": 5, "path": []}], False)
+    assert not rows and [e.reason for e in errors] == [
+        "'instruction_id' must be an integer, got '26'",
+        "empty trajectory (no viewpoints)",
+    ]
 
 
 def _batch_result(items, strict):
@@ -185,7 +212,7 @@ def test_property_typed_submission_reading_equals_the_general_path(lines, newlin
 
 def test_submission_chunk_decodes_columns():
     chunk = submission_chunk([GOOD_LINE, b'{"trajectory": [["b", 0, 0]], "instr_id": "5_0"}'])
-    assert chunk.ids == ["4_1", "5_0"] and chunk.lengths.tolist() == [3, 1]
+    assert chunk.path_id.tolist() == [4, 5] and chunk.k.tolist() == [1, 0] and chunk.lengths.tolist() == [3, 1]
     assert chunk.viewpoints == ["a", "zz", "e", "b"]
     assert submission_chunk([b'{"instr_id": "5_0", "trajectory": [["b", false, 0]]}']) is None
     assert submission_chunk([]) is None

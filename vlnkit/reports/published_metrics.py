@@ -1,0 +1,85 @@
+"""How far our scores of RxR follower paths are from the metrics RxR published for them: a report, never a check.
+
+RxR's follower lines carry `metrics` {ne, sr, spl, dtw, ndtw, sdtw} computed by RxR's own code, whose
+distances may come from another graph revision (the README's sample differs by about 0.03 m of DTW,
+see `../shared/data/rxr_sample/SOURCE.md`). Scoring the follower paths as an agent ("human") and
+comparing episode by episode says how much: per metric, the count of episodes where both are
+finite, the mean absolute difference (from an exact sum, so every runner gives the same bits) and
+the largest. Partial results of table batches merge (`merge_differences`) in any order.
+
+>>> published = published_table([{"instruction_id": 26, "metrics": {"ne": 0.0, "dtw": 1.546}}])
+>>> ours = {"instr_id": ["26", "27"], "ne": [0.0, 1.0], "dtw": [1.576, 0.0]}
+>>> report = finish_differences(differences(ours, published))
+>>> report["metrics"]["dtw"]["count"], round(report["metrics"]["dtw"]["max_abs_difference"], 3)
+(1, 0.03)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vlnkit.io.exactsum import exact_mean, exact_sum
+
+PUBLISHED_METRICS = ("ne", "sr", "spl", "dtw", "ndtw", "sdtw")  # what RxR follower lines carry
+NOTE = (
+    "Our scores of each follower path against the metrics RxR published with it (mean and max absolute "
+    "difference over the episodes where both are finite). RxR computed its distances on another graph revision "
+    "or position basis, so small differences are expected: a report, not a check."
+)
+
+
+def published_table(followers: list[dict]) -> pa.Table:
+    """Follower records (`vlnkit.datasets.rxr.parse_followers`) -> a table of instr_id and the published metrics
+    (null where a line does not carry one)."""
+    columns = {"instr_id": pa.array([str(f["instruction_id"]) for f in followers], pa.string())}
+    for m in PUBLISHED_METRICS:
+        columns[m] = pa.array([(f.get("metrics") or {}).get(m) for f in followers], pa.float64())
+    return pa.table(columns)
+
+
+def differences(ours, published: pa.Table) -> dict:
+    """Partial comparison of scored rows `ours` (a table or dict of columns with `instr_id` and metrics)
+    with `published`: {metric: {"count", "sum", "max"}} over the rows whose instr_id was published."""
+    ours = ours if isinstance(ours, pa.Table) else pa.table(ours)
+    at = pc.index_in(ours.column("instr_id"), value_set=published.column("instr_id"))
+    found = np.asarray(pc.is_valid(at).to_numpy(zero_copy_only=False), dtype=bool)
+    rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)[found].astype(np.int64)
+    out = {}
+    for m in PUBLISHED_METRICS:
+        if m not in ours.column_names:
+            continue
+        mine = np.asarray(ours.column(m).to_numpy(zero_copy_only=False), dtype=np.float64)[found]
+        theirs = np.asarray(published.column(m).take(pa.array(rows)).to_numpy(zero_copy_only=False), np.float64)
+        diff = np.abs(mine - theirs)
+        diff = diff[np.isfinite(diff)]
+        out[m] = {"count": len(diff), "sum": exact_sum(diff), "max": float(diff.max()) if len(diff) else 0.0}
+    return out
+
+
+def merge_differences(parts) -> dict:
+    """Partial comparisons merged (counts and exact sums added, maxima taken)."""
+    out: dict[str, dict] = {}
+    for part in parts:
+        for m, d in part.items():
+            o = out.setdefault(m, {"count": 0, "sum": 0, "max": 0.0})
+            o["count"] += d["count"]
+            o["sum"] += d["sum"]
+            o["max"] = max(o["max"], d["max"])
+    return out
+
+
+def finish_differences(merged: dict) -> dict:
+    """The report of merged partial comparisons: per metric count, mean and max absolute difference."""
+    return {
+        "note": NOTE,
+        "metrics": {
+            m: {
+                "count": d["count"],
+                "mean_abs_difference": exact_mean(d["sum"], d["count"]),
+                "max_abs_difference": d["max"] if d["count"] else None,
+            }
+            for m, d in sorted(merged.items())
+        },
+    }
