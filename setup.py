@@ -50,6 +50,7 @@ setup(
             "pytest-xdist>=3.5,<4",
             # Read the published version of an output in docs/failure_semantics.md (pandas, pyarrow, DuckDB).
             "duckdb>=1.1,<2",
+            "pandas>=2.1,<3",
             "ruff>=0.5",
             "pillow>=10",
             # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.

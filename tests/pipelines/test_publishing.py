@@ -73,12 +73,29 @@ def run_process(argv, fault=None, **popen) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:
-    _, err = proc.communicate(timeout=timeout)
+    """The run's exit code and standard error, once its own process has ended.
+
+    Worker processes of a killed multi-process run outlive it and keep its pipes open, so waiting for
+    the pipes to close (`communicate`) would wait for them: the pipes are drained in threads, the run's
+    process is waited for, then its whole session is killed (as a scheduler kills a job's process group).
+    """
+    err: list[str] = []
+    drains = [
+        threading.Thread(target=proc.stdout.read, daemon=True),
+        threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True),
+    ]
+    for drain in drains:
+        drain.start()
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # worker processes a killed run may leave
-    except ProcessLookupError:
-        pass
-    return proc.returncode, err
+        proc.wait(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for drain in drains:
+        drain.join(timeout=30)
+    return proc.returncode, "".join(err)
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
