@@ -36,7 +36,7 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
-    from transforms.perturb import STATS, Perturb
+    from transforms.perturb import STATS, Perturb, instruction_counts
     from transforms.read import ReadUniqueR2R
     from transforms.run_summary import finish_run
     from transforms.tally import tally
@@ -55,8 +55,8 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        records | "TallyInstructions" >> beam.Map(lambda r: {"instructions": len(r["instructions"])}),
-        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}": 1}),
+        records | "TallyInstructions" >> beam.Map(instruction_counts),
+        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}": 1, f"rows.{r['language']}.{r['family']}": 1}),
     )
     static = {
         "job": JOB.name,
@@ -72,7 +72,7 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
 
 
 def finish_summary(static: dict, totals: dict, methods) -> dict:
-    from transforms.perturb import applicability
+    from transforms.perturb import applicability, by_language
 
     instructions = totals.get("instructions", 0)
     return {
@@ -82,6 +82,7 @@ def finish_summary(static: dict, totals: dict, methods) -> dict:
         "dead_letters": totals.get("dead_letters", 0),
         "rows": {"instruction": totals.get("rows.instruction", 0), "trajectory": totals.get("rows.trajectory", 0)},
         "methods_applicability": applicability(totals, methods, instructions),
+        "by_language": by_language(totals, methods),
     }
 
 

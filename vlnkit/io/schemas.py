@@ -103,10 +103,11 @@ _CHANGE = pa.struct(
 
 PERTURBATIONS = versioned_schema(
     "perturbations",
-    1,
+    2,  # v2: `language`, the source instruction's language tag ("en" for R2R; RxR's en-IN, hi-IN, ...)
     [
         pa.field("source_instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
         pa.field("family", pa.string(), nullable=False),
         pa.field("method", pa.string(), nullable=False),
         pa.field("operation", pa.string(), nullable=False),
