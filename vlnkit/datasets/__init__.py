@@ -1,4 +1,5 @@
-"""Datasets and formats: what a valid record is (`records`), R2R-style files, R4R joining, agent
+"""Datasets and formats: what a valid record is (`records`), R2R-style files, RxR guide and follower
+files (`rxr`, which also tells the formats apart per file), R4R joining, agent
 prediction files, sub-instruction alignments, and the columnar batches the scoring job carries
 (`columns`, read in chunks by `json_chunks` into `prediction_batches` and `reference_batches`)."""
 
@@ -7,7 +8,18 @@ from vlnkit._exports import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "records": ("R2RRecord", "SubmissionLine", "RecordKind", "validate_record", "prediction", "flatten_trajectory"),
+        "records": (
+            "R2RRecord",
+            "RxRGuideLine",
+            "RxRFollowerLine",
+            "InstructionPrediction",
+            "SubmissionLine",
+            "RecordKind",
+            "validate_record",
+            "prediction",
+            "flatten_trajectory",
+        ),
+        "rxr": ("parse_dataset", "parse_followers", "record_format", "file_format", "episode_ids", "instructions"),
         "r2r": ("parse_r2r", "json_items", "require_usable_records", "NoUsableRecords"),
         "r4r": ("JoinConfig", "join_paths", "summarize", "HEADING_CONVENTIONS"),
         "trajectories": ("parse_predictions", "parse_predictions_parquet", "collapse_repeats"),
@@ -17,7 +29,7 @@ __getattr__, __all__ = lazy_exports(
         "columns": ("Vocabulary", "Paths", "PredictionBatch", "ReferenceBatch", "split_by_bucket"),
         "json_chunks": ("json_chunks", "plan_line_ranges", "json_line_range"),
         "prediction_batches": ("prediction_batch", "submission_chunk"),
-        "reference_batches": ("reference_batch", "reference_chunk"),
+        "reference_batches": ("reference_batch", "reference_chunk", "FileFormat"),
         "languages": ("record_instructions", "primary_language", "R2R_LANGUAGE"),
     },
 )

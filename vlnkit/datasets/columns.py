@@ -185,10 +185,48 @@ class PredictionBatch:
         return cls(agent, **cols, paths=Paths.concat([p.paths for p in parts]))
 
 
+NO_LANGUAGE = -1  # the language code of an episode without a language (R2R)
+
+
+def merge_languages(parts: list[tuple[tuple[str, ...], np.ndarray]]) -> tuple[tuple[str, ...], np.ndarray]:
+    """Dictionary-encoded language columns [(dictionary, int codes)] -> one (sorted dictionary, codes).
+
+    >>> d, c = merge_languages([(("hi-IN",), np.array([0, -1])), (("en-IN", "hi-IN"), np.array([1, 0]))])
+    >>> d, c.tolist()
+    (('en-IN', 'hi-IN'), [1, -1, 1, 0])
+    """
+    merged = tuple(sorted(set().union(*(d for d, _ in parts))))
+    where = {name: n for n, name in enumerate(merged)}
+    out = []
+    for dictionary, codes in parts:
+        # The lookup's last entry answers code -1 (no language) with -1.
+        lookup = np.asarray([where[name] for name in dictionary] + [NO_LANGUAGE], np.int32)
+        out.append(lookup[codes])
+    return merged, np.concatenate(out) if out else np.zeros(0, np.int32)
+
+
+def encode_languages(tags: list[str]) -> tuple[tuple[str, ...], np.ndarray]:
+    """Language tags -> (sorted dictionary, int32 codes), in one numpy call.
+
+    >>> encode_languages(["te-IN", "en-IN", "te-IN"])
+    (('en-IN', 'te-IN'), array([1, 0, 1], dtype=int32))
+    """
+    if not tags:
+        return (), np.zeros(0, np.int32)
+    dictionary, codes = np.unique(np.asarray(tags, dtype=str), return_inverse=True)
+    return tuple(dictionary.tolist()), codes.astype(np.int32).reshape(-1)
+
+
 @dataclass
 class ReferenceBatch:
     """Reference paths: `rank` (dataset file number), `index` (record number), `path_id`, `scan`
-    (numpy unicode), `instructions` (how many episodes the path has) and `paths`."""
+    (numpy unicode), `instructions` (how many episodes the path has) and `paths`.
+
+    An RxR guide line is one row holding one episode: its `path_id` is the instruction_id (the key
+    predictions are matched and bucketed by) and `first_k` is -1, so its episode's instr_id is
+    `str(instruction_id)`; an R2R row's episodes are k = 0 .. instructions - 1 (`first_k` 0), instr_id
+    "<path_id>_<k>". `language` holds int32 codes into the `languages` dictionary (-1: none, as for R2R).
+    """
 
     rank: np.ndarray
     index: np.ndarray
@@ -196,23 +234,36 @@ class ReferenceBatch:
     scan: np.ndarray
     instructions: np.ndarray
     paths: Paths
+    first_k: np.ndarray | None = None
+    language: np.ndarray | None = None
+    languages: tuple[str, ...] = ()
 
-    COLUMNS = ("rank", "index", "path_id", "scan", "instructions")
+    COLUMNS = ("rank", "index", "path_id", "scan", "instructions", "first_k", "language")
+
+    def __post_init__(self) -> None:
+        if self.first_k is None:
+            self.first_k = np.zeros(len(self.index), np.int64)
+        if self.language is None:
+            self.language = np.full(len(self.index), NO_LANGUAGE, np.int32)
 
     def __len__(self) -> int:
         return len(self.index)
 
     def take(self, rows) -> ReferenceBatch:
-        return ReferenceBatch(**_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+        return ReferenceBatch(
+            **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows), languages=self.languages
+        )
 
     @classmethod
     def concat(cls, parts: list[ReferenceBatch]) -> ReferenceBatch:
-        empty = {"scan": np.zeros(0, "U1")}
+        empty = {"scan": np.zeros(0, "U1"), "language": np.zeros(0, np.int32)}
+        names = [n for n in cls.COLUMNS if n != "language"]
         cols = {
             n: np.concatenate([getattr(p, n) for p in parts]) if parts else empty.get(n, np.zeros(0, np.int64))
-            for n in cls.COLUMNS
+            for n in names
         }
-        return cls(**cols, paths=Paths.concat([p.paths for p in parts]))
+        languages, codes = merge_languages([(p.languages, p.language) for p in parts])
+        return cls(**cols, paths=Paths.concat([p.paths for p in parts]), language=codes, languages=languages)
 
 
 # ----------------------------------------------------------------------------- buckets

@@ -186,6 +186,20 @@ def _sniff(stream, chunk_bytes: int) -> tuple[bytes, int, str]:
     return head, offset, "lines" if first_is_object else "other"
 
 
+def first_line(stream, chunk_bytes: int = 1 << 16) -> bytes | None:
+    """The first non-blank line of a plain JSON Lines stream (read no further than it), or None for a
+    JSON list or anything else (`json_chunks` hands those to the whole-file reader).
+
+    >>> import io
+    >>> first_line(io.BytesIO(b'\\n{"a": 1}\\n{"a": 2}\\n')), first_line(io.BytesIO(b'[{"a": 1}]'))
+    (b'{"a": 1}', None)
+    """
+    head, _, kind = _sniff(stream, chunk_bytes)
+    if kind != "lines":
+        return None
+    return next(line for line in head.splitlines() if line.strip())
+
+
 def json_chunks(
     stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES, typed=None
 ) -> Iterator[tuple[int, list, bool] | RecordError]:

@@ -1,6 +1,6 @@
 """The instructions of a dataset record, each with its address and its language.
 
-Why one module: the per-instruction jobs (perturb, paraphrase, build_compat) read R2R-style records,
+Why a module of its own: the per-instruction jobs (perturb, paraphrase, build_compat) read R2R-style records,
 which hold a list of English `instructions` addressed "<path_id>_<k>", and Room-across-Room (RxR)
 guide records, which hold one `instruction` in the language of their `language` tag (en-IN, en-US,
 hi-IN, te-IN) addressed by `str(instruction_id)`. Each job asks this module, so the address and the
@@ -20,6 +20,8 @@ language subtag ("hi") for the tools that work per language (tokenizers, transla
 
 from __future__ import annotations
 
+from vlnkit.datasets.rxr import episode_ids, instructions, is_rxr
+
 R2R_LANGUAGE = "en"
 
 
@@ -28,13 +30,8 @@ def primary_language(tag: str) -> str:
     return str(tag).replace("_", "-").split("-")[0].lower()
 
 
-def is_rxr_record(record: dict) -> bool:
-    """An RxR guide record (one instruction, an `instruction_id` and a `language`), not an R2R one."""
-    return "instruction_id" in record and "instruction" in record
-
-
 def record_instructions(record: dict) -> list[tuple[str, str, str]]:
-    """(instr_id, instruction text, language tag) of every instruction of a record (see the module doc)."""
-    if is_rxr_record(record):
-        return [(str(record["instruction_id"]), record["instruction"], str(record.get("language") or R2R_LANGUAGE))]
-    return [(f"{record['path_id']}_{k}", text, R2R_LANGUAGE) for k, text in enumerate(record["instructions"])]
+    """(instr_id, instruction text, language tag) of every instruction of a record read by
+    `vlnkit.datasets.rxr.parse_dataset` (addresses and texts as `episode_ids` and `instructions` give them)."""
+    language = str(record.get("language") or R2R_LANGUAGE) if is_rxr(record) else R2R_LANGUAGE
+    return [(instr_id, text, language) for instr_id, text in zip(episode_ids(record), instructions(record))]

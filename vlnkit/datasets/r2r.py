@@ -148,23 +148,24 @@ def parse_r2r(data: bytes | str, source: str, *, require_distance: bool = False)
     `_index` added) or a RecordError. `require_distance`: a record without `distance` is refused too
     (the R4R join needs it)."""
     for item in json_items(data, source, validate=validate_record):
-        if isinstance(item, RecordError):
-            yield item
-            continue
-        index, obj = item
-        reason = validate_record(obj)
-        if reason is None and require_distance and "distance" not in obj:
-            reason = "missing field 'distance'"
-        if reason is not None:
-            yield RecordError(source, record_label(obj, index), reason)
-            continue
-        record = dict(obj)
-        record["heading"] = float(record["heading"])
-        if "distance" in record:
-            record["distance"] = float(record["distance"])
-        record["_source"] = source
-        record["_index"] = index
-        yield record
+        yield item if isinstance(item, RecordError) else r2r_record(item[1], source, item[0], require_distance)
+
+
+def r2r_record(obj, source: str, index: int, require_distance: bool = False) -> dict | RecordError:
+    """One parsed item as a valid R2R record dict (heading and distance as floats, `_source` and
+    `_index` added) or the RecordError saying why it is not one."""
+    reason = validate_record(obj)
+    if reason is None and require_distance and "distance" not in obj:
+        reason = "missing field 'distance'"
+    if reason is not None:
+        return RecordError(source, record_label(obj, index), reason)
+    record = dict(obj)
+    record["heading"] = float(record["heading"])
+    if "distance" in record:
+        record["distance"] = float(record["distance"])
+    record["_source"] = source
+    record["_index"] = index
+    return record
 
 
 def public(record: dict) -> dict:

@@ -13,10 +13,10 @@ Only `reason` words a refusal, so a dead letter says the same thing whichever pa
 the fast paths either accept a whole chunk or hand it to the record-by-record path. The reason names
 the first field (in declaration order) whose value its type refuses, in the kind's own words.
 
-A new kind (for example Room-across-Room guide lines: `instruction_id`, `language`, `path_id`, `scan`,
-`path`, `heading`, `instruction`, `timed_instruction`, ...) is one more `Struct` built from the field
-types below and one more `RecordKind` with its wording; its readers call `reason`, `convert_all` and
-`decode_lines` as the R2R readers do.
+A new kind is one more `Struct` built from the field types below and one more `RecordKind` with its
+wording; its readers call `reason`, `convert_all` and `decode_lines` as the R2R readers do. The
+Room-across-Room kinds (`RxRGuideLine`, `RxRFollowerLine`, and the prediction layout
+`InstructionPrediction`) are declared that way; `vlnkit.datasets.rxr` reads them.
 """
 
 from __future__ import annotations
@@ -163,6 +163,101 @@ def validate_record(obj) -> str | None:
     return R2R_RECORD.reason(obj)
 
 
+# ----------------------------------------------------------------------------- RxR records
+class TimedWord(msgspec.Struct, kw_only=True):
+    """One word of an RxR `timed_instruction`: a few words have no times (absent or null)."""
+
+    word: str
+    start_time: FiniteNumber | None | msgspec.UnsetType = msgspec.UNSET
+    end_time: FiniteNumber | None | msgspec.UnsetType = msgspec.UNSET
+
+
+class RxRGuideLine(msgspec.Struct, kw_only=True):
+    """A Room-across-Room guide annotation: one instruction, one episode (its instr_id is
+    `str(instruction_id)`). Several lines share a `path_id`. `split`, `edit_distance` and any other
+    key are kept by the readers and ignored here. Fields are checked in this order."""
+
+    instruction_id: Int64
+    path_id: Int64
+    scan: NonEmptyString
+    path: ViewpointPath
+    heading: FiniteNumber
+    language: NonEmptyString
+    instruction: str
+    annotator_id: Int64 | msgspec.UnsetType = msgspec.UNSET
+    timed_instruction: list[TimedWord] | msgspec.UnsetType = msgspec.UNSET
+
+
+def _int_refused(name: str) -> Callable[[object], str]:
+    def refused(value) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{name!r} must fit in a 64-bit integer, got one of {len(str(abs(value)))} digits"
+        return f"{name!r} must be an integer, got {value!r:.40}"
+
+    return refused
+
+
+def _timed_refused(value) -> str:
+    if not isinstance(value, list):
+        return f"'timed_instruction' must be a list of {{word, start_time, end_time}}, got {type(value).__name__}"
+    for n, entry in enumerate(value):
+        try:
+            msgspec.convert(entry, TimedWord)
+        except msgspec.ValidationError as exc:
+            return f"'timed_instruction' entry {n}: {exc}"
+    return "'timed_instruction' must be a list of {word, start_time, end_time}"
+
+
+RXR_GUIDE = RecordKind(
+    RxRGuideLine,
+    {
+        "instruction_id": _int_refused("instruction_id"),
+        "path_id": _path_id_refused,
+        "scan": lambda v: "'scan' must be a non-empty string",
+        "path": _path_refused,
+        "heading": lambda v: f"'heading' must be a number (radians, finite), got {v!r}",
+        "language": lambda v: f"'language' must be a non-empty string (an IETF tag such as en-IN), got {v!r:.40}",
+        "instruction": lambda v: f"'instruction' must be a string, got {type(v).__name__}",
+        "annotator_id": _int_refused("annotator_id"),
+        "timed_instruction": _timed_refused,
+    },
+)
+
+
+class InstructionPrediction(msgspec.Struct, kw_only=True):
+    """A prediction addressed by RxR instruction id: `{"instruction_id": int, "path": [viewpoint ids]}`.
+    An RxR follower line is one too (its other keys are ignored when it is read as a prediction)."""
+
+    instruction_id: Int64
+    path: ViewpointPath
+
+
+INSTRUCTION_PREDICTION = RecordKind(InstructionPrediction)  # worded by `prediction`, like SUBMISSION
+
+
+class RxRFollowerLine(msgspec.Struct, kw_only=True):
+    """A Room-across-Room follower annotation: the viewpoints a person walked for one instruction, and
+    the metrics RxR published for that walk (`ne`, `sr`, `spl`, `dtw`, `ndtw`, `sdtw`)."""
+
+    instruction_id: Int64
+    path: ViewpointPath
+    demonstration_id: Int64 | msgspec.UnsetType = msgspec.UNSET
+    annotator_id: Int64 | msgspec.UnsetType = msgspec.UNSET
+    metrics: dict[str, FiniteNumber] | msgspec.UnsetType = msgspec.UNSET
+
+
+RXR_FOLLOWER = RecordKind(
+    RxRFollowerLine,
+    {
+        "instruction_id": _int_refused("instruction_id"),
+        "path": _path_refused,
+        "demonstration_id": _int_refused("demonstration_id"),
+        "annotator_id": _int_refused("annotator_id"),
+        "metrics": lambda v: "'metrics' must be an object of finite numbers",
+    },
+)
+
+
 # ----------------------------------------------------------------------------- predictions
 # The fast paths read the R2R submission layout with a canonical instr_id; any other layout is read
 # by `prediction` (the layouts of `flatten_trajectory`, which a type cannot tell apart).
@@ -284,17 +379,27 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
     """One prediction object -> {"instr_id", "path", "layout", "_source", "_index"} or a RecordError.
 
     A prediction is `{"instr_id": "<path_id>_<k>" (or an integer), "trajectory": ...}` (`path` is
-    taken for `trajectory`) in any layout of `flatten_trajectory`, with at least one viewpoint.
+    taken for `trajectory`) in any layout of `flatten_trajectory`, with at least one viewpoint; or,
+    for RxR, `{"instruction_id": int, "path": [...]}` (`InstructionPrediction`), whose instr_id is
+    `str(instruction_id)`.
 
         >>> prediction({"instr_id": "7_0", "trajectory": ["a", "b"]}, "p.json", 0)["path"]
         ['a', 'b']
+        >>> prediction({"instruction_id": 26, "path": ["a", "b"]}, "p.json", 0)["instr_id"]
+        '26'
         >>> prediction({"instr_id": "7_0", "trajectory": []}, "p.json", 3).reason
         'empty trajectory (no viewpoints)'
     """
     label = f"#{index}"
     if not isinstance(obj, dict):
         return RecordError(source, label, f"expected a JSON object, got {type(obj).__name__}")
-    instr_id = _instr_id(obj.get("instr_id"))
+    if "instr_id" not in obj and "instruction_id" in obj:  # the RxR layout (and RxR follower lines)
+        iid = obj["instruction_id"]
+        if isinstance(iid, bool) or not isinstance(iid, int):
+            return RecordError(source, label, f"'instruction_id' must be an integer, got {iid!r:.40}")
+        instr_id = str(iid)
+    else:
+        instr_id = _instr_id(obj.get("instr_id"))
     if instr_id is None:
         return RecordError(source, label, f"missing or invalid 'instr_id' ({obj.get('instr_id')!r:.40})")
     label = f"#{index} (instr_id={instr_id})"

@@ -2,9 +2,11 @@
 
 A chunk of JSON Lines is decoded by msgspec straight into checked columns (`reference_chunk`); a
 chunk of objects parsed by orjson (or Parquet rows, or records handed over by a pipeline) is checked
-in one call against the same declaration (`vlnkit.datasets.records.R2RRecord`). A chunk that holds
-one record those refuse goes record by record through `vlnkit.datasets.records.validate_record`,
-which words every refusal: a dead letter is the same whichever way its chunk was read.
+in one call against the same declaration (`vlnkit.datasets.records.R2RRecord`, or `RxRGuideLine`
+for an RxR guide file). A chunk that holds one record those refuse goes record by record through
+the kind's `reason`, which words every refusal: a dead letter is the same whichever way its chunk
+was read. The format is the file's (`vlnkit.datasets.rxr`, by its first record): `FileFormat`
+carries it from the first chunk of a file to the next.
 """
 
 from __future__ import annotations
@@ -15,22 +17,27 @@ from operator import attrgetter
 
 import numpy as np
 
-from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary
+from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.r2r import record_label
-from vlnkit.datasets.records import R2R_RECORD, validate_record
+from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
+from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format, line_format, rxr_label
 from vlnkit.io.dead_letters import RecordError
 
 
 @dataclass
 class ReferenceChunk:
-    """Dataset records of a chunk, already checked: the columns `reference_batch` builds from."""
+    """Dataset records of a chunk, already checked: the columns `reference_batch` builds from
+    (`first_k` -1 and `languages`/`language` for RxR guide lines, see `ReferenceBatch`)."""
 
     path_id: np.ndarray
     scans: list[str]
     instructions: np.ndarray
     lengths: np.ndarray
     viewpoints: list[str]
+    first_k: int = 0
+    languages: tuple[str, ...] = ()
+    language: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.scans)
@@ -49,9 +56,33 @@ def _reference_columns(records: list | None) -> ReferenceChunk | None:
     )
 
 
-def reference_chunk(lines: list[bytes]) -> ReferenceChunk | None:
-    """The records of JSON Lines `lines` (non-blank), when every line is one valid `R2RRecord`; else
-    None (the caller then parses the chunk the general way, where every refusal gets its dead letter).
+def _guide_columns(lines: list | None) -> ReferenceChunk | None:
+    """The columns of valid `RxRGuideLine`s (None for none): one episode per line, keyed by instruction_id."""
+    if not lines:
+        return None
+    ids = np.fromiter(map(attrgetter("instruction_id"), lines), dtype=np.int64, count=len(lines))
+    paths = list(map(attrgetter("path"), lines))
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    languages, codes = encode_languages(list(map(attrgetter("language"), lines)))
+    return ReferenceChunk(
+        ids,
+        list(map(attrgetter("scan"), lines)),
+        np.ones(len(lines), np.int64),
+        lengths,
+        list(chain.from_iterable(paths)),
+        first_k=-1,
+        languages=languages,
+        language=codes,
+    )
+
+
+_COLUMNS = {R2R: (R2R_RECORD, _reference_columns), RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns)}
+
+
+def reference_chunk(lines: list[bytes], fmt: str = R2R) -> ReferenceChunk | None:
+    """The records of JSON Lines `lines` (non-blank), when every line is one valid record of format
+    `fmt` ("r2r": `R2RRecord`; "rxr_guide": `RxRGuideLine`); else None (the caller then parses the
+    chunk the general way, where every refusal gets its dead letter).
 
     The dataset side of `submission_chunk`: msgspec checks the types while decoding, one line at a
     time, and builds no dicts.
@@ -61,8 +92,40 @@ def reference_chunk(lines: list[bytes]) -> ReferenceChunk | None:
         ([7], ['s'], [1], [2], ['a', 'b'])
         >>> reference_chunk([b'{"path_id": 7, "scan": "s", "path": ["a"], "heading": 0, "instructions": []}']) is None
         True
+        >>> g = reference_chunk([b'{"instruction_id": 26, "path_id": 11, "scan": "s", "path": ["a"], "heading": 0, '
+        ...                      b'"language": "hi-IN", "instruction": "go"}'], "rxr_guide")
+        >>> g.path_id.tolist(), g.first_k, g.languages, g.language.tolist()
+        ([26], -1, ('hi-IN',), [0])
     """
-    return _reference_columns(R2R_RECORD.decode_lines(lines))
+    if fmt not in _COLUMNS:
+        return None
+    kind, columns = _COLUMNS[fmt]
+    return columns(kind.decode_lines(lines))
+
+
+class FileFormat:
+    """The record format of one dataset file, decided by its first record and kept for its later chunks.
+
+    Give `typed` to `json_chunks` and `fmt_of(items)` each chunk's items before `reference_batch`. A
+    reader of a byte range past a file's start knows the format beforehand (`vlnkit.datasets.rxr.file_format`).
+
+        >>> f = FileFormat()
+        >>> f.fmt_of([{"instruction_id": 1, "instruction": "go"}]), f.fmt_of([{"instructions": ["go"]}])
+        ('rxr_guide', 'rxr_guide')
+    """
+
+    def __init__(self, fmt: str | None = None):
+        self.fmt = fmt
+
+    def typed(self, lines: list[bytes]) -> ReferenceChunk | None:
+        if self.fmt is None and lines:
+            self.fmt = line_format(lines[0])
+        return reference_chunk(lines, self.fmt) if self.fmt is not None else None
+
+    def fmt_of(self, items) -> str:
+        if self.fmt is None:
+            self.fmt = items_format(items) if not isinstance(items, ReferenceChunk) else None
+        return self.fmt or R2R
 
 
 def reference_batch(
@@ -73,19 +136,21 @@ def reference_batch(
     vocab: Vocabulary,
     parquet: bool = False,
     strict: bool = False,
+    fmt: str = R2R,
 ) -> tuple[ReferenceBatch, list[RecordError]]:
     """A chunk of dataset records (or a `ReferenceChunk`) -> (batch of valid reference paths, RecordErrors).
 
-    Validation is `vlnkit.datasets.records.R2RRecord`; refusals are worded by `validate_record`
-    (labels as the JSON reader gives them, or `#<index>` for Parquet as the Parquet reader does).
-    `strict` says every item was parsed by orjson (see `json_chunks`), so the chunk may be checked
-    as a whole first.
+    Validation is `vlnkit.datasets.records.R2RRecord` (`fmt` "r2r") or `RxRGuideLine` ("rxr_guide");
+    refusals are worded by the kind's `reason` (labels as the JSON reader gives them, or `#<index>`
+    for Parquet as the Parquet reader does). `strict` says every item was parsed by orjson (see
+    `json_chunks`), so the chunk may be checked as a whole first.
     """
+    kind, columns = _COLUMNS[fmt]
     if isinstance(items, ReferenceChunk):
         fast = items
     else:
         with gc_paused():
-            fast = _reference_columns(R2R_RECORD.convert_all(items)) if strict and items else None
+            fast = columns(kind.convert_all(items)) if strict and items else None
     if fast is not None:
         return (
             ReferenceBatch(
@@ -95,24 +160,32 @@ def reference_batch(
                 np.asarray(fast.scans, dtype=str),
                 fast.instructions,
                 Paths.from_flat(fast.lengths, fast.viewpoints, vocab),
+                first_k=np.full(len(items), fast.first_k, np.int64),
+                language=fast.language,
+                languages=fast.languages,
             ),
             [],
         )
-    errors, kept, pids, scans, counts, paths = [], [], [], [], [], []
+    rxr = fmt == RXR_GUIDE_FORMAT
+    label = rxr_label if rxr else record_label
+    errors, kept, pids, scans, counts, paths, tags = [], [], [], [], [], [], []
     for n, obj in enumerate(items):
         obj = exact_item(items, n)
         if isinstance(obj, RecordError):
             errors.append(obj)
             continue
-        reason = validate_record(obj)
+        reason = kind.reason(obj) if rxr else validate_record(obj)
         if reason is not None:
-            errors.append(RecordError(source, f"#{start + n}" if parquet else record_label(obj, start + n), reason))
+            errors.append(RecordError(source, f"#{start + n}" if parquet else label(obj, start + n), reason))
             continue
         kept.append(start + n)
-        pids.append(obj["path_id"])
+        pids.append(obj["instruction_id"] if rxr else obj["path_id"])
         scans.append(obj["scan"])
-        counts.append(len(obj["instructions"]))
+        counts.append(1 if rxr else len(obj["instructions"]))
         paths.append(obj["path"])
+        if rxr:
+            tags.append(obj["language"])
+    languages, codes = encode_languages(tags) if rxr else ((), None)
     batch = ReferenceBatch(
         np.full(len(kept), rank, np.int64),
         np.asarray(kept, np.int64),
@@ -120,5 +193,8 @@ def reference_batch(
         np.asarray(scans, dtype=str) if scans else np.zeros(0, "U1"),
         np.asarray(counts, np.int64),
         Paths.from_lists(paths, vocab),
+        first_k=np.full(len(kept), -1 if rxr else 0, np.int64),
+        language=codes,
+        languages=languages,
     )
     return batch, errors
