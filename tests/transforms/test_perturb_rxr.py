@@ -24,7 +24,7 @@ pytestmark = pytest.mark.real_data
 
 @pytest.fixture(scope="module")
 def guides(r2r_dir, connectivity_dir, tmp_path_factory):
-    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:30]
+    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:15]
     files = write_rxr_fixtures(
         records, "val_unseen", connectivity_dir, str(tmp_path_factory.mktemp("rxr")), pose_traces=False
     )
