@@ -38,11 +38,12 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
-    from transforms.perturb import STATS, Perturb, instruction_counts
+    from transforms.perturb import STATS, Perturb
     from transforms.read import ReadUniqueR2R
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
+    from vlnkit.datasets.languages import language_counts
     from vlnkit.io.schemas import PERTURBATIONS, schema_version
     from vlnkit.perturbations.compat import INSTRUCTION_METHODS
 
@@ -57,7 +58,7 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        records | "TallyInstructions" >> beam.Map(instruction_counts),
+        records | "TallyInstructions" >> beam.Map(language_counts),
         rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}": 1, f"rows.{r['language']}.{r['family']}": 1}),
     )
     static = {

@@ -60,15 +60,6 @@ def instruction_items(record: dict) -> list[dict]:
     ]
 
 
-def instruction_counts(record: dict) -> dict:
-    """{"instructions": n, "instructions.<language>": n per language} of one record (summary tallies)."""
-    stats: dict = {}
-    for _, _, language in record_instructions(record):
-        _inc(stats, "instructions")
-        _inc(stats, f"instructions.{language}")
-    return stats
-
-
 class _Perturber:
     """Runs the requested methods on one item and keeps the per-method tallies (shared by both DoFns)."""
 
@@ -329,7 +320,7 @@ def applicability(totals: dict, methods, instructions: int, prefix: str = "") ->
 
 def by_language(totals: dict, methods) -> dict:
     """{language tag: {"instructions", "rows" per family, "methods_applicability"}} from the summed tallies
-    (`instruction_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>")."""
+    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>")."""
     head = "instructions."
     out = {}
     for language in sorted(k[len(head) :] for k in totals if k.startswith(head)):

@@ -44,7 +44,13 @@ def test_offline_run_writes_every_instruction_x_pivot_a_summary_and_composed_r4r
         for k, text in enumerate(r["instructions"]):
             for v in judge(text, [(lang, demo_round_trip(text, lang)) for lang in DEFAULT_LANGUAGES]):
                 expected.append(
-                    {"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v, "backend": "offline-demo"}
+                    {
+                        "instr_id": f"{r['path_id']}_{k}",
+                        "instruction": text,
+                        "source_language": "en",
+                        **v,
+                        "backend": "offline-demo",
+                    }
                 )
     assert got == sorted(expected, key=lambda r: (r["instr_id"], r["language"]))
     assert summary["translator"] == "offline-demo" and summary["instructions"] == 12

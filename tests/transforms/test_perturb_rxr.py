@@ -12,7 +12,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.deadletter import DEAD_LETTER
-from transforms.perturb import STATS, Perturb, by_language, instruction_counts, instruction_items
+from transforms.perturb import STATS, Perturb, by_language, instruction_items
+from vlnkit.datasets.languages import language_counts
 from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
 from vlnkit.perturbations.compat import ALL_METHODS, NotApplicable, perturbation_row, record_rng
 from vlnkit.perturbations.direction_lexicons import lexicon_for
@@ -67,7 +68,7 @@ def test_every_method_on_rxr_records_in_every_language(guides, connectivity_dir)
         assert_that(direction, equal_to([canon(r) for r in expected_direction_rows(guides, seed)]), label="direction")
         assert_that(out[DEAD_LETTER], equal_to([]), label="no_dead_letters")
         stats = (
-            (out[STATS], p | "Counts" >> beam.Create([instruction_counts(g) for g in guides]))
+            (out[STATS], p | "Counts" >> beam.Create([language_counts(g) for g in guides]))
             | beam.Flatten()
             | beam.FlatMap(lambda d: d.items())
             | beam.CombinePerKey(sum)

@@ -35,3 +35,16 @@ def record_instructions(record: dict) -> list[tuple[str, str, str]]:
     `vlnkit.datasets.rxr.parse_dataset` (addresses and texts as `episode_ids` and `instructions` give them)."""
     language = str(record.get("language") or R2R_LANGUAGE) if is_rxr(record) else R2R_LANGUAGE
     return [(instr_id, text, language) for instr_id, text in zip(episode_ids(record), instructions(record))]
+
+
+def language_counts(record: dict) -> dict[str, int]:
+    """{"instructions": n, "instructions.<language tag>": n per tag} of one record (a job summary's tallies).
+
+    >>> language_counts({"instruction_id": 26, "instruction": "go", "language": "hi-IN"})
+    {'instructions': 1, 'instructions.hi-IN': 1}
+    """
+    counts: dict[str, int] = {"instructions": 0}
+    for _, _, language in record_instructions(record):
+        counts["instructions"] += 1
+        counts[f"instructions.{language}"] = counts.get(f"instructions.{language}", 0) + 1
+    return counts
