@@ -410,6 +410,10 @@ def print_summary(summary: dict, ctx: Run) -> None:
         ("paraphrases kept", summary["kept"]),
     ]
     rows += [(f"  kept via {lang}", v["kept"]) for lang, v in summary["per_language"].items()]
+    rows += [
+        (f"  {tag} instructions: kept / rows", f"{v['kept']} / {v['rows']} (pivots {','.join(v['pivots'])})")
+        for tag, v in summary["by_source_language"].items()
+    ]
     rows += [(f"  rejected: {reason}", n) for reason, n in summary["reasons"].items() if reason != "kept"]
     if "r4r" in summary:
         rows += [("R4R instructions", summary["r4r"]["instructions"]), ("R4R paraphrases kept", summary["r4r"]["kept"])]
