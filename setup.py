@@ -48,10 +48,14 @@ setup(
             # The suite runs on both cores (`-n 2 --dist loadfile` in pyproject.toml): most of a test is
             # one Beam pipeline in one Python thread.
             "pytest-xdist>=3.5,<4",
+            # Read the published version of an output in docs/failure_semantics.md (pandas, pyarrow, DuckDB).
+            "duckdb>=1.1,<2",
             "ruff>=0.5",
             "pillow>=10",
             # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.
             "gcp-storage-emulator>=2024.8",
+            # The comparison page's browser test talks to headless Chromium over the DevTools protocol.
+            "websockets>=12,<18",
         ],
     },
 )

@@ -49,10 +49,15 @@ def main(argv: list[str] | None = None) -> None:
         print("usage: vlnkit <job> [flags]   (vlnkit <job> --help lists a job's flags)\n\njobs:")
         for job in JOBS:
             print(f"  {job:<16} {first_line(job)}")
+        print(f"  {'published':<16} Print the files of an output folder's published version (vlnkit published D)")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
         return
+    if argv[0] == "published":  # not a job: reads an output folder (Beam-free for local folders)
+        from vlnkit.io.layout import main as published_main
+
+        raise SystemExit(published_main(argv[1:]))
     _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
 
 

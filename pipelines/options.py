@@ -65,7 +65,9 @@ def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueErr
 
 # Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
 # of the manifest's settings): first those of every job, then those of one job. Declared here only.
-NOT_FINGERPRINTED = frozenset({"config", "skip_if_unchanged", "plan_only", "max_cost_usd"})
+NOT_FINGERPRINTED = frozenset(
+    {"config", "skip_if_unchanged", "plan_only", "max_cost_usd", "keep_versions", "lock_lease_seconds"}
+)
 NOT_FINGERPRINTED_IN_JOB = {
     "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
 }
@@ -174,6 +176,20 @@ def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
         default=0.5,
         help="A run fails (no _SUCCESS, exit 3) when more than this fraction of the records it read "
         "were dead-lettered; a run that read nothing usable always fails",
+    )
+    parser.add_argument(
+        "--keep_versions",
+        type=int,
+        default=2,
+        help="Published versions kept in --output_dir/versions (the current one included), so a reader "
+        "that listed files just before a publish can still open them",
+    )
+    parser.add_argument(
+        "--lock_lease_seconds",
+        type=float,
+        default=600.0,
+        help="A run refuses to start while another live run holds --output_dir; a lock whose heartbeat is "
+        "older than this is taken over (a dead run's)",
     )
     parser.set_defaults(_job=job)
     return parser

@@ -192,7 +192,7 @@ def plan(files: list[str], s: dict) -> dict:
 def plan_texts(texts: set, s: dict) -> dict:
     """The plan of `texts`: (source language, text) pairs, or texts in --source_language. A text is sent to
     every pivot but its own language (`vlnkit.paraphrases.pivots.pivots_for`)."""
-    from vlnkit.paraphrases.cache import CacheError, TranslationCache
+    from vlnkit.paraphrases.cache import CacheError, TranslationCache, translation_backend
 
     if s["translation_cache"]:
         with user_error(errors=(CacheError,)):
@@ -202,9 +202,14 @@ def plan_texts(texts: set, s: dict) -> dict:
     pairs = {(s["source_language"], t) if isinstance(t, str) else t for t in texts}
     per_pivot = {}
     cached = 0
+    google = s["translator"] == GOOGLE
+    backend = translation_backend(
+        s["translator"],
+        *((s.get("translate_model"), s.get("translate_location"), s.get("translate_endpoint")) if google else ()),
+    )
     for lang in s["languages"]:
         to_pivot = [(src, t) for src, t in pairs if lang in pivots_for((lang,), src)]
-        todo = [t for src, t in to_pivot if cache is None or cache.get((s["translator"], src, lang, t)) is None]
+        todo = [t for src, t in to_pivot if cache is None or cache.get((backend, src, lang, t)) is None]
         cached += len(to_pivot) - len(todo)
         forward = sum(codepoints(t) for t in todo)
         requests = max(
@@ -480,7 +485,7 @@ def run(ctx: Run) -> dict:
         "usd_per_million_chars": s["usd_per_million_chars"],
     }
     return ctx.execute(
-        lambda p: build(p, files, compose_files, s, spec, static),
+        lambda p: build(p, files, compose_files, {**s, "output_dir": ctx.args.output_dir}, spec, static),
         ["paraphrases", "r4r_paraphrases"],
         outcome=outcome,
     )

@@ -1,6 +1,8 @@
 """Every job against `gs://` (a local Cloud Storage emulator): inputs read from the bucket, every
-output written there, and after each job the bucket holds exactly the documented outputs: no Beam
-temporary objects, no JSON fragments, `_SUCCESS` written last, reruns skip or clean up.
+output written there, and after each job the bucket holds exactly the documented layout: the pointer
+`current` and complete version folders (docs/failure_semantics.md), the published one holding exactly the
+documented outputs: no Beam temporary objects, no JSON fragments, `_SUCCESS` written last in its folder,
+no lock left, reruns skip or clean up.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pytest
 SHARD = r"-\d{5}-of-\d{5}"
 COMMON = [r"summary\.json", r"manifest\.json", r"_SUCCESS", rf"dead_letter{SHARD}\.jsonl"]
 DOCUMENTED = {
-    "build_r4r": [rf"paths{SHARD}\.parquet"],
+    # --json_output is written into the version folder too, then copied to its own name (failure_semantics.md).
+    "build_r4r": [rf"paths{SHARD}\.parquet", r"R4R_small\.json"],
     "score": [
         rf"episodes{SHARD}\.parquet",
         rf"missing_predictions{SHARD}\.txt",
@@ -102,8 +105,19 @@ def job_flags(job: str, i: dict, b) -> list[str]:
     raise KeyError(job)
 
 
+def current(b, prefix: str) -> str:
+    """The folder (object name prefix) of the version the pointer of `prefix` publishes."""
+    return f"{prefix}/versions/{b.get(f'{prefix}/current').decode().strip()}"
+
+
 def check_outputs(b, prefix: str, job: str) -> list[str]:
-    """The listing under `prefix` is exactly the documented outputs, all in the manifest, _SUCCESS last."""
+    """The output folder holds the pointer and complete versions only; the published version's listing
+    is exactly the documented outputs, all in the manifest, _SUCCESS last."""
+    top = {n.split("/")[0] for n in b.list(prefix)}
+    assert top == {"current", "versions"}, f"{job}: {sorted(top)}"
+    versions = {n.split("/")[1] for n in b.list(prefix) if n.startswith("versions/")}
+    assert 1 <= len(versions) <= 2 and all(f"versions/{v}/_SUCCESS" in b.list(prefix) for v in versions)
+    prefix = current(b, prefix)
     names = b.list(prefix)
     patterns = [re.compile(p) for p in DOCUMENTED[job] + COMMON]
     undocumented = [n for n in names if not any(p.fullmatch(n) for p in patterns)]
@@ -129,6 +143,7 @@ def read_parquet(b, prefix: str, name: str):
 
     import pyarrow as pa
 
+    prefix = current(b, prefix)
     files = [n for n in b.list(prefix) if n.startswith(name) and n.endswith(".parquet")]
     return pa.concat_tables([pq.read_table(io.BytesIO(b.get(f"{prefix}/{n}"))) for n in files])
 
@@ -192,7 +207,7 @@ def test_score_probes_and_report_read_job_outputs_from_the_bucket(gcs_emulator, 
     run_job("report", [f"--inputs={score}", conn, "--draw=2", f"--output_dir={b.url('chain/report')}"])
     names = check_outputs(b, "chain/report", "report")
     assert any(n.startswith("figures/") for n in names)
-    html = b.get("chain/report/index.html").decode()
+    html = b.get(f"{current(b, 'chain/report')}/index.html").decode()
     assert all(n in html for n in names if n.startswith("figures/"))
 
 
@@ -204,8 +219,9 @@ def test_a_rerun_removes_stale_shards_and_beam_temp_objects(gcs_emulator, inputs
     run_job("build_r4r", [*flags, f"--output_dir={b.url(prefix)}"])
     first = check_outputs(b, prefix, "build_r4r")
     # Leftovers of an earlier run with more shards, and of an interrupted write.
-    b.put(f"{prefix}/paths-00007-of-00009.parquet", b"stale")
+    b.put(f"{prefix}/paths-00007-of-00009.parquet", b"stale")  # of the older layout
     b.put(f"{prefix}/beam-temp-paths-0123456789abcdef/part-0", b"stale")
+    b.put(f"{prefix}/versions/20000101T000000.000000Z-dead0000/beam-temp-x/part-0", b"a killed run's")
     run_job("build_r4r", [*flags, f"--output_dir={b.url(prefix)}"])
     assert check_outputs(b, prefix, "build_r4r") == first
 
@@ -220,7 +236,8 @@ def test_a_run_that_fails_part_way_leaves_no_success(gcs_emulator, inputs):
         f"--output_dir={b.url(prefix)}",
     ]
     run_job("build_r4r", flags)
-    assert "_SUCCESS" in b.list(prefix)
+    published = {n: b.get(f"{prefix}/{n}") for n in b.list(prefix)}
+    assert "_SUCCESS" in b.list(current(b, prefix))
     # The summary cannot be written: the pipeline fails after its shards are in the bucket.
     import transforms.write
 
@@ -231,8 +248,8 @@ def test_a_run_that_fails_part_way_leaves_no_success(gcs_emulator, inputs):
         mp.setattr(transforms.write, "write_json", broken_write)
         with pytest.raises(Exception, match="simulated storage failure"):
             run_job("build_r4r", flags)
-    assert any(n.startswith("paths-") for n in b.list(prefix)), "the run did not get part-way"
-    assert "_SUCCESS" not in b.list(prefix)
+    # The run got part-way (its shards were written) and was cleaned up; the published output is untouched.
+    assert {n: b.get(f"{prefix}/{n}") for n in b.list(prefix)} == published
     # A run judged failed (too many dead letters) writes a manifest saying so, and no _SUCCESS.
     records = json.loads(b.get("inputs/R2R_val_seen_small.json"))
     broken = b.put("inputs/R2R_broken.json", json.dumps([*records, {"path_id": "x"}]).encode())
@@ -242,8 +259,15 @@ def test_a_run_that_fails_part_way_leaves_no_success(gcs_emulator, inputs):
             [f"--dataset={broken}", *flags[1:], "--max_failure_fraction=0"],
         )
     assert exc.value.code == 3
-    assert "_SUCCESS" not in b.list(prefix)
-    assert json.loads(b.get(f"{prefix}/manifest.json"))["status"] == "failed"
+    failed = [
+        n
+        for n in b.list(prefix)
+        if n.endswith("/manifest.json") and not n.startswith(current(b, prefix)[len(prefix) + 1 :])
+    ]
+    assert len(failed) == 1 and json.loads(b.get(f"{prefix}/{failed[0]}"))["status"] == "failed"
+    assert {
+        n: b.get(f"{prefix}/{n}") for n in b.list(prefix) if not n.startswith(failed[0].rsplit("/", 1)[0])
+    } == published
     # A good rerun converges to a complete output again.
     run_job("build_r4r", flags)
     check_outputs(b, prefix, "build_r4r")

@@ -200,5 +200,5 @@ def test_empty_input_file_is_a_failed_run_not_a_complete_one(tmp_path, capsys):
     assert "nothing was read" in capsys.readouterr().err
     out = tmp_path / "out"
     assert not (out / "_SUCCESS").exists()
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "failed" / "manifest.json").read_text())  # the failed run, kept for inspection
     assert manifest["status"] == "failed" and "nothing was read" in manifest["failure"]

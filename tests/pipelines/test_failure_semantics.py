@@ -50,14 +50,16 @@ def test_a_glob_that_matches_nothing_stops_the_job(job, inputs, tmp_path, capsys
 
 # ---------------------------------------------------------------------------- class 3: a failed rerun
 @pytest.mark.parametrize("job", JOBS)
-def test_a_rerun_that_stops_early_removes_the_older_success(job, inputs, tmp_path):
+def test_a_refused_rerun_leaves_the_published_output_as_it_was(job, inputs, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "_SUCCESS").write_text("")
+    (out / "summary.json").write_text('{"complete": true}')
     with pytest.raises(SystemExit) as exc:
         run(job, f"--output_dir={out}", *JOB_FLAGS[job](inputs, f"{tmp_path}/missing.json"))
     assert exc.value.code == 2
-    assert not (out / "_SUCCESS").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", "summary.json"]
+    assert (out / "summary.json").read_text() == '{"complete": true}'
 
 
 # ---------------------------------------------------------------------------- class 6: plain user mistakes
@@ -109,8 +111,9 @@ def test_an_empty_only_input_is_never_a_complete_run(job, inputs, tmp_path, caps
     err = capsys.readouterr().err
     assert "error:" in err and "Traceback" not in err
     if exc.value.code == 3:
-        manifest = json.loads((out / "manifest.json").read_text())
+        manifest = json.loads((out / "failed" / "manifest.json").read_text())
         assert manifest["status"] == "failed" and manifest["failure"]
+        assert not (out / "current").exists() and not (out / "manifest.json").exists()
 
 
 def test_too_many_dead_letters_fail_the_run_and_the_knob_allows_them(inputs, tmp_path):
@@ -150,7 +153,8 @@ def test_beam_temp_folders_of_a_killed_run_are_removed(inputs, tmp_path):
     names = sorted(p.name for p in out.iterdir())
     assert not any(n.startswith("beam-temp-") for n in names)
     assert "paths-00007-of-00009.parquet" not in names
-    assert names[-1] == "summary.json" and "_SUCCESS" in names
+    assert "summary.json" in names and "_SUCCESS" in names
+    assert sorted(p.name for p in (out / "current").iterdir()) == sorted(set(names) - {"current", "versions"})
 
 
 def test_a_stale_fragments_folder_beside_the_json_output_is_removed(inputs, tmp_path):
@@ -184,15 +188,18 @@ def test_a_pipeline_that_fails_leaves_no_temporary_folders(tmp_path):
 
     out, json_output = tmp_path / "out", str(tmp_path / "R4R.json")
     out.mkdir()
-    args = argparse.Namespace(output_dir=str(out), max_failure_fraction=0.0, skip_if_unchanged=False)
+    args = argparse.Namespace(
+        output_dir=str(out), json_output=json_output, max_failure_fraction=0.0, skip_if_unchanged=False
+    )
     ctx = Run("demo", PipelineOptions(["--runner=DirectRunner"]), args)
 
-    def build(pipeline):
-        pipeline | beam.Create([1]) | beam.Map(_litter_and_fail, str(out), json_output)
+    def build(pipeline):  # writes where the run stages its outputs, as every job's build does
+        pipeline | beam.Create([1]) | beam.Map(_litter_and_fail, ctx.args.output_dir, ctx.args.json_output)
 
     with pytest.raises(Exception, match="a step failed"):
         ctx.execute(build, ["paths"], extra_outputs=(json_output,))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and list(out.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and list((out / "versions").iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == ["versions"]  # no lock, no pointer, no version left
 
 
 def test_a_paraphrase_run_whose_translations_all_fail_is_not_complete_and_is_never_skipped(tmp_path, capsys):

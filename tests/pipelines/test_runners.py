@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -109,7 +110,8 @@ OPERATIONAL = {"translation"}
 def comparable_summary(work: Path, path: Path) -> str:
     """The summary with run-specific paths neutralized and execution statistics left out."""
     summary = {k: v for k, v in json.loads(path.read_text()).items() if k not in OPERATIONAL}
-    return json.dumps(summary, sort_keys=True).replace(str(work), "<work>")
+    text = json.dumps(summary, sort_keys=True).replace(str(work), "<work>")
+    return re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)  # each run's own version folder
 
 
 def run_job(job: str, flags: list[str]) -> dict:
@@ -188,7 +190,10 @@ def test_rerun_is_identical_and_skip_if_unchanged_skips(shared_data, tmp_path):
 
 
 def _temporaries(out, json_output) -> list[str]:
-    found = [p.name for p in out.glob("beam-temp-*")] if out.exists() else []
+    """Beam's and the JSON writer's temporary folders, in the run's own version folder (or, for runs of
+    the older layout, in the output folder and beside the JSON file)."""
+    found = [p.name for p in [*out.glob("beam-temp-*"), *out.glob("versions/*/beam-temp-*")]] if out.exists() else []
+    found += [p.name for p in out.glob("versions/*/*.fragments-*")] if out.exists() else []
     return found + [p.name for p in json_output.parent.glob(json_output.name + ".fragments-*")]
 
 
@@ -221,7 +226,8 @@ def test_killed_run_never_looks_complete_and_a_rerun_converges(shared_data, tmp_
     assert proc.poll() is None, "the run finished before its temporary folders were seen"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (out / "_SUCCESS").exists()  # removed before anything that can fail
+    assert (out / "_SUCCESS").exists()  # the published version is untouched (docs/failure_semantics.md)
+    assert rows(out, ["paths"]) == rows(clean, ["paths"])
     assert _temporaries(out, r4r)  # killed mid-write: nothing could clean up
     run_job("build_r4r", flags)
     assert (out / "_SUCCESS").exists() and not _temporaries(out, r4r)

@@ -221,10 +221,10 @@ def test_a_start_only_dataset_is_refused(env, tmp_path):
         run(tmp_path / "o", *flags)
     assert exc.value.code == 3  # the run finished but cannot count: no _SUCCESS
     assert not (tmp_path / "o" / "_SUCCESS").exists()
-    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "o" / "failed" / "summary.json").read_text())
     assert summary["unscorable"].startswith(f"every one of the {2 * len(records)} reference episodes")
     assert all(v is None for v in summary["metrics"].values())  # never "SR 100%"
-    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "o" / "failed" / "manifest.json").read_text())
     assert manifest["status"] == "failed" and manifest["failure"] == summary["unscorable"]
 
 

@@ -1,6 +1,8 @@
 """Files and formats: local or any Beam filesystem (`fileio`), declared Parquet schemas (`schemas`),
 dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`),
-JSON text parsed by orjson with the standard library's answers (`json_text`).
+JSON text parsed by orjson with the standard library's answers (`json_text`), the layout of a job's
+output folder and the one way to read its published version (`layout`: `published(D)`), the lock of
+an output folder (`lock`).
 
 >>> from vlnkit.io.redact import redact
 >>> redact({"api_key": "abc", "seed": 0})
@@ -25,5 +27,7 @@ __getattr__, __all__ = lazy_exports(
         "exactsum": ("exact_sum", "exact_mean"),
         "redact": ("redact", "REDACTED"),
         "json_text": ("loads_exact",),
+        "layout": ("published", "current_version", "NothingPublished"),
+        "lock": ("OutputLock", "Locked"),
     },
 )

@@ -66,11 +66,17 @@ def join(base: str, *parts: str) -> str:
 
 
 def match(patterns: str | list[str]) -> list[tuple[str, int]]:
-    """Expand comma-separated file patterns to sorted (path, size) pairs; directories are not matched."""
+    """Expand comma-separated file patterns to sorted (path, size) pairs; directories are not matched.
+
+    A pattern inside a published output folder (`D/paths-*.parquet`) is matched in the version
+    published at this moment (`vlnkit.io.layout.resolve`), so a listing never mixes two versions.
+    """
     if isinstance(patterns, str):
         patterns = [p for p in (s.strip() for s in patterns.split(",")) if p]
+    from vlnkit.io.layout import resolve
+
     found: dict[str, int] = {}
-    for pattern in patterns:
+    for pattern in map(resolve, patterns):
         if _has_scheme(pattern):
             from apache_beam.io.filesystems import FileSystems
 
@@ -93,7 +99,9 @@ def is_glob(pattern: str) -> bool:
 
 def expand_inputs(flag: str, patterns: str | list[str]) -> list[tuple[str, int]]:
     """Like `match`, but strict, for inputs a user named: every named file must exist and every glob
-    must match at least one file. Raises FileNotFoundError naming the flag and the pattern.
+    must match at least one file; a job's published output folder names the data files
+    (`<prefix>-SSSSS-of-NNNNN.*`) of its current version. Raises FileNotFoundError naming the flag
+    and the pattern.
 
         >>> expand_inputs("--dataset", "/nonexistent/a.json")
         Traceback (most recent call last):
@@ -104,14 +112,24 @@ def expand_inputs(flag: str, patterns: str | list[str]) -> list[tuple[str, int]]
         patterns = [p for p in (s.strip() for s in patterns.split(",")) if p]
     if not patterns:
         raise FileNotFoundError(f"{flag}: no file named")
+    from vlnkit.io import layout
+
     found: dict[str, int] = {}
     for pattern in patterns:
         matched = match([pattern])
+        if not matched and not is_glob(pattern):
+            try:  # a job's output folder stands for the data files of its published version
+                files = layout.data_files(layout.published(pattern.rstrip("/")))
+            except FileNotFoundError:
+                files = []
+            matched = match(files) if files else []
         if not matched:
             if is_glob(pattern):
                 raise FileNotFoundError(f"{flag}: {pattern} matches no file")
             what = (
-                "is a folder, not a file" if not _has_scheme(pattern) and os.path.isdir(pattern) else "does not exist"
+                "is a folder, not a file (nor a job's published output folder)"
+                if not _has_scheme(pattern) and os.path.isdir(pattern)
+                else "does not exist"
             )
             raise FileNotFoundError(f"{flag}: {pattern} {what}")
         found.update(matched)

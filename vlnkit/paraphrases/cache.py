@@ -1,7 +1,11 @@
 """A persistent translation cache, so a scheduled regeneration never pays twice for the same text.
 
 The cache is a folder (local or any Beam filesystem, e.g. gs://bucket/cache) of Parquet part
-files, keyed by (backend, source, target, text). Readers load every part; writers only ever add
+files, keyed by (backend, source, target, text), where `backend` names everything that shapes a
+translation (`translation_backend`): the backend, and for Cloud Translation the model, the location
+and the endpoint. Another model, region or a test stand-in's endpoint therefore never serves (or
+overwrites) the real service's entries; entries of older caches, keyed by the bare backend name, are
+simply never matched again. Readers load every part; writers only ever add
 a new part with the entries they created, so many workers can extend one cache at once without
 locking or rewriting anything. `compact` merges parts when they become many.
 """
@@ -22,7 +26,30 @@ from vlnkit.paraphrases.translation import Job, Outcome, TranslationStats, Trans
 
 PART_PATTERN = "part-*.parquet"
 
-Key = tuple[str, str, str, str]  # backend, source, target, text
+Key = tuple[str, str, str, str]  # backend (with model, location, endpoint), source, target, text
+
+
+def translation_backend(backend: str, model: str | None = None, location: str | None = None, endpoint=None) -> str:
+    """The `backend` part of a cache key: the backend with everything else that shapes its output.
+
+    >>> translation_backend("offline-demo")
+    'offline-demo'
+    >>> translation_backend("google", None, "global", None)
+    'google;model=default;location=global;endpoint=default'
+    >>> translation_backend("google", None, "global", "localhost:9999")
+    'google;model=default;location=global;endpoint=localhost:9999'
+    """
+    if model is None and location is None and endpoint is None and backend != "google":
+        return backend
+    return f"{backend};model={model or 'default'};location={location or 'global'};endpoint={endpoint or 'default'}"
+
+
+def backend_of(translator: Translator) -> str:
+    """The cache-key backend of a translator (its `config`, when it has one, says model, location, endpoint)."""
+    config = getattr(translator, "config", None)
+    if config is None:
+        return translator.name
+    return translation_backend(translator.name, config.model, config.location, config.endpoint)
 
 
 class CacheError(RuntimeError):
@@ -112,6 +139,7 @@ class CachedTranslator(Translator):
         self.inner = inner
         self.cache = cache
         self.name = inner.name
+        self.backend = backend_of(inner)  # what the entries of this translator are keyed by
 
     @property
     def stats(self) -> TranslationStats:  # type: ignore[override]
@@ -127,7 +155,7 @@ class CachedTranslator(Translator):
             row: list[Outcome | None] = [None] * len(job.texts)
             misses: dict[str, list[int]] = {}
             for i, text in enumerate(job.texts):
-                hit = self.cache.get((self.name, job.source, job.target, text))
+                hit = self.cache.get((self.backend, job.source, job.target, text))
                 if hit is not None:
                     row[i] = Outcome(hit)
                 else:
@@ -143,7 +171,7 @@ class CachedTranslator(Translator):
             for (j, positions), job, outcomes in zip(where, to_send, self.inner.translate(to_send)):
                 for text, idxs, outcome in zip(job.texts, positions, outcomes):
                     if outcome.ok:
-                        self.cache.put((self.name, job.source, job.target, text), outcome.translation)
+                        self.cache.put((self.backend, job.source, job.target, text), outcome.translation)
                     for i in idxs:
                         results[j][i] = outcome
         return results  # type: ignore[return-value]

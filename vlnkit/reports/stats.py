@@ -112,8 +112,10 @@ def input_label(path: str, kind: str) -> str:
     name = os.path.basename(path.rstrip("/"))
     if kind == DATASET and not name.endswith(".parquet"):
         return os.path.splitext(name)[0]
-    folder = os.path.basename(os.path.dirname(path.rstrip("/")))
-    return folder or os.path.splitext(name)[0]
+    folder = os.path.dirname(path.rstrip("/"))
+    if os.path.basename(os.path.dirname(folder)) == "versions":  # a published version: name its output folder
+        folder = os.path.dirname(os.path.dirname(folder))
+    return os.path.basename(folder) or os.path.splitext(name)[0]
 
 
 # --------------------------------------------------------------------------- partials

@@ -311,7 +311,10 @@ def test_cache_makes_a_rerun_free_and_persists_as_parquet(server, tmp_path):
     parts = list((tmp_path / "cache").glob("part-*.parquet"))
     table = pq.read_table(parts)
     assert len(parts) == 1 and table.num_rows == 40
-    assert set(table.column("backend").to_pylist()) == {"google"}
+    # The key names everything that shapes a translation: backend, model, location and the endpoint used.
+    assert set(table.column("backend").to_pylist()) == {
+        f"google;model=default;location=global;endpoint={server.endpoint}"
+    }
 
 
 def test_cache_keys_include_backend_and_languages_and_failures_are_not_cached(server, tmp_path):

@@ -1,0 +1,102 @@
+"""What a run records about itself in `manifest.json`: inputs and their checksums, the code, the outputs
+it wrote (size, rows, schema), Beam's counters, and how it ended.
+
+The checksums and the code identity come from the Beam-free core (`vlnkit.provenance`); this module
+adds what only a pipeline run knows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from vlnkit.io import fileio
+from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
+from vlnkit.provenance import code_identity, describe_inputs, fingerprint
+
+__all__ = [
+    "connectivity_files",
+    "describe_inputs",
+    "describe_output",
+    "fingerprint",
+    "in_background",
+    "manifest",
+    "metrics_table",
+]
+
+
+def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
+    """The graph files a run depends on (inputs of the manifest and of --skip_if_unchanged)."""
+    if not connectivity_dir:
+        return []
+    return fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
+
+
+def in_background(fn: Callable, *args) -> Future:
+    """Run fn(*args) in a daemon thread (a failed run does not wait for it at exit); its Future."""
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever asks for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="vlnkit-background", daemon=True).start()
+    return future
+
+
+def describe_output(path: str, size: int) -> dict:
+    """Path, size, row count and (for Parquet) the declared schema name and version."""
+    out = {"path": path, "bytes": size, "rows": None}
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        with fileio.open_read(path) as f:
+            meta = pq.ParquetFile(f).metadata
+        out["rows"] = meta.num_rows
+        kv = meta.metadata or {}
+        out["schema"] = kv.get(b"vlnkit.schema", b"").decode() or None
+        out["schema_version"] = kv.get(b"vlnkit.schema_version", b"").decode() or None
+    elif path.endswith(".jsonl"):
+        with fileio.open_read(path) as f:
+            out["rows"] = sum(1 for line in f if line.strip())
+    return out
+
+
+def metrics_table(result) -> list[dict]:
+    """Beam counters of a finished pipeline as rows (namespace, name, value)."""
+    try:
+        counters = result.metrics().query()["counters"]
+    except Exception:  # some runners do not support metric queries
+        return []
+    totals: dict[tuple[str, str], int] = {}
+    for c in counters:
+        key = (c.key.metric.namespace, c.key.metric.name)
+        value = c.committed if c.committed is not None else c.attempted
+        totals[key] = totals.get(key, 0) + (value or 0)
+    return [{"namespace": ns, "name": name, "value": v} for (ns, name), v in sorted(totals.items())]
+
+
+def manifest(*, job: str, verdict: str | None, run_fingerprint: str, version: str, **facts) -> dict:
+    """The manifest of a finished run: its status and, besides `facts` (settings, options, inputs,
+    outputs, counters, summary, wall_seconds), the code that made it and the version it wrote.
+
+        >>> m = manifest(job="demo", verdict=None, run_fingerprint="f", version="v1", summary={})
+        >>> m["status"], m["version"], sorted(m["code"])
+        ('complete', 'v1', ['git_revision', 'source_sha256', 'version'])
+    """
+    code = code_identity()
+    return {
+        "job": job,
+        "status": "failed" if verdict else "complete",
+        "failure": verdict,
+        "fingerprint": run_fingerprint,
+        "version": version,
+        "code": code,
+        "code_version": f"vlnkit {code['version']} ({code['source_sha256'][:12]})",
+        "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **facts,
+    }

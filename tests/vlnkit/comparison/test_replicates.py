@@ -1,0 +1,112 @@
+"""Exact replicate sums: equal to Python-integer arithmetic, and the same bits on any partitioning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vlnkit.comparison.replicates import ReplicateSums, percentile_interval
+from vlnkit.comparison.resampling import episode_keys, poisson_weights
+from vlnkit.evaluation import means, totals
+from vlnkit.io.exactsum import SUM_SCALE, exact_sum
+
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(FLOATS, min_size=0, max_size=40), st.integers(0, 2**32))
+def test_weighted_sums_are_exact(values, seed):
+    x = np.array(values, dtype=np.float64)
+    w = np.random.default_rng(seed).integers(0, 32, size=(len(x), 5)).astype(np.uint8)
+    sums = ReplicateSums.of({"x": x}, w)
+    finite = np.isfinite(x)
+    exact = [exact_sum([v]) for v in x[finite]]  # integers of 2**-SUM_SCALE, summed in Python
+    for b in range(5):
+        assert sums.weighted_totals["x"][b] == sum(int(wb) * e for wb, e in zip(w[finite, b], exact))
+        assert sums.weighted_counts["x"][b] == int(w[finite, b].sum())
+    assert sums.totals["x"] == sum(exact) and sums.counts["x"] == int(finite.sum())
+
+
+def test_point_mean_is_the_jobs_mean():
+    x = np.random.default_rng(1).random(500) * 20
+    x[::17] = np.inf
+    sums = ReplicateSums.of({"ne": x}, poisson_weights(episode_keys([f"{i}_0" for i in range(500)]), 10))
+    assert sums.mean("ne") == means(totals({"ne": x}), metrics=("ne",))[0]["ne"]
+    means_b = sums.replicate_means("ne")
+    w = poisson_weights(episode_keys([f"{i}_0" for i in range(500)]), 10)[np.isfinite(x)]
+    independent = (w * x[np.isfinite(x)][:, None]).sum(axis=0) / w.sum(axis=0)  # float sums: close, not exact
+    np.testing.assert_allclose(means_b, independent, rtol=1e-12)
+
+
+def test_any_partition_in_any_order_gives_identical_intervals(monkeypatch):
+    rng = np.random.default_rng(7)
+    n = 3000
+    ids = [f"{rng.integers(0, 10**6)}_{k % 3}" for k in range(n)]
+    cols = {"sr": (rng.random(n) < 0.6).astype(float), "ndtw": rng.random(n) ** 3, "ne": rng.exponential(4, n)}
+    cols["ne"][::50] = np.nan
+    weights = poisson_weights(episode_keys(ids), 200, seed=5)
+    whole = ReplicateSums.of(cols, weights)
+    import vlnkit.comparison.replicates as replicates
+
+    monkeypatch.setattr(replicates, "BLOCK_ROWS", 64)  # blocks inside one batch change nothing either
+    assert ReplicateSums.of(cols, weights) == whole
+    for trial in range(4):
+        order = rng.permutation(n)
+        cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, 30), replace=False))
+        parts = [
+            ReplicateSums.of(
+                {m: v[idx] for m, v in cols.items()}, poisson_weights(episode_keys([ids[i] for i in idx]), 200, seed=5)
+            )
+            for idx in np.split(order, cuts)
+        ]
+        rng.shuffle(parts)
+        merged = parts[0]
+        for p in parts[1:]:
+            merged = p + merged if trial % 2 else merged + p
+        assert merged == whole
+        for m in cols:
+            assert merged.interval(m) == whole.interval(m)  # bit-identical floats
+            assert merged.mean(m) == whole.mean(m)
+
+
+def test_errors_and_edges():
+    w = np.ones((3, 4), dtype=np.uint8)
+    with pytest.raises(ValueError, match="3 weight rows"):
+        ReplicateSums.of({"x": [1.0, 2.0]}, w)
+    with pytest.raises(ValueError, match="above 31"):
+        ReplicateSums.of({"x": [1.0, 2.0, 3.0]}, w * 40)
+    with pytest.raises(ValueError, match="cannot merge"):
+        ReplicateSums.of({"x": [1.0, 2.0, 3.0]}, w) + ReplicateSums(5)
+    empty = ReplicateSums.of({"x": [np.nan] * 3}, w)
+    assert empty.mean("x") is None and empty.interval("x") is None
+    assert ReplicateSums.of({"x": [1.0, 2.0, 3.0]}, np.ones((3, 0), np.uint8)).interval("x") is None
+    with pytest.raises(ValueError, match="confidence"):
+        percentile_interval([1.0], confidence=1.0)
+    assert percentile_interval([np.nan, 2.0, 4.0], confidence=0.5) == [2.5, 3.5]
+    with pytest.raises(ValueError, match="not paired"):
+        ReplicateSums.of({"a": [1.0, np.nan, 2.0], "b": [1.0, 1.0, 2.0]}, w).difference("a", "b")
+    assert SUM_SCALE > 1074
+
+
+def _partial(ids: list[str], values: np.ndarray) -> ReplicateSums:
+    """One worker's share: keys, weights and sums computed in another process from the raw columns."""
+    return ReplicateSums.of({"x": values}, poisson_weights(episode_keys(ids), 250, seed=9))
+
+
+def test_other_processes_give_the_same_bits():
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    rng = np.random.default_rng(11)
+    ids = [f"{p}_{k}" for p in range(700) for k in range(3)]
+    x = rng.exponential(3.0, len(ids))
+    whole = _partial(ids, x)
+    parts = np.array_split(rng.permutation(len(ids)), 5)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_partial, [[ids[i] for i in p] for p in parts], [x[p] for p in parts]))
+    merged = results[0]
+    for r in results[:0:-1]:
+        merged = r + merged
+    assert merged == whole and merged.interval("x") == whole.interval("x")

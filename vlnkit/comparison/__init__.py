@@ -1,0 +1,26 @@
+"""Comparing agents with confidence: Poisson bootstrap intervals, paired comparisons, breakdowns.
+
+- `resampling`: `episode_keys` (which episodes are resampled together) and `poisson_weights`
+  (Poisson(1) weights that are a pure function of seed, key and replicate: Chamandy et al. 2012).
+- `replicates`: `ReplicateSums`, exact per-replicate weighted sums that merge across workers in any
+  order, and `percentile_interval`.
+- `paired`: paired differences between agents with intervals, bootstrap p-values, Holm's
+  correction (`holm`) and the leaderboard's tie marks (`ties`).
+- `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`
+  (every pair, or every agent against a baseline) and `breakdown` (per scan, reference path-length
+  bucket or language).
+
+Beam-free: the score job's transforms only compute `ReplicateSums` per bundle and add them.
+"""
+
+from vlnkit._exports import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "resampling": ("UNITS", "episode_keys", "poisson_weights"),
+        "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
+        "paired": ("HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
+        "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
+    },
+)

@@ -1,0 +1,138 @@
+"""Poisson bootstrap weights that are a pure function of (seed, episode key, replicate).
+
+The classical bootstrap draws n episodes with replacement, which needs all n in one place. The
+Poisson bootstrap (Chamandy, Muralidharan, Najmi and Naidu, "Estimating uncertainty for massive
+data streams", Google, 2012) gives every record an independent Poisson(1) weight per replicate
+instead; the weighted sums of any slice of the data can then be added to those of any other slice,
+so a job computes B replicates in one pass, on any number of workers, and merges them exactly.
+
+Here the weight is not drawn from a random stream but computed from a hash. For episode key `k`
+(`episode_keys`) and replicate `b`, `h = stable_hash(k, b // 3, seed=seed)` (`vlnkit.hashing`) gives
+three 21-bit uniforms, `u = ((h >> 21 * (b % 3)) & (2**21 - 1)) / 2**21`, and the weight is the
+Poisson(1) inverse CDF at `u`: the number of cumulative probabilities P(X <= j) that are <= u. (One
+hash per three replicates, because hashing is most of the cost; 21 bits resolve every probability of
+Poisson(1) to 5e-7, so the weights are Poisson(1) but for the 1e-7 chance of a weight above 9.)
+The same episode therefore gets the same weights in every agent, job, runner and partitioning,
+which is what makes comparisons between agents paired.
+
+>>> keys = episode_keys(["4332_0", "4332_1"])
+>>> poisson_weights(keys, replicates=4, seed=0).shape
+(2, 4)
+>>> bool((poisson_weights(keys, 4, seed=1) == poisson_weights(keys[::-1], 4, seed=1)[::-1]).all())
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vlnkit.hashing import stable_hash, stable_hash_array
+
+__all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF", "WEIGHT_ROWS"]
+
+UNITS = ("episode", "path")
+
+# P(X <= j) for X ~ Poisson(1), j = 0, 1, ...; past j = 18 the float is 1.0 (no uniform below 1 reaches it).
+POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(j) for j in range(20)])
+UNIFORM_BITS = 21
+PER_HASH = 3  # uniforms per 64-bit hash
+
+# A canonical R2R id: "<path_id>_<k>", two integers without sign or leading zeros, each fitting in int64.
+_CANONICAL = r"^(?P<path_id>0|[1-9][0-9]{0,17})_(?P<k>0|[1-9][0-9]{0,17})$"
+
+WEIGHT_ROWS = 1 << 12  # episodes per block when hashing weights: 4,096 x 334 hashes = 11 MB
+
+
+def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(is canonical, path ids, instruction indices) of `<path_id>_<k>` ids, parsed in Arrow."""
+    ids = pa.array(instr_ids, type=pa.string()) if not isinstance(instr_ids, pa.Array) else instr_ids
+    if ids.null_count:
+        raise ValueError(f"episode_keys: instruction id #{ids.is_null().index(True).as_py()} is null")
+    parts = pc.extract_regex(ids, _CANONICAL)
+    canonical = parts.is_valid().to_numpy(zero_copy_only=False)
+    parts = parts.filter(parts.is_valid())
+    path_ids = pc.cast(parts.field(0), pa.int64()).to_numpy()
+    ks = pc.cast(parts.field(1), pa.int64()).to_numpy()
+    return canonical, path_ids, ks
+
+
+def _as_strings(instr_ids) -> pa.Array:
+    """Ids as an Arrow string array (in one call; integer ids become their decimal text)."""
+    if isinstance(instr_ids, pa.ChunkedArray):
+        instr_ids = instr_ids.combine_chunks()
+    if isinstance(instr_ids, pa.Array) and pa.types.is_string(instr_ids.type):
+        return instr_ids
+    try:
+        return pa.array(instr_ids, type=pa.string())
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([str(i) for i in instr_ids], type=pa.string())
+
+
+def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
+    """One uint64 key per episode: which episodes are resampled together (`unit`).
+
+    One rule, used everywhere:
+    - `unit="episode"`: an id `"<path_id>_<k>"` (two integers without sign or leading zeros) is keyed
+      `stable_hash(path_id, k)`, in numpy with no Python call per episode; any other id (e.g. `"a-7"`,
+      `"012_3"`) is keyed `stable_hash(instr_id)` as a string. The two kinds never collide by design
+      (numbers and strings carry different tags), and `"12_3"` and `"012_3"` stay distinct episodes.
+    - `unit="path"`: every instruction of one path shares the key `stable_hash(scan, path_id)`, so
+      the bootstrap resamples paths (they share a trajectory target and are not independent). Needs
+      `scans` and canonical ids.
+
+    >>> int(episode_keys(["12_3"])[0]) == stable_hash(12, 3)
+    True
+    >>> int(episode_keys(["a-7"])[0]) == stable_hash("a-7")
+    True
+    >>> k = episode_keys(["12_0", "12_1"], unit="path", scans=["scanA", "scanA"])
+    >>> int(k[0]) == int(k[1]) == stable_hash("scanA", 12)
+    True
+    """
+    if unit not in UNITS:
+        raise ValueError(f"bootstrap unit must be one of {UNITS}, got {unit!r}")
+    ids = _as_strings(instr_ids)
+    canonical, path_ids, ks = _canonical_parts(ids)
+    keys = np.empty(len(ids), dtype=np.uint64)
+    if unit == "episode":
+        keys[canonical] = stable_hash_array(path_ids, ks)
+        for i in np.flatnonzero(~canonical):  # only ids outside the canonical form cost a Python call
+            keys[i] = stable_hash(ids[int(i)].as_py())
+        return keys
+    if not canonical.all():
+        bad = ids[int(np.argmin(canonical))].as_py()
+        raise ValueError(f"--bootstrap_unit=path needs ids '<path_id>_<k>', got {bad!r}")
+    if scans is None or len(scans) != len(ids):
+        raise ValueError("--bootstrap_unit=path needs the scan of every episode")
+    scans = np.asarray(scans if not isinstance(scans, pa.Array) else scans.to_pylist(), dtype=object)
+    names, which = np.unique(scans.astype(str), return_inverse=True)
+    for j, scan in enumerate(names.tolist()):  # one numpy call per scan
+        rows = which == j
+        keys[rows] = stable_hash_array(scan, path_ids[rows])
+    return keys
+
+
+def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndarray:
+    """(n, replicates) uint8 Poisson(1) weights: row i, column b is a function of (seed, keys[i], b) only.
+
+    >>> w = poisson_weights(episode_keys([f"{p}_0" for p in range(20000)]), replicates=10, seed=3)
+    >>> round(float(w.mean()), 1), round(float(w.var()), 1)  # Poisson(1): mean 1, variance 1
+    (1.0, 1.0)
+    """
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    if replicates < 0:
+        raise ValueError(f"replicates must be >= 0, got {replicates}")
+    out = np.empty((len(keys), replicates), dtype=np.uint8)
+    hashes = -(-replicates // PER_HASH)
+    groups = np.arange(hashes, dtype=np.int64)
+    shifts = np.uint64(UNIFORM_BITS) * np.arange(PER_HASH, dtype=np.uint64)
+    for start in range(0, len(keys), WEIGHT_ROWS):
+        block = keys[start : start + WEIGHT_ROWS]
+        h = stable_hash_array(np.repeat(block, hashes), np.tile(groups, len(block)), seed=seed)
+        bits = (h[:, None] >> shifts) & np.uint64((1 << UNIFORM_BITS) - 1)  # (rows * hashes, 3): b = 3g + j
+        u = bits.reshape(len(block), hashes * PER_HASH)[:, :replicates].astype(np.float64) * 2.0**-UNIFORM_BITS
+        out[start : start + len(block)] = np.searchsorted(POISSON_CDF, u, side="right")
+    return out

@@ -1,0 +1,406 @@
+"""The agent comparison page: one self-contained HTML file (inline CSS, SVG and script; no network).
+
+What it shows, from per-episode scores of several agents on one dataset:
+- the leaderboard, ranked as the score job ranks it (SPL, then SR), with bootstrap intervals
+  (`vlnkit.comparison`) and tie marks ("=": not significantly different on SPL from the agent ranked
+  just above);
+- a forest plot of every agent's difference from the baseline agent, one panel per headline metric;
+- breakdowns (language, scan, reference path length) of the first metric shown (SR), with intervals;
+- a per-episode table, sortable and filterable by agent, scan and outcome; choosing a row draws the
+  reference path and every agent's path of that episode on the scan's graph seen from above.
+
+Static parts (tables, plots) are rendered here in Python as HTML and SVG; only the episode table and
+its drawing run in the browser, from one JSON block. The page reuses `vlnkit.reports.html`'s style.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, RANK_BY, agent_sums, breakdown, compare, rank, ties
+from vlnkit.comparison.episodes import LENGTH_EDGES, columns, length_buckets, length_labels
+from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
+from vlnkit.evaluation import pack_viewpoints
+from vlnkit.hashing import stable_hash
+from vlnkit.reports.html import STYLE
+
+__all__ = ["comparison_page", "PALETTE"]
+
+PALETTE = ("#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
+REFERENCE_COLOUR = "#1f5fbf"
+RATES = frozenset({"sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw"})
+LENGTH_LABELS = length_labels(LENGTH_EDGES)
+MAX_TABLE_EPISODES = 3000  # episodes (of all agents) embedded for the table; more are sampled by hash
+
+PAGE_STYLE = """
+.lb td.tie { color: #b00; font-weight: bold; } .muted { color: #666; font-size: 0.85em; }
+svg text { font-family: sans-serif; font-size: 11px; } .plots { display: flex; flex-wrap: wrap; gap: 16px; }
+#controls label { margin-right: 1em; } #episodes { max-height: 420px; overflow-y: auto; display: inline-block; }
+#episodes table { margin: 0; } #episodes th { cursor: pointer; position: sticky; top: 0; }
+#episodes tr.sel td { background: #ffe9a8; } #episodes tbody tr:hover td { background: #f5f5f5; cursor: pointer; }
+#viewer { display: flex; gap: 16px; align-items: flex-start; flex-wrap: wrap; }
+#drawing { border: 1px solid #ccc; background: #fff; } .legend span { display: inline-block; margin-right: 1em; }
+"""
+
+
+def _fmt(metric: str, value) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "n/a"
+    return f"{100 * value:.1f}" if metric in RATES else f"{value:.2f}"
+
+
+def _unit(metric: str) -> str:
+    return "%" if metric in RATES else "m"
+
+
+def _scale(metric: str) -> float:
+    return 100.0 if metric in RATES else 1.0
+
+
+@dataclass
+class _Series:
+    label: str
+    colour: str
+    value: float
+    interval: list | None
+    filled: bool = True
+
+
+def _interval_plot(title: str, groups: list[tuple[str, list[_Series]]], unit: str, zero: bool = False) -> str:
+    """A horizontal dot-and-whisker SVG: one block of rows per group, one row per series."""
+    values = [v for _, series in groups for s in series for v in [s.value, *(s.interval or [])] if v is not None]
+    if zero:
+        values.append(0.0)
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (high - low) * 0.08 or 1.0
+    low, high = low - pad, high + pad
+    left, width, row_h = 150, 300, 14
+    n_rows = sum(len(s) for _, s in groups) + len(groups)
+    height = 40 + n_rows * row_h
+
+    def x(v: float) -> float:
+        return left + (v - low) / (high - low) * width
+
+    parts = [f'<text x="4" y="14" font-weight="bold">{html.escape(title)}</text>']
+    ticks = np.linspace(low + pad, high - pad, 4) if high - low > 2 * pad else [low, high]
+    for t in ticks:
+        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="22" y2="{height - 14}" stroke="#eee"/>')
+        parts.append(f'<text x="{x(t):.1f}" y="{height - 2}" text-anchor="middle">{t:.3g} {unit}</text>')
+    if zero:
+        parts.append(f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="22" y2="{height - 14}" stroke="#444"/>')
+    y = 28
+    for label, series in groups:
+        parts.append(f'<text x="4" y="{y + 9}" font-weight="bold">{html.escape(label)}</text>')
+        y += row_h
+        for s in series:
+            cy = y + 5
+            parts.append(f'<text x="14" y="{cy + 4}">{html.escape(s.label)}</text>')
+            if s.interval:
+                lo, hi = x(s.interval[0]), x(s.interval[1])
+                parts.append(
+                    f'<line x1="{lo:.1f}" x2="{hi:.1f}" y1="{cy}" y2="{cy}" stroke="{s.colour}" stroke-width="2"/>'
+                )
+            fill = s.colour if s.filled else "#fff"
+            parts.append(
+                f'<circle cx="{x(s.value):.1f}" cy="{cy}" r="4" fill="{fill}" stroke="{s.colour}" stroke-width="1.5">'
+                f"<title>{html.escape(s.label)}: {s.value:.4g} {unit}"
+                + (f" [{s.interval[0]:.4g}, {s.interval[1]:.4g}]" if s.interval else "")
+                + "</title></circle>"
+            )
+            y += row_h
+    return f'<svg width="{left + width + 20}" height="{height}" role="img">{"".join(parts)}</svg>'
+
+
+def _leaderboard(sums, order, tie, metrics, confidence) -> str:
+    head = "".join(f"<th>{m.upper()} ({_unit(m)})</th>" for m in metrics)
+    body = []
+    for k, agent in enumerate(order):
+        cells = []
+        for m in metrics:
+            ci = sums[agent].interval(m, confidence)
+            span = f' <span class="muted">[{_fmt(m, ci[0])}, {_fmt(m, ci[1])}]</span>' if ci else ""
+            cells.append(f"<td>{_fmt(m, sums[agent].mean(m))}{span}</td>")
+        rank_cell = (
+            f'<td class="tie" title="tied with the agent above">{k + 1}=</td>'
+            if tie.get(agent)
+            else f"<td>{k + 1}</td>"
+        )
+        body.append(
+            f"<tr>{rank_cell}<td>{html.escape(agent)}</td>"
+            f"<td>{sums[agent].counts.get(metrics[0], 0)}</td>{''.join(cells)}</tr>"
+        )
+    return (
+        f'<table class="lb"><thead><tr><th>rank</th><th>agent</th><th>episodes</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _episode_data(cols, references, graphs, metrics, colours, max_episodes) -> dict:
+    """The JSON the table and drawings read: compact rows, node-index paths and per-scan graphs."""
+    ids = cols["instr_id"].astype(str)
+    distinct = sorted(set(ids.tolist()), key=lambda i: stable_hash(i))[:max_episodes]
+    keep = np.isin(ids, distinct)
+    scans = sorted(set(cols["scan"][keep].tolist()))
+    agents = list(colours)
+    out = {"metrics": list(metrics), "agents": agents, "colours": [colours[a] for a in agents], "scans": scans}
+    out["graphs"], out["refs"], out["rows"] = {}, {}, []
+    for scan in scans:
+        graph = graphs[scan]
+        xy = np.round(graph.positions[:, :2], 2)
+        out["graphs"][scan] = {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "edges": graph.edges.ravel().tolist()}
+        rows = np.flatnonzero(keep & (cols["scan"] == scan))
+        paths, lengths = pack_viewpoints(graph.index, [list(p) for p in cols["path"][rows]])
+        flat = [p[:n].tolist() for p, n in zip(paths, lengths)]
+        ref_ids = sorted(set(ids[rows].tolist()))
+        ref_paths, ref_len = pack_viewpoints(graph.index, [references[i] for i in ref_ids])
+        out["refs"].update({i: p[:n].tolist() for i, p, n in zip(ref_ids, ref_paths, ref_len)})
+        sr = cols["sr"][rows] if "sr" in cols else np.full(len(rows), np.nan)
+        for r, path, success in zip(rows.tolist(), flat, sr.tolist()):
+            values = [None if not np.isfinite(cols[m][r]) else round(float(cols[m][r]), 4) for m in metrics]
+            outcome = "unscored" if not np.isfinite(success) else ("success" if success > 0 else "failure")
+            out["rows"].append([ids[r], scans.index(scan), agents.index(cols["agent"][r]), outcome, *values, path])
+    return out
+
+
+def comparison_page(
+    episodes,
+    references: dict[str, list[str]],
+    graphs,
+    *,
+    metrics=HEADLINE,
+    rank_by=RANK_BY,
+    baseline: str | None = None,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    unit: str = "episode",
+    confidence: float = DEFAULT_CONFIDENCE,
+    title: str = "Agent comparison",
+    max_episodes: int = MAX_TABLE_EPISODES,
+) -> str:
+    """The page's HTML text.
+
+    `episodes`: the score job's episode table (pyarrow Table or dict of columns) with `agent`,
+    `instr_id`, `scan`, `path` (viewpoint ids as scored), the metric columns and optionally
+    `language`; `references`: {instr_id: reference viewpoint ids}; `graphs`: {scan: NavGraph} (or
+    anything with `.get(scan)`), whose poses place the nodes. Agents are ranked as the score job's
+    leaderboard ranks them (`rank_by`: SPL, then SR); tie marks and the breakdown plots use the first
+    of those. `baseline` defaults to the agent ranked last. The table holds at most `max_episodes` episodes (a fixed sample by
+    stable hash of their ids); every statistic uses all episodes.
+
+    >>> import numpy as np
+    >>> from vlnkit.navigation.graph import NavGraph
+    >>> line = NavGraph("s", ("a", "b", "c"), np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
+    >>> table = {"agent": ["x", "y"], "instr_id": ["1_0", "1_0"], "scan": ["s", "s"],
+    ...          "path": [["a", "b", "c"], ["a"]], "sr": [1.0, 0.0]}
+    >>> page = comparison_page(table, {"1_0": ["a", "b", "c"]}, {"s": line}, metrics=("sr",), replicates=20)
+    >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")  # forest, length and scan breakdowns, drawing
+    (True, 4)
+    """
+    cols = columns(episodes)
+    metrics = [m for m in metrics if m in cols]
+    if not metrics:
+        raise ValueError(f"the episode table has none of the metrics {tuple(HEADLINE)}")
+    graphs = {scan: (graphs.get(scan)) for scan in sorted(set(cols["scan"].tolist()))}
+    length = np.empty(len(cols["instr_id"]))
+    for scan, graph in graphs.items():  # reference path lengths (metres), one numpy pass per scan
+        rows = np.flatnonzero(cols["scan"] == scan)
+        paths, n = pack_viewpoints(graph.index, [references[i] for i in cols["instr_id"][rows].astype(str)])
+        steps = graph.distances[paths[:, :-1], paths[:, 1:]] * (np.arange(1, paths.shape[1]) < n[:, None])
+        length[rows] = steps.sum(axis=1)
+    cols["length_bucket"] = length_buckets(length)
+    options = {"replicates": replicates, "seed": seed, "unit": unit}
+    sums = agent_sums(cols, metrics, **options)
+    ranking = tuple(m for m in rank_by if m in metrics) or (metrics[0],)
+    order = rank({a: {m: s.mean(m) for m in ranking} for a, s in sums.items()}, ranking)
+    headline = metrics[0]  # the breakdowns' metric
+    colours = {a: PALETTE[k % len(PALETTE)] for k, a in enumerate(sums)}
+    rows = compare(cols, metrics, confidence=confidence, **options) if len(sums) > 1 else []
+    tie = ties(order, rows, ranking[0])
+    baseline = baseline or order[-1]
+    against = compare(cols, metrics, baseline=baseline, confidence=confidence, **options) if len(sums) > 1 else []
+
+    forest = []
+    for m in metrics:
+        series = [
+            _Series(
+                r["a"],
+                colours[r["a"]],
+                _scale(m) * r["difference"],
+                r["interval"] and [_scale(m) * v for v in r["interval"]],
+                r["significant"],
+            )
+            for r in against
+            if r["metric"] == m and r["difference"] is not None
+        ]
+        better = "lower" if m in LOWER_IS_BETTER else "higher"
+        forest.append(
+            _interval_plot(f"{m.upper()}: agent - {baseline} ({better} is better)", [("", series)], _unit(m), zero=True)
+        )
+    breakdowns = []
+    for by, label in (("language", "language"), ("length_bucket", "reference length"), ("scan", "scan")):
+        if by not in cols:
+            continue
+        found = breakdown(cols, by, [headline], confidence=confidence, **options)
+        if by == "length_bucket":
+            found.sort(key=lambda r: LENGTH_LABELS.index(r["group"]))
+        groups: dict[str, list[_Series]] = {}
+        for r in found:
+            scale = _scale(headline)
+            interval = r[f"{headline}_ci"] and [scale * v for v in r[f"{headline}_ci"]]
+            value = r[headline]
+            if value is not None:
+                groups.setdefault(f"{r['group']}", []).append(
+                    _Series(f"{r['agent']} (n={r['episodes']})", colours[r["agent"]], scale * value, interval)
+                )
+        breakdowns.append(_interval_plot(f"{headline.upper()} by {label}", list(groups.items()), _unit(headline)))
+
+    data = _episode_data(cols, references, graphs, metrics, colours, max_episodes)
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    n_ids = len(set(cols["instr_id"].astype(str).tolist()))
+    level = f"{100 * confidence:g}%"
+    intro = (
+        f"{len(sums)} agents, {n_ids} episodes. Intervals are {level} percentile intervals of a Poisson bootstrap "
+        f"({replicates} replicates, seed {seed}, resampling unit: {unit}); every agent's episode gets the same "
+        f"weights, so differences are paired. '=' after a rank: not significantly different on "
+        f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over all pairs, "
+        f"at {1 - confidence:.2g}). Intervals assume independent episodes: instructions of one path share a "
+        f"target (use the path unit), and on small subsets (tens of episodes) intervals are too narrow and "
+        f"unstable."
+    )
+    legend_rows = "".join(f'<span style="color:{c}">&#9632; {html.escape(a)}</span>' for a, c in colours.items())
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}{PAGE_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
+        '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
+        f'{html.escape(baseline)}</a></li><li><a href="#breakdowns">Breakdowns</a></li>'
+        '<li><a href="#episode-table">Episodes</a></li></ul></nav>'
+        f'<section><h2 id="leaderboard">Leaderboard</h2>{_leaderboard(sums, order, tie, metrics, confidence)}</section>'
+        f'<section><h2 id="forest">Differences against {html.escape(baseline)}</h2>'
+        f'<p class="muted">Filled: significant after Holm\'s correction; hollow: not. Whiskers: {level} intervals '
+        f'of the paired difference.</p><div class="plots">{"".join(forest)}</div></section>'
+        f'<section><h2 id="breakdowns">Breakdowns</h2><p class="legend">{legend_rows}</p>'
+        f'<div class="plots">{"".join(breakdowns)}</div></section>'
+        '<section><h2 id="episode-table">Episodes</h2><div id="controls"></div><div id="viewer">'
+        '<div id="episodes"></div><div><svg id="drawing" width="520" height="440"></svg>'
+        '<div id="caption" class="legend"></div></div></div></section>'
+        f'<script type="application/json" id="data">{payload}</script><script>{SCRIPT}</script></body></html>\n'
+    )
+
+
+SCRIPT = r"""
+"use strict";
+const D = JSON.parse(document.getElementById("data").textContent);
+const M = D.metrics.length, RATES = new Set(["sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw"]);
+const state = {agent: "", scan: "", outcome: "", sort: 0, dir: 1, selected: null, limit: 500};
+const cols = ["episode", "scan", "agent", "outcome"].concat(D.metrics.map(m => m.toUpperCase()));
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function fmt(m, v) { return v === null ? "n/a" : RATES.has(m) ? (100 * v).toFixed(1) : v.toFixed(2); }
+function cell(r, c) { return c === 1 ? D.scans[r[1]] : c === 2 ? D.agents[r[2]] : r[c]; }
+function select(name, label, options) {
+  const s = el("select", {id: "filter-" + name});
+  s.appendChild(el("option", {value: ""}, "all"));
+  for (const o of options) s.appendChild(el("option", {value: o}, o));
+  s.addEventListener("change", () => { state[name] = s.value; render(); });
+  const l = el("label", {}, label + " ");
+  l.appendChild(s);
+  return l;
+}
+function filtered() {
+  const rows = D.rows.filter(r => (!state.agent || D.agents[r[2]] === state.agent) &&
+    (!state.scan || D.scans[r[1]] === state.scan) && (!state.outcome || r[3] === state.outcome));
+  const c = state.sort, d = state.dir;
+  rows.sort((a, b) => {
+    const x = cell(a, c), y = cell(b, c);
+    if (x === y) return 0;
+    if (x === null) return 1;
+    if (y === null) return -1;
+    return (x < y ? -1 : 1) * d;
+  });
+  return rows;
+}
+function render() {
+  const rows = filtered(), box = document.getElementById("episodes");
+  box.textContent = "";
+  const table = el("table", {id: "episode-rows"}), head = el("tr");
+  cols.forEach((name, c) => {
+    const th = el("th", {"data-col": c}, name + (state.sort === c ? (state.dir > 0 ? " \u25B2" : " \u25BC") : ""));
+    th.addEventListener("click", () => { state.dir = state.sort === c ? -state.dir : 1; state.sort = c; render(); });
+    head.appendChild(th);
+  });
+  table.appendChild(el("thead")).appendChild(head);
+  const body = table.appendChild(el("tbody"));
+  for (const r of rows.slice(0, state.limit)) {
+    const tr = el("tr", {"data-episode": r[0], "data-agent": D.agents[r[2]]});
+    if (r[0] === state.selected) tr.className = "sel";
+    [r[0], D.scans[r[1]], D.agents[r[2]], r[3]].forEach(v => tr.appendChild(el("td", {}, v)));
+    D.metrics.forEach((m, k) => tr.appendChild(el("td", {}, fmt(m, r[4 + k]))));
+    tr.addEventListener("click", () => draw(r[0]));
+    body.appendChild(tr);
+  }
+  box.appendChild(el("p", {id: "row-count", class: "muted"},
+    rows.length + " rows" + (rows.length > state.limit ? " (first " + state.limit + " shown)" : "")));
+  box.appendChild(table);
+}
+function draw(episode) {
+  state.selected = episode;
+  document.querySelectorAll("#episode-rows tbody tr").forEach(
+    tr => tr.className = tr.getAttribute("data-episode") === episode ? "sel" : "");
+  const rows = D.rows.filter(r => r[0] === episode), g = D.graphs[D.scans[rows[0][1]]];
+  const svg = document.getElementById("drawing"), NS = "http://www.w3.org/2000/svg", W = 520, H = 440, P = 20;
+  svg.textContent = "";
+  // zoom on the episode: the nodes of the reference and of every agent's path, with a margin of context
+  const nodes = D.refs[episode].concat(...rows.map(r => r[4 + M])), xs = nodes.map(i => g.x[i]), ys = nodes.map(i => g.y[i]);
+  const margin = Math.max(4, 0.3 * Math.max(Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys)));
+  const x0 = Math.min(...xs) - margin, x1 = Math.max(...xs) + margin, y0 = Math.min(...ys) - margin, y1 = Math.max(...ys) + margin;
+  const s = Math.min((W - 2 * P) / (x1 - x0), (H - 2 * P) / (y1 - y0));
+  const X = i => P + (g.x[i] - x0) * s + ((W - 2 * P) - (x1 - x0) * s) / 2, Y = i => H - P - (g.y[i] - y0) * s - ((H - 2 * P) - (y1 - y0) * s) / 2;
+  function add(tag, attrs) {
+    const e = document.createElementNS(NS, tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    return svg.appendChild(e);
+  }
+  for (let k = 0; k < g.edges.length; k += 2)
+    add("line", {x1: X(g.edges[k]), y1: Y(g.edges[k]), x2: X(g.edges[k + 1]), y2: Y(g.edges[k + 1]), stroke: "#ddd"});
+  g.x.forEach((_, i) => add("circle", {cx: X(i), cy: Y(i), r: 1.8, fill: "#ccc"}));
+  function line(path, colour, width, offset, cls) {
+    const pts = path.map(i => (X(i) + offset).toFixed(1) + "," + (Y(i) + offset).toFixed(1)).join(" ");
+    add("polyline", {points: pts, fill: "none", stroke: colour, "stroke-width": width, "stroke-opacity": 0.85,
+      "stroke-linejoin": "round", class: cls});
+  }
+  const ref = D.refs[episode];
+  line(ref, "#1f5fbf", 6, 0, "reference");
+  rows.forEach((r, k) => {
+    const path = r[4 + M], o = 2.5 * (k + 1);
+    line(path, D.colours[r[2]], 2.2, o, "agent-path");
+    add("circle", {cx: X(path[path.length - 1]) + o, cy: Y(path[path.length - 1]) + o, r: 3.5, fill: D.colours[r[2]]});
+  });
+  add("circle", {cx: X(ref[0]), cy: Y(ref[0]), r: 6, fill: "#fff", stroke: "#000", "stroke-width": 2});
+  const gx = X(ref[ref.length - 1]), gy = Y(ref[ref.length - 1]);
+  add("path", {d: `M${gx},${gy - 8}L${gx + 3},${gy - 2}L${gx + 8},${gy - 2}L${gx + 4},${gy + 2}L${gx + 6},${gy + 8}` +
+    `L${gx},${gy + 4}L${gx - 6},${gy + 8}L${gx - 4},${gy + 2}L${gx - 8},${gy - 2}L${gx - 3},${gy - 2}Z`, fill: "#000"});
+  add("line", {x1: W - P - 2 * s, x2: W - P, y1: H - 8, y2: H - 8, stroke: "#000", "stroke-width": 2});
+  add("text", {x: W - P - s, y: H - 12, "text-anchor": "middle"}).textContent = "2 m";
+  const cap = document.getElementById("caption");
+  cap.textContent = "";
+  cap.appendChild(el("div", {}, episode + " (" + D.scans[rows[0][1]] + "): reference (blue, start circle, goal star)"));
+  rows.forEach(r => cap.appendChild(el("div", {style: "color:" + D.colours[r[2]]}, "\u25A0 " + D.agents[r[2]] + ": " +
+    D.metrics.map((m, k) => m.toUpperCase() + " " + fmt(m, r[4 + k])).join(", "))));
+}
+const controls = document.getElementById("controls");
+controls.appendChild(select("agent", "agent", D.agents));
+controls.appendChild(select("scan", "scan", D.scans));
+controls.appendChild(select("outcome", "outcome", ["success", "failure", "unscored"]));
+render();
+const wanted = new URLSearchParams(location.search).get("episode");
+if (D.rows.length) draw(wanted && D.refs[wanted] ? wanted : D.rows[0][0]);
+"""
