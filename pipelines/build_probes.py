@@ -3,7 +3,14 @@
     python -m pipelines.build_probes --runner=DirectRunner \
         --alignments=../shared/data/fgr2r/FGR2R_val_unseen.json \
         --connectivity_dir=../shared/data/connectivity --output_dir=output/probes_val_unseen \
-        [--probes=stop,direction,room,object] [--rooms=FILE] [--objects=FILE] [--seed=S]
+        [--probe_types=stop,direction,room,object] [--rooms=FILE] [--objects=FILE] [--seed=S]
+    python -m pipelines.build_probes --alignment_format=rxr --alignments=rxr_val_unseen_guide.jsonl.gz \
+        --pose_traces=pose_traces/ --connectivity_dir=... --output_dir=...
+
+With `--alignment_format=rxr` the alignments are RxR guide files, each instruction aligned to its path
+by the guide's pose trace (`vlnkit.probes.pose_alignment`); a missing or corrupt trace is a dead letter
+naming the file. summary.json counts alignments, candidates, episodes and pairs per instruction
+language (`by_language`; Fine-Grained R2R is "en").
 
 Writes `probes-SSSSS-of-NNNNN.parquet` (one row per episode), `episodes.json` (the same episodes
 for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.json`, `_SUCCESS`.
@@ -11,11 +18,11 @@ for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.j
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_renamed, add_shared, settings, user_error
-from vlnkit.datasets.alignments import READERS
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.probes.episodes import (
@@ -26,6 +33,7 @@ from vlnkit.probes.episodes import (
     load_rooms,
     load_templates,
 )
+from vlnkit.probes.pose_alignment import ALIGNMENT_FORMATS, RXR_FORMAT
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
@@ -36,7 +44,17 @@ EPISODES_JSON = "episodes.json"
 
 def declare_flags(parser) -> None:
     parser.add_argument("--alignments", help="Alignment file(s): path, glob or comma-separated list (required)")
-    parser.add_argument("--alignment_format", default="fgr2r", choices=sorted(READERS), help="Alignment reader")
+    parser.add_argument(
+        "--alignment_format",
+        default="fgr2r",
+        choices=ALIGNMENT_FORMATS,
+        help="Alignment reader: fgr2r (Fine-Grained R2R), or rxr (RxR guide files aligned by --pose_traces)",
+    )
+    parser.add_argument(
+        "--pose_traces",
+        help="RxR pose-trace folder (holding rxr_{split}/{instruction_id:06}_guide_pose_trace.npz); "
+        "required by --alignment_format=rxr",
+    )
     add_shared(parser, "connectivity_dir", "seed", "num_shards", seed={"help": "Seeds the choice of phrasing"})
     parser.add_argument(
         "--probe_types",
@@ -66,7 +84,9 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
 
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
-    read = pipeline | "ReadAlignments" >> ReadAlignments(files, opts.alignment_format, batched=True)
+    read = pipeline | "ReadAlignments" >> ReadAlignments(
+        files, opts.alignment_format, batched=True, pose_traces=opts.pose_traces
+    )
     unique = read["records"] | "UniqueInstructions" >> UniqueBy(lambda r: r["instr_id"], "instr_id", files)
     made = unique["records"] | "MakeProbes" >> MakeProbeEpisodes(
         opts.connectivity_dir, config, opts.rooms, opts.objects
@@ -86,6 +106,8 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
         "schema_version": schema_version(PROBE_EPISODES),
         "probes": list(config.probes),
         "seed": config.seed,
+        "alignment_format": opts.alignment_format,
+        "pose_traces": opts.pose_traces,
         "rooms": opts.rooms,
         "objects": opts.objects,
         "room_max_hops": config.room_max_hops,
@@ -109,8 +131,19 @@ def finish_summary(static: dict, totals: dict) -> dict:
         "episodes": totals.get("episodes", 0),
         "pairs_per_probe": dict(sorted(by_probe.items())),
         "pairs_per_skill": dict(sorted(pairs.items(), key=lambda kv: skill_sort_key(kv[0]))),
+        "by_language": by_language(totals),
         "dead_letters": totals.get("dead_letters", 0),
     }
+
+
+def by_language(totals: dict) -> dict:
+    """{language: {"alignments", "candidates", "episodes", "pairs"}} from the "language:<tag>:<count>" tallies."""
+    out: dict[str, dict[str, int]] = {}
+    for key, n in totals.items():
+        if key.startswith("language:"):
+            language, name = key[len("language:") :].rsplit(":", 1)
+            out.setdefault(language, {"alignments": 0, "candidates": 0, "episodes": 0, "pairs": 0})[name] = n
+    return dict(sorted(out.items()))
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -126,6 +159,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
     rows += [(f"pairs: {k}", v) for k, v in summary["pairs_per_probe"].items()]
     skills = summary["pairs_per_skill"]
     rows += [(f"pairs: {k}", skills[k]) for k in sorted(skills, key=skill_sort_key) if k.startswith("direction:")]
+    rows += [(f"pairs in {k} ({v['alignments']} instructions)", v["pairs"]) for k, v in summary["by_language"].items()]
     rows.append(("dead-lettered records", summary["dead_letters"]))
     print(format_table(rows, "Probe episodes"))
     print_outputs(output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(output_dir, EPISODES_JSON)})")
@@ -137,10 +171,28 @@ def outcome(summary: dict) -> Outcome:
     return Outcome(int(summary.get("alignments", 0)), int(summary.get("dead_letters", 0)))
 
 
+def check_pose_traces(opts, files: list[str]) -> None:
+    """--pose_traces goes with --alignment_format=rxr (and the folder exists); an RxR guide file read as
+    Fine-Grained R2R stops the job with the flags to use."""
+    from vlnkit.datasets.rxr import RXR_GUIDE_FORMAT, file_format
+
+    if opts.alignment_format == RXR_FORMAT:
+        if not opts.pose_traces:
+            raise JobError("--alignment_format=rxr needs --pose_traces (the folder holding rxr_{split}/)")
+        if "://" not in opts.pose_traces and not os.path.isdir(opts.pose_traces):
+            raise JobError(f"--pose_traces={opts.pose_traces}: no such folder")
+        return
+    if opts.pose_traces:
+        raise JobError(f"--pose_traces only applies to --alignment_format=rxr (not {opts.alignment_format})")
+    if files and file_format(files[0]) == RXR_GUIDE_FORMAT:
+        raise JobError(f"--alignments={files[0]} is an RxR guide file: use --alignment_format=rxr --pose_traces=DIR")
+
+
 def run(ctx: Run) -> dict:
     opts = ctx.args
     files = ctx.inputs("alignments", opts.alignments)
     ctx.graphs(opts.connectivity_dir)
+    check_pose_traces(opts, files)
     with user_error():
         config = ProbeConfig(
             probes=tuple(p.strip() for p in opts.probe_types.split(",") if p.strip()),

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_shared, user_error
-from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.datasets.r2r import RecordError
+from vlnkit.datasets.rxr import parse_dataset
 from vlnkit.io import fileio
 from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES
+from vlnkit.paraphrases.pivots import instruction_sources, pivots_for
 from vlnkit.paraphrases.translation import (
     BACKENDS,
     GOOGLE,
@@ -74,7 +76,7 @@ def declare_flags(parser) -> None:
         parser.add_argument(flag, **kwargs)
 
     add("--languages", help="Comma-separated pivot languages")
-    add("--source_language", help="Language of the instructions")
+    add("--source_language", help="Language of R2R-format instructions (an RxR instruction's is its own tag)")
     add(
         "--translator",
         choices=(*BACKENDS, "offline"),
@@ -179,15 +181,17 @@ def plan(files: list[str], s: dict) -> dict:
         >>> p["per_pivot"]["de"], p["estimated_requests"]
         ({'uncached_texts': 2, 'characters': 26, 'requests': 2}, 2)
     """
-    texts: set[str] = set()
+    texts: set[tuple[str, str]] = set()
     for path in files:
-        for item in parse_r2r(fileio.read_bytes(path), path):
+        for item in parse_dataset(fileio.read_bytes(path), path):
             if not isinstance(item, RecordError):
-                texts.update(item["instructions"])
+                texts.update((src, text) for _, text, _, src in instruction_sources(item, s["source_language"]))
     return plan_texts(texts, s)
 
 
-def plan_texts(texts: set[str], s: dict) -> dict:
+def plan_texts(texts: set, s: dict) -> dict:
+    """The plan of `texts`: (source language, text) pairs, or texts in --source_language. A text is sent to
+    every pivot but its own language (`vlnkit.paraphrases.pivots.pivots_for`)."""
     from vlnkit.paraphrases.cache import CacheError, TranslationCache, translation_backend
 
     if s["translation_cache"]:
@@ -195,6 +199,7 @@ def plan_texts(texts: set[str], s: dict) -> dict:
             cache = TranslationCache(s["translation_cache"])
     else:
         cache = None
+    pairs = {(s["source_language"], t) if isinstance(t, str) else t for t in texts}
     per_pivot = {}
     cached = 0
     google = s["translator"] == GOOGLE
@@ -203,8 +208,9 @@ def plan_texts(texts: set[str], s: dict) -> dict:
         *((s.get("translate_model"), s.get("translate_location"), s.get("translate_endpoint")) if google else ()),
     )
     for lang in s["languages"]:
-        todo = [t for t in texts if cache is None or cache.get((backend, s["source_language"], lang, t)) is None]
-        cached += len(texts) - len(todo)
+        to_pivot = [(src, t) for src, t in pairs if lang in pivots_for((lang,), src)]
+        todo = [t for src, t in to_pivot if cache is None or cache.get((backend, src, lang, t)) is None]
+        cached += len(to_pivot) - len(todo)
         forward = sum(codepoints(t) for t in todo)
         requests = max(
             math.ceil(len(todo) / s["max_segments_per_request"]),
@@ -214,7 +220,7 @@ def plan_texts(texts: set[str], s: dict) -> dict:
     characters = sum(p["characters"] for p in per_pivot.values())
     cost = 0.0 if s["translator"] == OFFLINE_DEMO else estimate_cost_usd(characters, s["usd_per_million_chars"])
     return {
-        "distinct_texts": len(texts),
+        "distinct_texts": len(pairs),
         "pivots": len(s["languages"]),
         "per_pivot": per_pivot,
         "cached_forward_translations": cached,
@@ -275,12 +281,13 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
+    from vlnkit.datasets.languages import language_counts
     from vlnkit.io.schemas import PARAPHRASES
     from vlnkit.paraphrases.bleu_filter import BleuBounds
 
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
-    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records = read["records"]
     para = records | "RoundTrip" >> RoundTripParaphrase(
         spec, s["languages"], bounds, s["source_language"], s["batch_texts"]
@@ -292,7 +299,7 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     tallies = [
         para[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        records | "TallyInstructions" >> beam.Map(lambda r: {"instructions": len(r["instructions"])}),
+        records | "TallyInstructions" >> beam.Map(language_counts),
     ]
     if compose_files:
         # Read in lists like every reader; composing (BLEU per candidate) is per-record work, so the
@@ -300,7 +307,12 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
         r4r_read = pipeline | "ReadR4R" >> ReadR2R(compose_files, reshuffle=False, batched=True)
         r4r_records = r4r_read["records"] | "SpreadR4R" >> SpreadRecords()
         r4r = r4r_records | "ComposeR4R" >> ComposeR4RParaphrases(
-            records, para[BY_TEXT], s["languages"], bounds, backend=s["translator"]
+            records,
+            para[BY_TEXT],
+            s["languages"],
+            bounds,
+            backend=s["translator"],
+            source_language=s["source_language"],
         )
         r4r["rows"] | "WriteR4RParaphrases" >> WriteParquetShards(
             fileio.join(out, "r4r_paraphrases"), PARAPHRASES, s["num_shards"]
@@ -326,6 +338,28 @@ def _reasons(totals: dict, prefix: str = "") -> dict:
     return {k[len(head) :]: v for k, v in sorted(totals.items()) if k.startswith(head)}
 
 
+def by_source_language(totals: dict, languages) -> dict:
+    """Per language of the instructions (R2R: --source_language; RxR: each record's tag): instructions,
+    the pivots they went through (all but their own language), rows, kept, failed, and per pivot."""
+    from vlnkit.datasets.languages import primary_language
+
+    head, tail = "source.", ".instructions"
+    out = {}
+    for tag in sorted(k[len(head) : -len(tail)] for k in totals if k.startswith(head) and k.endswith(tail)):
+        prefix = f"source.{tag}."
+        pivots = pivots_for(languages, primary_language(tag))
+        per_pivot = _per_language(totals, pivots, prefix=prefix)
+        out[tag] = {
+            "instructions": totals[prefix + "instructions"],
+            "pivots": list(pivots),
+            "rows": sum(v["rows"] for v in per_pivot.values()),
+            "kept": sum(v["kept"] for v in per_pivot.values()),
+            "failed": sum(v["failed"] for v in per_pivot.values()),
+            "per_language": per_pivot,
+        }
+    return out
+
+
 def finish_summary(static: dict, totals: dict) -> dict:
     languages = static["languages"]
     t = {k[len("translate.") :]: v for k, v in totals.items() if k.startswith("translate.")}
@@ -340,6 +374,7 @@ def finish_summary(static: dict, totals: dict) -> dict:
         "rows": sum(v["rows"] for v in per_lang.values()),
         "kept": sum(v["kept"] for v in per_lang.values()),
         "per_language": per_lang,
+        "by_source_language": by_source_language(totals, languages),
         "reasons": _reasons(totals),
         "translation": {
             "calls": requests,
@@ -380,6 +415,10 @@ def print_summary(summary: dict, ctx: Run) -> None:
         ("paraphrases kept", summary["kept"]),
     ]
     rows += [(f"  kept via {lang}", v["kept"]) for lang, v in summary["per_language"].items()]
+    rows += [
+        (f"  {tag} instructions: kept / rows", f"{v['kept']} / {v['rows']} (pivots {','.join(v['pivots'])})")
+        for tag, v in summary["by_source_language"].items()
+    ]
     rows += [(f"  rejected: {reason}", n) for reason, n in summary["reasons"].items() if reason != "kept"]
     if "r4r" in summary:
         rows += [("R4R instructions", summary["r4r"]["instructions"]), ("R4R paraphrases kept", summary["r4r"]["kept"])]

@@ -1,13 +1,15 @@
 """Perturb: hard-negative instructions and trajectories for every instruction of an R2R-format dataset
-(docs/design.md, "Instruction perturbations", "Trajectory perturbations").
+or an RxR guide file (docs/design.md, "Instruction perturbations", "Trajectory perturbations").
 
     python -m pipelines.perturb --runner=DirectRunner --dataset=R2R_val_seen.json \
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
         [--per_instruction=1] [--seed=0] [--spacy_model=NAME]
 
 Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.io.schemas.PERTURBATIONS`),
-`dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability), `manifest.json`
-and `_SUCCESS` into --output_dir.
+`dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability, overall and per
+instruction language: `by_language`), `manifest.json` and `_SUCCESS` into --output_dir. RxR
+instructions in Hindi and Telugu get direction swaps from their lexicons; entity and phrase swap
+are English only and count them as not applicable (`language_not_english`).
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
+    from vlnkit.datasets.languages import language_counts
     from vlnkit.io.schemas import PERTURBATIONS, schema_version
     from vlnkit.perturbations.compat import INSTRUCTION_METHODS
 
     out = opts.output_dir
-    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records, dead = read["records"], [read[DEAD_LETTER]]
     perturbed = records | "Perturb" >> Perturb(
         methods, opts.spacy_model, opts.connectivity_dir, opts.per_instruction, opts.seed
@@ -55,8 +58,8 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        records | "TallyInstructions" >> beam.Map(lambda r: {"instructions": len(r["instructions"])}),
-        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}": 1}),
+        records | "TallyInstructions" >> beam.Map(language_counts),
+        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}": 1, f"rows.{r['language']}.{r['family']}": 1}),
     )
     static = {
         "job": JOB.name,
@@ -72,7 +75,7 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
 
 
 def finish_summary(static: dict, totals: dict, methods) -> dict:
-    from transforms.perturb import applicability
+    from transforms.perturb import applicability, by_language
 
     instructions = totals.get("instructions", 0)
     return {
@@ -82,6 +85,7 @@ def finish_summary(static: dict, totals: dict, methods) -> dict:
         "dead_letters": totals.get("dead_letters", 0),
         "rows": {"instruction": totals.get("rows.instruction", 0), "trajectory": totals.get("rows.trajectory", 0)},
         "methods_applicability": applicability(totals, methods, instructions),
+        "by_language": by_language(totals, methods),
     }
 
 

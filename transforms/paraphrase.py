@@ -20,6 +20,7 @@ from transforms.progress import Progress
 from transforms.worker_cache import per_worker
 from vlnkit.paraphrases.bleu_filter import BleuBounds, ComposeError, compose, judge, r4r_sources
 from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
+from vlnkit.paraphrases.pivots import instruction_sources, pivots_for
 from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_translator
 
 BY_TEXT = "by_text"
@@ -46,15 +47,22 @@ class TranslatorSpec:
         return translator
 
 
-def instruction_rows(record: dict):
-    """(text, (instr_id, source)) for every instruction of an R2R record."""
+def instruction_rows(record: dict, r2r_language: str = "en"):
+    """((source language, text), (instr_id, file, language tag)) for every instruction of an R2R or RxR
+    guide record (`vlnkit.paraphrases.pivots.instruction_sources`)."""
     source = record.get("_source", "")
-    for k, text in enumerate(record["instructions"]):
-        yield text, (f"{record['path_id']}_{k}", source)
+    for instr_id, text, tag, language in instruction_sources(record, r2r_language):
+        yield (language, text), (instr_id, source, tag)
 
 
-def _row(instr_id: str, instruction: str, verdict: dict, backend: str) -> dict:
-    return {"instr_id": instr_id, "instruction": instruction, **verdict, "backend": backend}
+def _row(instr_id: str, instruction: str, verdict: dict, backend: str, source_language: str = "en") -> dict:
+    return {
+        "instr_id": instr_id,
+        "instruction": instruction,
+        "source_language": source_language,
+        **verdict,
+        "backend": backend,
+    }
 
 
 def _verdict_stats(verdicts: list[dict], times: int, prefix: str = "") -> dict:
@@ -67,8 +75,13 @@ def _verdict_stats(verdicts: list[dict], times: int, prefix: str = "") -> dict:
     return stats
 
 
+def _add(stats: dict, key: str, n: int = 1) -> None:
+    stats[key] = stats.get(key, 0) + n
+
+
 class _RoundTrip(beam.DoFn):
-    """A batch of (text, [(instr_id, source)]) -> rows, dead letters, per-text paraphrases, stats."""
+    """A batch of ((source language, text), [(instr_id, file, language tag)]) -> rows, dead letters,
+    per-text paraphrases (texts in the R2R source language), stats."""
 
     def __init__(self, spec: TranslatorSpec, languages: tuple[str, ...], source_language: str, bounds: BleuBounds):
         self.spec = spec
@@ -90,45 +103,19 @@ class _RoundTrip(beam.DoFn):
 
     def process(self, batch):
         before = self.translator.stats.copy()
-        texts = tuple(text for text, _ in batch)
-        src = self.source_language
-        forward = self.translator.translate([Job(texts, src, lang) for lang in self.languages])
-        back_jobs = [
-            Job(tuple(o.translation for o in outs if o.ok), lang, src) for lang, outs in zip(self.languages, forward)
-        ]
-        backward = [iter(outs) for outs in self.translator.translate(back_jobs)]
-        # per text: [(language, back-translation)] and [(language, error)]
-        candidates = [[] for _ in texts]
-        errors = [[] for _ in texts]
-        for lang, fwd_outs, back_outs in zip(self.languages, forward, backward):
-            for i, fwd in enumerate(fwd_outs):
-                out = next(back_outs) if fwd.ok else fwd
-                if out.ok:
-                    candidates[i].append((lang, out.translation))
-                else:
-                    errors[i].append((lang, out.error))
-        stats = {"texts": len(texts)}
-        for (text, ids), cands, errs in zip(batch, candidates, errors):
-            verdicts = judge(text, cands, self.bounds)
-            yield beam.pvalue.TaggedOutput(BY_TEXT, (text, dict(cands)))
-            for instr_id, _ in ids:
-                for v in verdicts:
-                    yield _row(instr_id, text, v, self.spec.backend)
-            for key, value in _verdict_stats(verdicts, len(ids)).items():
-                stats[key] = stats.get(key, 0) + value
-            for lang, error in errs:
-                for instr_id, source in ids:
-                    stats[f"failed.{lang}"] = stats.get(f"failed.{lang}", 0) + 1
-                    yield beam.pvalue.TaggedOutput(
-                        DEAD_LETTER, dead_letter("translate", source, f"instr_id={instr_id}", f"pivot {lang}: {error}")
-                    )
+        stats: dict = {"texts": len(batch)}
+        by_source: dict[str, list] = {}
+        for entry in batch:
+            by_source.setdefault(entry[0][0], []).append(entry)
+        for src, entries in sorted(by_source.items()):
+            yield from self._round_trip(src, entries, stats)
         used = self.translator.stats.minus(before)
         for key, value in used.as_dict().items():
             stats[f"translate.{key}"] = value
         n_rows = sum(v for k, v in stats.items() if k.startswith("rows."))
         n_kept = sum(v for k, v in stats.items() if k.startswith("kept."))
-        self.texts.inc(len(texts))
-        self.progress.tick(len(texts))
+        self.texts.inc(len(batch))
+        self.progress.tick(len(batch))
         self.rows.inc(n_rows)
         self.kept.inc(n_kept)
         self.bad.inc(sum(v for k, v in stats.items() if k.startswith("failed.")))
@@ -137,6 +124,45 @@ class _RoundTrip(beam.DoFn):
         self.chars.inc(used.characters_sent)
         self.hits.inc(used.cache_hits)
         yield beam.pvalue.TaggedOutput(STATS, stats)
+
+    def _round_trip(self, src: str, batch: list, stats: dict):
+        """The texts of one source language through every pivot but that language, and back into it."""
+        languages = pivots_for(self.languages, src)
+        texts = tuple(text for (_, text), _ in batch)
+        forward = self.translator.translate([Job(texts, src, lang) for lang in languages])
+        back_jobs = [
+            Job(tuple(o.translation for o in outs if o.ok), lang, src) for lang, outs in zip(languages, forward)
+        ]
+        backward = [iter(outs) for outs in self.translator.translate(back_jobs)]
+        # per text: [(language, back-translation)] and [(language, error)]
+        candidates = [[] for _ in texts]
+        errors = [[] for _ in texts]
+        for lang, fwd_outs, back_outs in zip(languages, forward, backward):
+            for i, fwd in enumerate(fwd_outs):
+                out = next(back_outs) if fwd.ok else fwd
+                if out.ok:
+                    candidates[i].append((lang, out.translation))
+                else:
+                    errors[i].append((lang, out.error))
+        for ((_, text), ids), cands, errs in zip(batch, candidates, errors):
+            verdicts = judge(text, cands, self.bounds)
+            if src == self.source_language:  # R4R instructions are composed from R2R ones (--source_language)
+                yield beam.pvalue.TaggedOutput(BY_TEXT, (text, dict(cands)))
+            for instr_id, _, tag in ids:
+                for v in verdicts:
+                    yield _row(instr_id, text, v, self.spec.backend, tag)
+                _add(stats, f"source.{tag}.instructions")
+                for key, value in _verdict_stats(verdicts, 1, prefix=f"source.{tag}.").items():
+                    _add(stats, key, value)
+            for key, value in _verdict_stats(verdicts, len(ids)).items():
+                _add(stats, key, value)
+            for lang, error in errs:
+                for instr_id, source, tag in ids:
+                    _add(stats, f"failed.{lang}")
+                    _add(stats, f"source.{tag}.failed.{lang}")
+                    yield beam.pvalue.TaggedOutput(
+                        DEAD_LETTER, dead_letter("translate", source, f"instr_id={instr_id}", f"pivot {lang}: {error}")
+                    )
 
     def finish_bundle(self):
         cache = getattr(self.translator, "cache", None)
@@ -150,12 +176,17 @@ class _RoundTrip(beam.DoFn):
 
 
 class RoundTripParaphrase(beam.PTransform):
-    """Validated R2R records -> {"rows", "dead_letter", "by_text", "stats"}.
+    """Validated R2R or RxR guide records -> {"rows", "dead_letter", "by_text", "stats"}.
 
-    `rows`: dicts with instr_id, instruction, language, paraphrase, bleu, kept, reason, backend
-    (the translator of `spec`, so every row says whether it came from a real translation);
-    `by_text`: (original text, {language: back-translation}) for every distinct text;
-    `stats`: {name: number} dicts to sum (rows/kept per language, translation counters).
+    Each text goes through every pivot but its own language and back into it: R2R instructions are in
+    `source_language`, an RxR instruction in its record's `language` (so a Hindi one skips the "hi" pivot).
+
+    `rows`: dicts with instr_id, instruction, source_language (R2R: `source_language`; RxR: the record's
+    tag), language (the pivot), paraphrase, bleu, kept, reason, backend (the translator of `spec`, so
+    every row says whether it came from a real translation);
+    `by_text`: (original text, {language: back-translation}) for every distinct text in `source_language`;
+    `stats`: {name: number} dicts to sum (rows/kept per pivot, per source language tag
+    "source.<tag>.*", translation counters).
     """
 
     def __init__(
@@ -176,7 +207,7 @@ class RoundTripParaphrase(beam.PTransform):
     def expand(self, records):
         out = (
             records
-            | "Instructions" >> beam.FlatMap(instruction_rows)
+            | "Instructions" >> beam.FlatMap(instruction_rows, self.source_language)
             | "DistinctTexts" >> beam.GroupByKey()
             | "SortIds" >> beam.MapTuple(lambda text, ids: (text, sorted(ids)))
             | "Batch" >> beam.BatchElements(min_batch_size=self.batch_texts, max_batch_size=self.batch_texts)
@@ -189,8 +220,9 @@ class RoundTripParaphrase(beam.PTransform):
 
 
 class _Compose(beam.DoFn):
-    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds, backend: str):
+    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds, backend: str, source_language: str):
         self.backend = backend
+        self.source_language = source_language
         self.languages = tuple(languages)
         self.bounds = bounds
         self.rows = Metrics.counter("paraphrase", "r4r_rows")
@@ -235,7 +267,7 @@ class _Compose(beam.DoFn):
                     )
             verdicts = judge(x + y, cands, self.bounds)
             for v in verdicts:
-                yield _row(instr_id, x + y, v, self.backend)
+                yield _row(instr_id, x + y, v, self.backend, self.source_language)
             for key, value in _verdict_stats(verdicts, 1, prefix="r4r_").items():
                 stats[key] = stats.get(key, 0) + value
             self.rows.inc(len(verdicts))
@@ -245,15 +277,26 @@ class _Compose(beam.DoFn):
 class ComposeR4RParaphrases(beam.PTransform):
     """R4R records + R2R records + `by_text` paraphrases -> {"rows", "dead_letter", "stats"}.
 
-    `backend` is the translator that made `by_text`; every composed row records it.
+    `backend` is the translator that made `by_text`; every composed row records it, and the R2R
+    `source_language` (the language of the rows' `source_language` column).
 
     The R2R side (instructions by path_id, paraphrases by text) is as large as one R2R split, so it
     travels as side inputs; the R4R records, up to hundreds of thousands, stream past it.
     """
 
-    def __init__(self, r2r_records, by_text, languages, bounds: BleuBounds = BleuBounds(), *, backend: str):
+    def __init__(
+        self,
+        r2r_records,
+        by_text,
+        languages,
+        bounds: BleuBounds = BleuBounds(),
+        *,
+        backend: str,
+        source_language: str = "en",
+    ):
         super().__init__()
         self.backend = backend
+        self.source_language = source_language
         self.r2r_records = r2r_records
         self.by_text = by_text
         self.languages = tuple(languages)
@@ -262,7 +305,7 @@ class ComposeR4RParaphrases(beam.PTransform):
     def expand(self, r4r_records):
         by_path = self.r2r_records | "InstructionsByPathId" >> beam.Map(lambda r: (r["path_id"], r["instructions"]))
         out = r4r_records | "Compose" >> beam.ParDo(
-            _Compose(self.languages, self.bounds, self.backend),
+            _Compose(self.languages, self.bounds, self.backend, self.source_language),
             r2r_instructions=beam.pvalue.AsDict(by_path),
             paraphrases=beam.pvalue.AsDict(self.by_text),
         ).with_outputs(DEAD_LETTER, STATS, main="rows")

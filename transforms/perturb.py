@@ -11,12 +11,16 @@ applied to, the rows emitted, and the reasons it did not apply.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from functools import partial
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
+from vlnkit.datasets.languages import primary_language, record_instructions
 from vlnkit.navigation.graph import GraphError
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
@@ -27,23 +31,32 @@ from vlnkit.perturbations.compat import (
     perturbation_row,
     record_rng,
 )
-from vlnkit.perturbations.nlp import ParseFailure, parse_batch, worker_pipeline
+from vlnkit.perturbations.nlp import LANGUAGE as ENGLISH
+from vlnkit.perturbations.nlp import (
+    ParseFailure,
+    language_support,
+    language_tokenizer,
+    parse_batch,
+    worker_pipeline,
+)
 
 STATS = "stats"
 
 
 def instruction_items(record: dict) -> list[dict]:
-    """One item per instruction of an R2R record: {source_instr_id, scan, path, instruction} (+ bookkeeping)."""
+    """One item per instruction of an R2R or RxR record: {source_instr_id, scan, path, instruction, language}
+    (+ bookkeeping); addresses and languages as `vlnkit.datasets.languages.record_instructions` gives them."""
     return [
         {
-            "source_instr_id": f"{record['path_id']}_{k}",
+            "source_instr_id": instr_id,
             "scan": record["scan"],
             "path": list(record["path"]),
             "instruction": text,
+            "language": language,
             "_source": record.get("_source", ""),
             "_index": record.get("_index"),
         }
-        for k, text in enumerate(record["instructions"])
+        for instr_id, text, language in record_instructions(record)
     ]
 
 
@@ -61,8 +74,10 @@ class _Perturber:
         self.skipped = {m: Metrics.counter(self.namespace, f"{m}_not_applicable") for m in self.methods}
 
     def run(self, item: dict, perturb, stats: dict) -> list[dict]:
-        """perturb(method, rng) -> result; rows for every distinct result, tallies into `stats`."""
+        """perturb(method, rng) -> result; rows for every distinct result, tallies into `stats`: per method
+        ("<method>.applied", ...) and per method and language ("language.<tag>.<method>.applied", ...)."""
         rows = []
+        per_language = f"language.{item['language']}."
         for method in self.methods:
             seen, reasons = set(), []
             for variant in range(self.per_instruction):
@@ -73,22 +88,39 @@ class _Perturber:
                     continue
                 key = getattr(result, "text", None) or tuple(getattr(result, "path", ()))
                 if key in seen:
-                    _inc(stats, f"{method}.duplicate")
+                    _inc2(stats, per_language, f"{method}.duplicate")
                     continue
                 seen.add(key)
                 rows.append(perturbation_row(item, result, variant))
-            _inc(stats, f"{method}.emitted", len(seen))
+            _inc2(stats, per_language, f"{method}.emitted", len(seen))
             if seen:
-                _inc(stats, f"{method}.applied")
+                _inc2(stats, per_language, f"{method}.applied")
                 self.applied[method].inc()
             else:  # the first reason is the one every variant met (they differ only by chance, e.g. dead ends)
-                _inc(stats, f"{method}.not_applicable.{reasons[0]}")
+                _inc2(stats, per_language, f"{method}.not_applicable.{reasons[0]}")
                 self.skipped[method].inc()
         return rows
 
 
 def _inc(stats: dict, key: str, n: int = 1) -> None:
     stats[key] = stats.get(key, 0) + n
+
+
+def _inc2(stats: dict, prefix: str, key: str, n: int = 1) -> None:
+    """Count `key` over all instructions and under `prefix` (one language's)."""
+    _inc(stats, key, n)
+    _inc(stats, prefix + key, n)
+
+
+def _perturb_instruction(doc, language: str, method: str, rng):
+    """One instruction method on a parsed instruction in `language`, or why it does not apply there."""
+    why = language_support(method, language)
+    if why is not None:
+        return NotApplicable(method, why)
+    perturb = instruction_perturbations.PERTURB[method]
+    if primary_language(language) != ENGLISH:  # only direction swap applies (language_support): its lexicon
+        return perturb(doc, rng, language=language)
+    return perturb(doc, rng)
 
 
 class _PerturbInstructionBatch(beam.DoFn):
@@ -114,15 +146,14 @@ class _PerturbInstructionBatch(beam.DoFn):
     def process(self, batch):
         self.progress.tick(len(batch))
         stats: dict = {"instructions_parsed": len(batch)}
-        docs = parse_batch(self.nlp, [item["instruction"] for item in batch], self.pipe_batch_size)
-        funcs = instruction_perturbations.PERTURB
+        docs = self._parse(batch)
         for item, doc in zip(batch, docs):
             if isinstance(doc, ParseFailure):
                 yield self._dead(item, "parse", doc.reason)
                 continue
             item_stats: dict = {}
             try:
-                rows = self.perturber.run(item, lambda m, rng, d=doc: funcs[m](d, rng), item_stats)
+                rows = self.perturber.run(item, partial(_perturb_instruction, doc, item["language"]), item_stats)
             except Exception as exc:  # one bad record never takes the batch down
                 yield self._dead(item, "perturb", f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
                 continue
@@ -131,6 +162,23 @@ class _PerturbInstructionBatch(beam.DoFn):
             yield from rows
         self.parsed.inc(len(batch))
         yield beam.pvalue.TaggedOutput(STATS, stats)
+
+    def _parse(self, batch) -> list:
+        """One Doc (or ParseFailure) per item: English instructions by the job's pipeline, the others by
+        their language's tokenizer, and None for an instruction no requested method applies to."""
+        docs: list = [None] * len(batch)
+        groups: dict[str, list[int]] = defaultdict(list)
+        for k, item in enumerate(batch):
+            language = item["language"]
+            primary = primary_language(language)
+            if primary == ENGLISH or any(language_support(m, language) is None for m in self.perturber.methods):
+                groups[primary].append(k)
+        for primary, ks in groups.items():
+            nlp = self.nlp if primary == ENGLISH else language_tokenizer(primary)
+            parsed = parse_batch(nlp, [batch[k]["instruction"] for k in ks], self.pipe_batch_size)
+            for k, doc in zip(ks, parsed):
+                docs[k] = doc
+        return docs
 
     def _dead(self, item: dict, stage: str, reason: str):
         self.bad.inc()
@@ -253,17 +301,33 @@ class Perturb(beam.PTransform):
         }
 
 
-def applicability(totals: dict, methods, instructions: int) -> dict:
-    """Per method: instructions it applied to, the share of all instructions, rows emitted, reasons it did not."""
+def applicability(totals: dict, methods, instructions: int, prefix: str = "") -> dict:
+    """Per method: instructions it applied to, the share of all instructions, rows emitted, reasons it did not.
+    `prefix` ("language.<tag>.") reads one language's tallies instead of all instructions'."""
     out = {}
     for m in methods:
-        prefix = f"{m}.not_applicable."
-        applied = totals.get(f"{m}.applied", 0)
+        reason = f"{prefix}{m}.not_applicable."
+        applied = totals.get(f"{prefix}{m}.applied", 0)
         out[m] = {
             "applied": applied,
             "applicability": round(applied / instructions, 4) if instructions else None,
-            "emitted": totals.get(f"{m}.emitted", 0),
-            "duplicates_skipped": totals.get(f"{m}.duplicate", 0),
-            "not_applicable": {k[len(prefix) :]: v for k, v in sorted(totals.items()) if k.startswith(prefix)},
+            "emitted": totals.get(f"{prefix}{m}.emitted", 0),
+            "duplicates_skipped": totals.get(f"{prefix}{m}.duplicate", 0),
+            "not_applicable": {k[len(reason) :]: v for k, v in sorted(totals.items()) if k.startswith(reason)},
+        }
+    return out
+
+
+def by_language(totals: dict, methods) -> dict:
+    """{language tag: {"instructions", "rows" per family, "methods_applicability"}} from the summed tallies
+    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>")."""
+    head = "instructions."
+    out = {}
+    for language in sorted(k[len(head) :] for k in totals if k.startswith(head)):
+        n = totals[head + language]
+        out[language] = {
+            "instructions": n,
+            "rows": {f: totals.get(f"rows.{language}.{f}", 0) for f in ("instruction", "trajectory")},
+            "methods_applicability": applicability(totals, methods, n, prefix=f"language.{language}."),
         }
     return out

@@ -5,6 +5,7 @@ Thin wrappers over `vlnkit.datasets.alignments`, `vlnkit.probes.episodes` and `v
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import apache_beam as beam
@@ -13,8 +14,10 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from transforms.read import ReadFiles
+from transforms.read import SPREAD_RECORDS, ReadFiles, in_lists
 from vlnkit.datasets.alignments import reader
+from vlnkit.datasets.languages import R2R_LANGUAGE
+from vlnkit.datasets.rxr import is_rxr, parse_dataset
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
@@ -26,6 +29,7 @@ from vlnkit.probes.episodes import (
     probe_episodes,
     truncation_candidates,
 )
+from vlnkit.probes.pose_alignment import RXR_FORMAT, rxr_alignments
 from vlnkit.probes.scoring import ScoreError, correct_mass, parse_agent_outputs, summarize_skills
 
 STATS = "stats"
@@ -48,14 +52,24 @@ def worker_table(kind: str, path: str | None) -> dict:
 
 # ---------------------------------------------------------------------------- reading alignments
 class ReadAlignments(beam.PTransform):
-    """Alignment files of one format (see `vlnkit.datasets.alignments.READERS`) -> alignment records and dead letters."""
+    """Alignment files of one format -> alignment records and dead letters.
 
-    def __init__(self, files: list[str], fmt: str = "fgr2r", batched: bool = False):
+    `fmt` is a reader of `vlnkit.datasets.alignments.READERS` ("fgr2r"), or "rxr": RxR guide files,
+    each guide aligned to its path by the pose trace in `pose_traces` (`ReadRxRAlignments`).
+    """
+
+    def __init__(self, files: list[str], fmt: str = "fgr2r", batched: bool = False, pose_traces: str | None = None):
         super().__init__()
-        reader(fmt)  # unknown formats fail at construction, not on a worker
-        self.files, self.fmt, self.batched = list(files), fmt, batched
+        if fmt == RXR_FORMAT:
+            if not pose_traces:
+                raise ValueError("RxR alignments need the pose-trace folder (pose_traces)")
+        else:
+            reader(fmt)  # unknown formats fail at construction, not on a worker
+        self.files, self.fmt, self.batched, self.pose_traces = list(files), fmt, batched, pose_traces
 
     def expand(self, pbegin):
+        if self.fmt == RXR_FORMAT:
+            return pbegin | "ReadRxR" >> ReadRxRAlignments(self.files, self.pose_traces, self.batched)
         # One FGR2R record yields one alignment per instruction: instr_id makes the order total.
         return pbegin | "Read" >> ReadFiles(
             self.files,
@@ -65,6 +79,65 @@ class ReadAlignments(beam.PTransform):
             order_key=lambda a: (a["_index"], a["instr_id"]),
             batched=self.batched,
         )
+
+
+def rxr_guide_lines(data: bytes | str, source: str):
+    """The RxR guide lines of a file (`vlnkit.datasets.rxr.parse_dataset`); an R2R record is refused."""
+    for item in parse_dataset(data, source):
+        if isinstance(item, RecordError) or is_rxr(item):
+            yield item
+        else:
+            yield RecordError(
+                source, f"#{item['_index']}", "an R2R record, not an RxR guide line (--alignment_format=rxr)"
+            )
+
+
+class _AlignGuides(beam.DoFn):
+    """A list of guide lines -> the list of their alignment records (`rxr_alignments`, one pose trace read
+    per guide) and a dead letter per guide whose trace is missing, corrupt or off its path."""
+
+    def __init__(self, pose_traces: str):
+        super().__init__()
+        self.pose_traces = pose_traces
+        self.aligned = Metrics.counter("alignments", "records")
+        self.bad = Metrics.counter("alignments", "dead_letter")
+
+    def process(self, guides):
+        kept = []
+        for guide, item in zip(guides, rxr_alignments(guides, self.pose_traces)):
+            if isinstance(item, RecordError):
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dataclasses.replace(item, stage="align").to_dict())
+            else:
+                item["_order"] = guide["_order"]
+                kept.append(item)
+        self.aligned.inc(len(kept))
+        if kept:
+            yield kept
+
+
+class ReadRxRAlignments(beam.PTransform):
+    """RxR guide files + their pose-trace folder -> {"records": alignment records, "dead_letter"}.
+
+    Guides are read per file, then spread over workers in small lists, since each needs its own pose trace
+    read; with `batched=True` `records` holds lists of alignment records, otherwise single ones.
+    """
+
+    def __init__(self, files: list[str], pose_traces: str, batched: bool = False):
+        super().__init__()
+        self.files, self.pose_traces, self.batched = list(files), pose_traces, batched
+
+    def expand(self, pbegin):
+        read = pbegin | "ReadGuides" >> ReadFiles(self.files, rxr_guide_lines, "guides", reshuffle=False, batched=True)
+        aligned = (
+            read["records"]
+            | "SmallLists" >> beam.FlatMap(in_lists, SPREAD_RECORDS)
+            | "Spread" >> beam.Reshuffle()
+            | "Align" >> beam.ParDo(_AlignGuides(self.pose_traces)).with_outputs(DEAD_LETTER, main="records")
+        )
+        records = aligned.records if self.batched else aligned.records | "OneByOne" >> beam.FlatMap(lambda b: b)
+        dead = (read[DEAD_LETTER], aligned[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
+        return {"records": records, DEAD_LETTER: dead}
 
 
 # ---------------------------------------------------------------------------- building episodes
@@ -116,6 +189,12 @@ class _ProbeEpisodes(GraphDoFn):
                 stats[key] = stats.get(key, 0) + 1
             ep["_order"] = alignment["_order"]
             yield ep
+        # The same counts per instruction language (RxR's tag; Fine-Grained R2R is English).
+        language = alignment.get("language") or R2R_LANGUAGE
+        for key in ("alignments", "candidates"):
+            stats[f"language:{language}:{key}"] = stats.get(key, 0)
+        stats[f"language:{language}:episodes"] = len(episodes)
+        stats[f"language:{language}:pairs"] = sum(ep["variant"] == "intervention" for ep in episodes)
         self.made.inc(len(episodes))
         yield beam.pvalue.TaggedOutput(STATS, stats)
 

@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.datasets.rxr import is_rxr, parse_dataset
 from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
 
@@ -112,7 +113,11 @@ class ReadFiles(beam.PTransform):
 
 
 class ReadR2R(ReadFiles):
-    """R2R JSON / JSON Lines files -> validated record dicts (with `_source`, `_index`, `_order`) and dead letters."""
+    """R2R JSON / JSON Lines files -> validated record dicts (with `_source`, `_index`, `_order`) and dead letters.
+
+    With `rxr_guides=True` a file may also be an RxR guide file (told apart per file by its first record,
+    `vlnkit.datasets.rxr.parse_dataset`): its lines are RxR records, one instruction each.
+    """
 
     def __init__(
         self,
@@ -120,8 +125,9 @@ class ReadR2R(ReadFiles):
         require_distance: bool = False,
         reshuffle: bool = True,
         batched: bool = False,
+        rxr_guides: bool = False,
     ):
-        parse = functools.partial(parse_r2r, require_distance=require_distance)
+        parse = functools.partial(parse_dataset if rxr_guides else parse_r2r, require_distance=require_distance)
         super().__init__(files, parse, "read", reshuffle, batched=batched)
 
 
@@ -280,10 +286,17 @@ class UniqueBy(beam.PTransform):
         return {"records": records, DEAD_LETTER: unique[DEAD_LETTER]}
 
 
+def episode_key(record: dict):
+    """What makes a record's instruction ids unique: its path_id (R2R), or ("instruction_id", id) (RxR, where
+    several instructions share a path)."""
+    return ("instruction_id", record["instruction_id"]) if is_rxr(record) else record["path_id"]
+
+
 class ReadUniqueR2R(beam.PTransform):
     """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
 
-    Unique path ids make instruction ids unique, which every per-instruction job relies on.
+    Unique path ids make instruction ids unique, which every per-instruction job relies on (with
+    `rxr_guides=True`, RxR guide files too, unique by instruction_id: `episode_key`).
     Records are read and deduplicated in lists (buckets chosen from the input size, see
     `vlnkit.io.fileio.bucket_count`); with `batched=True` `records` holds those lists, otherwise
     single records, spread over workers in small lists first so per-record work downstream runs
@@ -298,8 +311,7 @@ class ReadUniqueR2R(beam.PTransform):
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadR2R(self.files, **self.read_kwargs)
-        unique = read["records"] | "UniquePathIds" >> UniqueBy(
-            lambda r: r["path_id"], "path_id", self.files, self.batched
-        )
+        what = "path_id (R2R) or instruction_id (RxR)" if self.read_kwargs.get("rxr_guides") else "path_id"
+        unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, what, self.files, self.batched)
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
         return {"records": unique["records"], DEAD_LETTER: dead}

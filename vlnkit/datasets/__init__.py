@@ -30,5 +30,6 @@ __getattr__, __all__ = lazy_exports(
         "json_chunks": ("json_chunks", "plan_line_ranges", "json_line_range"),
         "prediction_batches": ("prediction_batch", "submission_chunk"),
         "reference_batches": ("reference_batch", "reference_chunk", "FileFormat"),
+        "languages": ("record_instructions", "language_counts", "primary_language", "R2R_LANGUAGE"),
     },
 )

@@ -106,10 +106,11 @@ _CHANGE = pa.struct(
 
 PERTURBATIONS = versioned_schema(
     "perturbations",
-    1,
+    2,  # v2: `language`, the source instruction's language tag ("en" for R2R; RxR's en-IN, hi-IN, ...)
     [
         pa.field("source_instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
         pa.field("family", pa.string(), nullable=False),
         pa.field("method", pa.string(), nullable=False),
         pa.field("operation", pa.string(), nullable=False),
@@ -196,10 +197,11 @@ PROBE_SCORES = versioned_schema(
 def _paraphrases_schema():
     return versioned_schema(
         "paraphrases",
-        2,
+        3,
         [
             pa.field("instr_id", pa.string(), nullable=False),
             pa.field("instruction", pa.string(), nullable=False),
+            pa.field("source_language", pa.string(), nullable=False),
             pa.field("language", pa.string(), nullable=False),
             pa.field("paraphrase", pa.string(), nullable=False),
             pa.field("bleu", pa.float64(), nullable=False),
@@ -211,9 +213,11 @@ def _paraphrases_schema():
 
 
 # One row per instruction x pivot, kept or not (`reason`: kept, bleu_below_min, bleu_above_max,
-# same_as_original, duplicate_of_<language>). `backend` names the translator that made the row
-# (`google`, or `offline-demo`, which is not a translation): a consumer can refuse demo rows as
-# training data. Version 2 added `backend`.
+# same_as_original, duplicate_of_<language>). `language` is the pivot, `source_language` the
+# instruction's own language, which the paraphrase is in (R2R: --source_language, "en"; RxR: the
+# record's tag, e.g. "hi-IN"). `backend` names the translator that made the row (`google`, or
+# `offline-demo`, which is not a translation): a consumer can refuse demo rows as training data.
+# Version 2 added `backend`, version 3 `source_language`.
 PARAPHRASES = _paraphrases_schema()
 
 # The translation cache's part files (vlnkit.paraphrases.cache).

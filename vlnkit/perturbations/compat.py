@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vlnkit.datasets.languages import R2R_LANGUAGE
 from vlnkit.hashing import stable_hash, stable_rng
 
 INSTRUCTION_METHODS = ("direction_swap", "entity_swap", "phrase_swap")
@@ -58,11 +59,13 @@ def record_rng(seed: int, *keys) -> np.random.Generator:
 
 
 def perturbation_row(item: dict, result, variant: int) -> dict:
-    """One PERTURBATIONS row: an instruction item ({source_instr_id, scan, path, instruction}) and a result."""
+    """One PERTURBATIONS row: an instruction item ({source_instr_id, scan, path, instruction, language}) and a
+    result (an item without `language` is an R2R one: English)."""
     instruction_family = hasattr(result, "text")
     return {
         "source_instr_id": item["source_instr_id"],
         "scan": item["scan"],
+        "language": item.get("language", R2R_LANGUAGE),
         "family": INSTRUCTION if instruction_family else TRAJECTORY,
         "method": result.method,
         "operation": result.operation,

