@@ -82,6 +82,17 @@ class Vocabulary:
 
 
 # ----------------------------------------------------------------------------- paths
+def flat_paths(paths: list[list[str]]) -> tuple[np.ndarray, list[str]]:
+    """The columnar form of a list of paths: each path's length, and every viewpoint in order.
+
+    >>> lengths, flat = flat_paths([["a", "b"], ["c"]])
+    >>> lengths.tolist(), flat
+    ([2, 1], ['a', 'b', 'c'])
+    """
+    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    return lengths, list(chain.from_iterable(paths))
+
+
 @dataclass
 class Paths:
     """Variable-length paths of global viewpoint numbers: flat int32 values with int64 offsets.
@@ -96,8 +107,7 @@ class Paths:
 
     @classmethod
     def from_lists(cls, paths: list[list[str]], vocab: Vocabulary) -> Paths:
-        lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
-        return cls.from_flat(lengths, list(chain.from_iterable(paths)), vocab)
+        return cls.from_flat(*flat_paths(paths), vocab)
 
     @classmethod
     def from_flat(cls, lengths: np.ndarray, flat: list[str], vocab: Vocabulary) -> Paths:

@@ -22,7 +22,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary
+from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
 from vlnkit.io.dead_letters import RecordError
@@ -103,9 +103,8 @@ def _instruction_columns(lines: list | None) -> SubmissionChunk | None:
     if not lines:
         return None
     ids = np.fromiter(map(attrgetter("instruction_id"), lines), dtype=np.int64, count=len(lines))
-    paths = list(map(attrgetter("path"), lines))
-    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
-    return SubmissionChunk(ids, np.full(len(lines), BARE_K, np.int64), lengths, list(chain.from_iterable(paths)))
+    lengths, flat = flat_paths(list(map(attrgetter("path"), lines)))
+    return SubmissionChunk(ids, np.full(len(lines), BARE_K, np.int64), lengths, flat)
 
 
 def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
@@ -176,8 +175,7 @@ def prediction_batch(
             paths.append(p["path"])
             kept.append(start + n)
         keep = np.asarray(kept, dtype=np.int64)
-        lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
-        vps = list(chain.from_iterable(paths))
+        lengths, vps = flat_paths(paths)
         ok, pid, k = canonical_instr_ids(ids)
     unknown = [(int(keep[i]), ids[i]) for i in np.flatnonzero(~ok).tolist()]
     all_paths = Paths.from_flat(lengths, vps, vocab)

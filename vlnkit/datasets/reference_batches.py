@@ -12,12 +12,11 @@ carries it from the first chunk of a file to the next.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 from operator import attrgetter
 
 import numpy as np
 
-from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages
+from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
@@ -48,12 +47,9 @@ def _reference_columns(records: list | None) -> ReferenceChunk | None:
     if not records:
         return None
     pids = np.fromiter(map(attrgetter("path_id"), records), dtype=np.int64, count=len(records))
-    paths = list(map(attrgetter("path"), records))
-    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    lengths, flat = flat_paths(list(map(attrgetter("path"), records)))
     counts = np.fromiter(map(len, map(attrgetter("instructions"), records)), dtype=np.int64, count=len(records))
-    return ReferenceChunk(
-        pids, list(map(attrgetter("scan"), records)), counts, lengths, list(chain.from_iterable(paths))
-    )
+    return ReferenceChunk(pids, list(map(attrgetter("scan"), records)), counts, lengths, flat)
 
 
 def _guide_columns(lines: list | None) -> ReferenceChunk | None:
@@ -61,15 +57,14 @@ def _guide_columns(lines: list | None) -> ReferenceChunk | None:
     if not lines:
         return None
     ids = np.fromiter(map(attrgetter("instruction_id"), lines), dtype=np.int64, count=len(lines))
-    paths = list(map(attrgetter("path"), lines))
-    lengths = np.fromiter(map(len, paths), dtype=np.int64, count=len(paths))
+    lengths, flat = flat_paths(list(map(attrgetter("path"), lines)))
     languages, codes = encode_languages(list(map(attrgetter("language"), lines)))
     return ReferenceChunk(
         ids,
         list(map(attrgetter("scan"), lines)),
         np.ones(len(lines), np.int64),
         lengths,
-        list(chain.from_iterable(paths)),
+        flat,
         first_k=-1,
         languages=languages,
         language=codes,
