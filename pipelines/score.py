@@ -528,6 +528,10 @@ def run(ctx: Run) -> dict:
     if not opts.predictions:
         raise JobError("--predictions is required")
     agent_files = agent_inputs(ctx, opts.predictions)
+    if opts.baseline is not None and opts.baseline not in agent_files:
+        raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agent_files)}")
+    if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
+        raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
     published = published_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
