@@ -105,17 +105,10 @@ def slice_sums(
         rows_of[agent] = rows
         out[("agent", agent)] = ReplicateSums.of({m: values[m][rows] for m in metrics}, unique_weights[id_codes[rows]])
     for a, b in pairs:
-        if a not in rows_of or b not in rows_of:
-            continue
-        ra, rb = rows_of[a], rows_of[b]
-        _, ia, ib = np.intersect1d(id_codes[ra], id_codes[rb], assume_unique=True, return_indices=True)
-        if not len(ia):
-            continue
-        ra, rb = ra[ia], rb[ib]
-        pair = PairedSums.of(
-            a, b, {m: values[m][ra] for m in metrics}, {m: values[m][rb] for m in metrics}, unique_weights[id_codes[ra]]
-        )
-        out[("pair", a, b)] = pair.sums
+        if a in rows_of and b in rows_of:
+            pair = _pair_sums(a, b, rows_of, id_codes, values, unique_weights, out)
+            if pair is not None:
+                out[("pair", a, b)] = pair
     for column_name in by:
         if isinstance(table, pa.Table) and column_name not in table.column_names:
             continue
@@ -131,6 +124,33 @@ def slice_sums(
                     out[("by", column_name, str(group), agent)] = ReplicateSums.of(
                         {m: values[m][rows] for m in kept}, unique_weights[id_codes[rows]]
                     )
+    return out
+
+
+def _pair_sums(a, b, rows_of, id_codes, values, weights, agent_sums) -> ReplicateSums | None:
+    """`PairedSums` columns `a:<m>`, `b:<m>` of agents a and b, bit for bit, but computed as each agent's own
+    sums minus those of its rows left out of the pair (not common, or the other agent's value not finite):
+    exact integer sums subtract exactly, and usually (both agents scored every episode) nothing is left out."""
+    ra, rb = rows_of[a], rows_of[b]
+    common, ia, ib = np.intersect1d(id_codes[ra], id_codes[rb], assume_unique=True, return_indices=True)
+    if not len(common):
+        return None
+    out = ReplicateSums(weights.shape[1])
+    for side, rows, mine, theirs in (("a", ra, ia, ib), ("b", rb, ib, ia)):
+        other = rb if side == "a" else ra
+        dropped = {}
+        in_pair = np.zeros(len(rows), bool)
+        in_pair[mine] = True
+        for m, v in values.items():
+            partner = np.full(len(rows), np.nan)
+            partner[mine] = v[other[theirs]]
+            drop = np.isfinite(v[rows]) & ~(in_pair & np.isfinite(partner))
+            dropped[m] = np.where(drop, v[rows], np.nan)
+        keep = np.flatnonzero(np.any([np.isfinite(d) for d in dropped.values()], axis=0))
+        own = agent_sums[("agent", a if side == "a" else b)]
+        if len(keep):
+            own = own - ReplicateSums.of({m: d[keep] for m, d in dropped.items()}, weights[id_codes[rows[keep]]])
+        out = out + own.renamed({m: f"{side}:{m}" for m in values})
     return out
 
 

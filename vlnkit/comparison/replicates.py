@@ -155,6 +155,33 @@ class ReplicateSums:
                 merged[name] = [a + b for a, b in zip(mine.get(name, zero), theirs.get(name, zero))]
         return out
 
+    def __sub__(self, other: ReplicateSums) -> ReplicateSums:
+        """The sums of the episodes in `self` but not in `other` (exact, when `other`'s episodes are a subset)."""
+        if self.replicates != other.replicates:
+            raise ValueError(f"cannot subtract {other.replicates} replicates from {self.replicates}")
+        out = ReplicateSums(self.replicates)
+        for name in self.totals:
+            zero = [0] * self.replicates
+            out.totals[name] = self.totals[name] - other.totals.get(name, 0)
+            out.counts[name] = self.counts[name] - other.counts.get(name, 0)
+            out.weighted_totals[name] = [
+                a - b for a, b in zip(self.weighted_totals[name], other.weighted_totals.get(name, zero))
+            ]
+            out.weighted_counts[name] = [
+                a - b for a, b in zip(self.weighted_counts[name], other.weighted_counts.get(name, zero))
+            ]
+        return out
+
+    def renamed(self, names: dict[str, str]) -> ReplicateSums:
+        """The columns in `names` under their new names (others left out)."""
+        return ReplicateSums(
+            self.replicates,
+            {names[k]: v for k, v in self.totals.items() if k in names},
+            {names[k]: v for k, v in self.counts.items() if k in names},
+            {names[k]: v for k, v in self.weighted_totals.items() if k in names},
+            {names[k]: v for k, v in self.weighted_counts.items() if k in names},
+        )
+
     # ------------------------------------------------------------------ estimates
     def mean(self, name: str) -> float | None:
         """The plain mean of the column's finite values (correctly rounded; None when there are none)."""
