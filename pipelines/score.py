@@ -156,7 +156,24 @@ def build(
     read = pipeline | "Read" >> ReadScoringInputs(
         list(agents.items()), dataset_files, connectivity_dir, buckets, RANGE_BYTES if split_files else None
     )
-    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
+    names = list(agents)
+    side = {}
+    replicates = int(getattr(opts, "bootstrap", 0) or 0)
+    hook = None
+    if replicates:
+        from transforms.score_bootstrap import SliceSums
+        from vlnkit.comparison.accumulate import pairs_of
+        from vlnkit.evaluation.common import METRICS
+
+        pairs = pairs_of(names, getattr(opts, "baseline", None))
+        seed, unit = int(getattr(opts, "seed", 0)), getattr(opts, "bootstrap_unit", "episode")
+        hook = SliceSums(METRICS, replicates, seed, unit, pairs)
+    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config, hook)
+    if hook is not None:
+        from transforms.score_batches import BOOTSTRAP
+        from transforms.score_bootstrap import MergeSums
+
+        side["bootstrap"] = beam.pvalue.AsSingleton(scored[BOOTSTRAP] | "Bootstrap" >> MergeSums())
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
     scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
     scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))
@@ -169,19 +186,6 @@ def build(
         "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
         "dataset": list(dataset_files),
     }
-    names = list(agents)
-    side = {}
-    replicates = int(getattr(opts, "bootstrap", 0) or 0)
-    if replicates:
-        from transforms.score_bootstrap import BootstrapSums
-        from vlnkit.comparison.accumulate import pairs_of
-        from vlnkit.evaluation.common import METRICS
-
-        pairs = pairs_of(names, getattr(opts, "baseline", None))
-        sums = scored["tables"] | "Bootstrap" >> BootstrapSums(
-            METRICS, replicates, int(getattr(opts, "seed", 0)), getattr(opts, "bootstrap_unit", "episode"), pairs
-        )
-        side["bootstrap"] = beam.pvalue.AsSingleton(sums)
     bootstrap_options = {
         "bootstrap": replicates,
         "confidence": float(getattr(opts, "confidence", 0.95)),

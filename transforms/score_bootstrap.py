@@ -8,8 +8,12 @@ intervals and p-values computed from them, are the same bits on any runner and w
 from __future__ import annotations
 
 import apache_beam as beam
+import pyarrow as pa
 
 from vlnkit.comparison.accumulate import GROUP_COLUMNS, merge_sums, slice_sums
+from vlnkit.comparison.episodes import length_buckets
+
+LENGTH_COLUMN = "reference_length"  # the breakdown by reference path length (buckets in metres)
 
 
 class _MergeSums(beam.CombineFn):
@@ -26,25 +30,30 @@ class _MergeSums(beam.CombineFn):
         return accumulator
 
 
-class BootstrapSums(beam.PTransform):
-    """Episode tables -> one dict {key: ReplicateSums} (see `slice_sums`) of every agent, pair and group."""
+class SliceSums:
+    """The score step's bootstrap hook: a bucket's table and reference lengths -> its `slice_sums`, with
+    the breakdown by reference path length (`length_buckets`) next to scan and language."""
 
     def __init__(self, metrics, replicates: int, seed: int, unit: str, pairs, by=GROUP_COLUMNS):
-        super().__init__()
         self.metrics, self.replicates, self.seed, self.unit = list(metrics), replicates, seed, unit
-        self.pairs, self.by = list(pairs), tuple(by)
+        self.pairs, self.by = list(pairs), (*by, LENGTH_COLUMN)
 
-    def expand(self, tables):
-        metrics, replicates, seed, unit, pairs, by = (
+    def __call__(self, table, reference_lengths):
+        table = table.select(["agent", "instr_id", *(c for c in self.by if c in table.column_names), *self.metrics])
+        table = table.append_column(LENGTH_COLUMN, pa.array(length_buckets(reference_lengths), pa.string()))
+        return slice_sums(
+            table,
             self.metrics,
-            self.replicates,
-            self.seed,
-            self.unit,
-            self.pairs,
-            self.by,
+            replicates=self.replicates,
+            seed=self.seed,
+            unit=self.unit,
+            pairs=self.pairs,
+            by=self.by,
         )
 
-        def sums(table):
-            return slice_sums(table, metrics, replicates=replicates, seed=seed, unit=unit, pairs=pairs, by=by)
 
-        return tables | "SliceSums" >> beam.Map(sums) | "MergeSums" >> beam.CombineGlobally(_MergeSums())
+class MergeSums(beam.PTransform):
+    """Bucket sums (the BOOTSTRAP output of ScoreBuckets) -> one dict, added exactly in any order."""
+
+    def expand(self, sums):
+        return sums | "MergeSums" >> beam.CombineGlobally(_MergeSums())

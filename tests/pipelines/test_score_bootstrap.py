@@ -3,11 +3,13 @@
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines import score
-from vlnkit.comparison.episodes import agent_sums, breakdown, compare
+from vlnkit.comparison.episodes import agent_sums, breakdown, compare, length_buckets, length_labels
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import METRICS
 from vlnkit.navigation.synthetic import write_environment
@@ -147,3 +149,18 @@ def test_off_with_zero_replicates_and_identical_across_processes(tmp_path, capsy
     with pytest.raises(SystemExit):
         run(tmp_path / "bad", *common, "--baseline=nobody")
     assert "--baseline=nobody is not one of the agents: a0, a1" in capsys.readouterr().err
+
+
+def test_breakdown_by_reference_length_equals_the_library(val_unseen):
+    out, summary = val_unseen
+    table = episode_table(out).select(["agent", "instr_id", "scan", "pl", *HEADLINE])
+    # The shortest-path agent walks each reference path (R2R's are shortest paths), so its PL is the length.
+    short = table.filter(pa.compute.equal(table["agent"], "short"))
+    length = dict(zip(short["instr_id"].to_pylist(), short["pl"].to_pylist()))
+    lengths = [length[i] for i in table["instr_id"].to_pylist()]
+    table = table.append_column("reference_length", pa.array(length_buckets(lengths), pa.string()))
+    want = breakdown(table, "reference_length", HEADLINE, replicates=1000, seed=7)
+    want.sort(key=lambda r: (r["group"], r["agent"]))
+    got = summary["breakdowns"]["reference_length"]
+    assert got == want and {r["group"] for r in got} == set(length_labels())
+    assert sum(r["episodes"] for r in got if r["agent"] == "rand") == 2349
