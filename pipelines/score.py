@@ -13,7 +13,9 @@ non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predicti
 (episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
 scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
 one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
-into --output_dir, and prints a summary table. With several agents the two episode lists hold
+into --output_dir, and prints a summary table. With --bootstrap (default 1000 replicates), the summary and
+leaderboards also hold Poisson bootstrap intervals, paired comparisons with Holm's correction, tie marks and
+breakdowns by scan, reference path length and language (docs/jobs/score.md). With several agents the two episode lists hold
 "<agent><TAB><instr_id>" lines.
 """
 
