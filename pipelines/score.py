@@ -13,7 +13,9 @@ non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predicti
 (episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
 scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
 one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
-into --output_dir, and prints a summary table. With several agents the two episode lists hold
+into --output_dir, and prints a summary table. With --bootstrap (default 1000 replicates), the summary and
+leaderboards also hold Poisson bootstrap intervals, paired comparisons with Holm's correction, tie marks and
+breakdowns by scan, reference path length and language (docs/jobs/score.md). With several agents the two episode lists hold
 "<agent><TAB><instr_id>" lines.
 """
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
 
@@ -54,6 +57,7 @@ def declare_flags(parser) -> None:
         "keep_repeats",
         "spl_reference",
         "num_shards",
+        "seed",
         dataset={
             "help": "Reference dataset(s): R2R/R4R JSON or JSON Lines, RxR guide JSON Lines (rxr_*_guide.jsonl.gz; "
             "the format is told by content), or build_r4r paths-*.parquet"
@@ -65,6 +69,31 @@ def declare_flags(parser) -> None:
         default=DEFAULT_SUCCESS_RULE,
         help="Success at exactly d_th: le = NE <= d_th (the R4R/nDTW papers' code), lt = NE < d_th (R2R eval.py, "
         "HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off); "
+        "each episode's weights are a function of --seed and its id only, so results do not depend on workers",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="Confidence of the intervals; 1 - it is the Holm-corrected significance level of the comparisons",
+    )
+    parser.add_argument(
+        "--bootstrap_unit",
+        choices=("episode", "path"),
+        default="episode",
+        help="What the bootstrap resamples: each episode, or each path with all its instructions together "
+        "(they share a trajectory target, so they are not independent)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="Compare every agent with this agent only (default: every pair of agents)",
     )
 
 
@@ -129,7 +158,24 @@ def build(
     read = pipeline | "Read" >> ReadScoringInputs(
         list(agents.items()), dataset_files, connectivity_dir, buckets, RANGE_BYTES if split_files else None
     )
-    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config)
+    names = list(agents)
+    side = {}
+    replicates = int(getattr(opts, "bootstrap", 0) or 0)
+    hook = None
+    if replicates:
+        from transforms.score_bootstrap import SliceSums
+        from vlnkit.comparison.accumulate import pairs_of
+        from vlnkit.evaluation.common import METRICS
+
+        pairs = pairs_of(names, getattr(opts, "baseline", None))
+        seed, unit = int(getattr(opts, "seed", 0)), getattr(opts, "bootstrap_unit", "episode")
+        hook = SliceSums(METRICS, replicates, seed, unit, pairs)
+    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config, hook)
+    if hook is not None:
+        from transforms.score_batches import BOOTSTRAP
+        from transforms.score_bootstrap import MergeSums
+
+        side["bootstrap"] = beam.pvalue.AsSingleton(scored[BOOTSTRAP] | "Bootstrap" >> MergeSums())
     scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
     scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
     scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))
@@ -142,14 +188,19 @@ def build(
         "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
         "dataset": list(dataset_files),
     }
-    names = list(agents)
-    side = {}
+    bootstrap_options = {
+        "bootstrap": replicates,
+        "confidence": float(getattr(opts, "confidence", 0.95)),
+        "bootstrap_unit": getattr(opts, "bootstrap_unit", "episode"),
+        "baseline": getattr(opts, "baseline", None),
+        "seed": int(getattr(opts, "seed", 0)),
+    }
     if published:
         compared = scored["tables"] | "ComparePublished" >> ComparePublished(published)
         side["compared"] = beam.pvalue.AsSingleton(compared)
 
-    def finish(totals: dict, compared: dict | None = None) -> dict:
-        summary = finish_summary(static, totals, names)
+    def finish(totals: dict, compared: dict | None = None, bootstrap: dict | None = None) -> dict:
+        summary = finish_summary(static, totals, names, bootstrap, bootstrap_options)
         write_leaderboard(out, summary)
         if compared is not None:
             report = {agent: finish_differences(compared.get(agent, {})) for agent in published}
@@ -198,8 +249,17 @@ def agent_summary(totals: dict, agent: str) -> dict:
     }
 
 
-def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) -> dict:
+def finish_summary(
+    static: dict,
+    totals: dict,
+    agents: list[str] | None = None,
+    bootstrap: dict | None = None,
+    bootstrap_options: dict | None = None,
+) -> dict:
     """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
+
+    With `bootstrap` (the merged `vlnkit.comparison.accumulate` sums of the job), every leaderboard row
+    gains "<metric>_ci" and "tied_with_above", and the summary gains "comparisons" and "breakdowns".
 
     A dataset whose every reference path is a single viewpoint (the R2R test split) gets
     "unscorable" (the reason) and no metrics: success would be trivially 100%.
@@ -247,9 +307,35 @@ def finish_summary(static: dict, totals: dict, agents: list[str] | None = None) 
     summary.update(shared)
     summary["agents"] = blocks
     summary["leaderboard"] = leaderboard(blocks)
+    if bootstrap_options is not None:
+        summary["bootstrap"] = bootstrap_options
+    if bootstrap is not None and not unscorable:
+        add_bootstrap(summary, bootstrap, bootstrap_options or {})
     if unscorable:
         summary["unscorable"] = unscorable
     return summary
+
+
+TIE_METRIC = "spl"  # ties are judged on the leaderboard's first ranking metric
+
+
+def add_bootstrap(summary: dict, sums: dict, options: dict) -> None:
+    """Intervals on the leaderboard rows, "comparisons" (Holm per metric), tie marks and "breakdowns"."""
+    from vlnkit.comparison.accumulate import agent_intervals, breakdowns, comparisons, pairs_of
+    from vlnkit.comparison.paired import ties
+    from vlnkit.evaluation.common import METRICS
+
+    confidence = float(options.get("confidence", 0.95))
+    agents = list(summary["agents"])
+    pairs = pairs_of(agents, options.get("baseline"))
+    rows = comparisons(sums, METRICS, confidence, pairs)
+    ranking = [r["agent"] for r in summary["leaderboard"]]
+    tied = ties(ranking, rows, TIE_METRIC)
+    for r in summary["leaderboard"]:
+        r.update(agent_intervals(sums, r["agent"], METRICS, confidence))
+        r["tied_with_above"] = tied.get(r["agent"])
+    summary["comparisons"] = rows
+    summary["breakdowns"] = breakdowns(sums, confidence)
 
 
 LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
@@ -294,12 +380,17 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def _cell(metric: str, value) -> str:
+HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
+
+
+def _cell(metric: str, value, interval=None) -> str:
     if value is None:
         return "n/a"
-    if metric in ("ne", "pl"):
-        return f"{value:.2f}"
-    return f"{100 * value:.2f}"
+    scale = 1.0 if metric in ("ne", "pl") else 100.0
+    text = f"{scale * value:.2f}"
+    if interval:
+        text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
+    return text
 
 
 def success_line(options: dict) -> str:
@@ -321,33 +412,56 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     import io
 
     head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
+    first = rows[0] if rows else {}
+    with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
+    cis = [f"{m}_ci" for m in LEADERBOARD_METRICS] if with_ci else []
+    bootstrap_keys = {*(k for k in first if k.endswith("_ci")), "tied_with_above"}
     # Per-language columns, language by language (rows may come back from JSON with sorted keys).
-    languages = sorted({k.split("_", 1)[1] for k in (rows[0] if rows else {}) if k not in head})
+    languages = sorted({k.split("_", 1)[1] for k in first if k not in head and k not in bootstrap_keys})
     extra = [language_column(m, language) for language in languages for m in LANGUAGE_METRICS]
     head += extra
+    csv_head = head + cis + (["tied_with_above"] if with_ci else [])
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=head, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=csv_head, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: ("" if r[k] is None else r[k]) for k in head})
+        writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
     labels = [m.upper() + (" (m)" if m in ("ne", "pl") else " (%)") for m in LEADERBOARD_METRICS]
     labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
     md = [success_line(options), ""]
+    if with_ci:
+        md += [
+            f"Brackets: {100 * options.get('confidence', 0.95):g}% bootstrap intervals ({options.get('bootstrap')} "
+            f"replicates, unit: {options.get('bootstrap_unit', 'episode')}). \u2248 before a rank: its "
+            f"{TIE_METRIC.upper()} does not differ significantly from the agent ranked above (paired, Holm-corrected).",
+            "",
+        ]
     md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
     md.append("|" + " --- |" * (4 + len(labels)))
     for r in rows:
         agent = str(r["agent"]).replace("|", "\\|")
-        cells = [_cell(m, r[m]) for m in LEADERBOARD_METRICS] + [_cell(c, r.get(c)) for c in extra]
+        cells = [_cell(m, r[m], r.get(f"{m}_ci") if m in HEADLINE_CI else None) for m in LEADERBOARD_METRICS]
+        cells += [_cell(c, r.get(c)) for c in extra]
+        mark = "\u2248" if r.get("tied_with_above") else ""
         md.append(
-            f"| {r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
+            f"| {mark}{r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
             + " | ".join(cells)
             + " |"
         )
     return buf.getvalue(), "\n".join(md) + "\n"
 
 
+def _csv_value(value):
+    """A CSV cell: empty for None, an interval as "low;high" (full precision)."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(repr(float(v)) for v in value)
+    return value
+
+
 def write_leaderboard(output_dir: str, summary: dict) -> None:
-    csv_text, md_text = leaderboard_text(summary["leaderboard"], summary["options"])
+    csv_text, md_text = leaderboard_text(summary["leaderboard"], {**summary["options"], **summary.get("bootstrap", {})})
     for name, text in zip(LEADERBOARD, (csv_text, md_text)):
         with fileio.open_write(fileio.join(output_dir, name)) as f:
             f.write(text.encode("utf-8"))
@@ -420,6 +534,10 @@ def run(ctx: Run) -> dict:
     if not opts.predictions:
         raise JobError("--predictions is required")
     agent_files = agent_inputs(ctx, opts.predictions)
+    if opts.baseline is not None and opts.baseline not in agent_files:
+        raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agent_files)}")
+    if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
+        raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
     published = published_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)

@@ -31,6 +31,7 @@ from vlnkit.io.schemas import EPISODE_SCORES
 MISSING = "missing"
 UNUSABLE = "unusable"
 BY_LANGUAGE = "by_language"  # totals of one language's pairs (RxR), summed like an agent's own
+BOOTSTRAP = "bootstrap"  # the `bootstrap` hook's output per bucket (transforms.score_bootstrap)
 
 
 def language_key(language: str, name: str) -> str:
@@ -72,8 +73,11 @@ def score_pairs(graph, adjacent, refs, queries, config: ScoringConfig):
 
 
 class _ScoreBucket(GraphDoFn):
-    def __init__(self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config):
+    def __init__(
+        self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config, bootstrap=None
+    ):
         super().__init__(connectivity_dir)
+        self.bootstrap = bootstrap
         self.agents = agents
         self.dataset_files = dataset_files
         self.config = config
@@ -123,14 +127,18 @@ class _ScoreBucket(GraphDoFn):
             for name, value in counts.items():
                 out[agent_key(agent, name)] = out.get(agent_key(agent, name), 0) + value
         self.progress.tick(sum(len(m.episodes) for m in join.agents.values()))
-        tables = self._score(join, out)
+        reference_lengths: list[np.ndarray] = []
+        tables = self._score(join, out, reference_lengths)
         if tables:
             # One chunk per column: a table of many small chunks costs a pickle per chunk wherever Beam
             # encodes it (its element-size sampling does), 7 s a run with 50 agents before this.
-            yield pa.concat_tables(tables).combine_chunks()
+            table = pa.concat_tables(tables).combine_chunks()
+            if self.bootstrap is not None:
+                yield beam.pvalue.TaggedOutput(BOOTSTRAP, self.bootstrap(table, np.concatenate(reference_lengths)))
+            yield table
         yield beam.pvalue.TaggedOutput(TOTALS, out)
 
-    def _score(self, join: BucketJoin, out: dict) -> list[pa.Table]:
+    def _score(self, join: BucketJoin, out: dict, reference_lengths: list) -> list[pa.Table]:
         """Score every agent's pairs of the bucket, one `score_pairs` call per scan for all agents together
         (a pair's scores do not depend on the pairs it is scored with, see `score_pairs`), so the number of
         calls does not grow with the number of agents. Adds each agent's exact sums to `out`."""
@@ -160,9 +168,13 @@ class _ScoreBucket(GraphDoFn):
             graph, adjacent, names = self._scan(scan)
             q = queries_all.take(sel)
             r = refs_all.take(ref_rows[sel])
+            rp, rl = padded(r.offsets, r.values)
             scores, jumps, (qp, ql), collapsed = score_pairs(
-                graph, adjacent, padded(r.offsets, r.values), padded(q.offsets, q.values), self.config
+                graph, adjacent, (rp, rl), padded(q.offsets, q.values), self.config
             )
+            # Each pair's reference path length in metres (the bootstrap's length breakdown), table order.
+            steps = graph.distances[rp[:, :-1], rp[:, 1:]]
+            reference_lengths.append(np.where(np.arange(1, rp.shape[1]) < rl[:, None], steps, 0.0).sum(axis=1))
             self.scored.inc(len(sel))
             for m in METRICS:
                 scores_all[m][sel] = scores[m]
@@ -218,8 +230,11 @@ class ScoreBuckets(beam.PTransform):
     dataset files as given to `ReadReferenceBatches` (ranked the same way here).
     """
 
-    def __init__(self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config):
+    def __init__(
+        self, connectivity_dir: str, agents: dict[str, list[str]], dataset_files: list[str], config, bootstrap=None
+    ):
         super().__init__()
+        self.bootstrap = bootstrap  # (bucket table, reference lengths) -> a BOOTSTRAP output, see score_bootstrap
         self.connectivity_dir = connectivity_dir
         self.agents = agents
         self.dataset_files = [p for _, p in dataset_ranks(dataset_files)]
@@ -231,8 +246,8 @@ class ScoreBuckets(beam.PTransform):
             | "GroupByBucket" >> beam.GroupByKey()
             | "JoinAndScore"
             >> beam.ParDo(
-                _ScoreBucket(self.connectivity_dir, self.agents, self.dataset_files, self.config)
-            ).with_outputs(TOTALS, DEAD_LETTER, MISSING, UNUSABLE, main="tables")
+                _ScoreBucket(self.connectivity_dir, self.agents, self.dataset_files, self.config, self.bootstrap)
+            ).with_outputs(TOTALS, DEAD_LETTER, MISSING, UNUSABLE, BOOTSTRAP, main="tables")
         )
         return {
             "tables": out.tables,
@@ -240,4 +255,5 @@ class ScoreBuckets(beam.PTransform):
             DEAD_LETTER: out[DEAD_LETTER],
             MISSING: out[MISSING],
             UNUSABLE: out[UNUSABLE],
+            BOOTSTRAP: out[BOOTSTRAP],
         }

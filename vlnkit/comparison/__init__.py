@@ -9,6 +9,8 @@
 - `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`
   (every pair, or every agent against a baseline) and `breakdown` (per scan, reference path-length
   bucket or language).
+- `accumulate`: the same from slices of the table (the score job's buckets), merged exactly: `slice_sums`,
+  `merge_sums`, then `agent_intervals`, `comparisons`, `breakdowns`.
 
 Beam-free: the score job's transforms only compute `ReplicateSums` per bundle and add them.
 """
@@ -21,6 +23,7 @@ __getattr__, __all__ = lazy_exports(
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
         "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
         "paired": ("HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
+        "accumulate": ("slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of"),
         "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
     },
 )

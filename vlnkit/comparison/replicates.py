@@ -64,6 +64,13 @@ def _limbs(values: np.ndarray) -> tuple[np.ndarray, int]:
     return out, first
 
 
+def _add(position: dict[int, np.ndarray], first: int, sums: np.ndarray) -> None:
+    """Add a block's (limb columns, replicates) products to the per-position int64 totals."""
+    sums = sums.astype(np.int64)
+    for c in np.flatnonzero(sums.any(axis=1)).tolist():
+        position[first + c] = position.get(first + c, 0) + sums[c]  # < 2**63 up to 2**19 blocks
+
+
 def _to_ints(by_position: dict[int, np.ndarray], replicates: int) -> list[int]:
     """Per replicate, the exact integer sum over limb positions p of total[p] << 26 * p."""
     exact = np.zeros(replicates, dtype=object)
@@ -124,15 +131,25 @@ class ReplicateSums:
         weight_sums = {name: np.zeros(out.replicates, dtype=np.int64) for name in values}
         for start in range(0, len(weights), BLOCK_ROWS):
             block = weights[start : start + BLOCK_ROWS].astype(np.float64)  # converted once, used by every column
+            whole, whole_limbs = [], []  # columns finite on every row of the block: one matrix product for all
             for name, v in values.items():
                 keep = finite[name][start : start + BLOCK_ROWS]
-                w = block if keep.all() else block[keep]
                 limbs, first = _limbs(v[start : start + BLOCK_ROWS][keep])
-                sums = (w.T @ limbs).T.astype(np.int64)  # exact: every partial sum is an integer below 2**53
-                for c in np.flatnonzero(sums.any(axis=1)).tolist():
-                    position = by_position[name]
-                    position[first + c] = position.get(first + c, 0) + sums[c]  # < 2**63 up to 2**19 blocks
+                if keep.all():
+                    whole.append((name, first, limbs.shape[1]))
+                    whole_limbs.append(limbs)
+                    continue
+                w = block[keep]
+                _add(by_position[name], first, (w.T @ limbs).T)
                 weight_sums[name] += w.sum(axis=0).astype(np.int64)
+            if whole:
+                sums = (block.T @ np.hstack(whole_limbs)).T  # exact: every partial sum is an integer below 2**53
+                all_weights = block.sum(axis=0).astype(np.int64)
+                at = 0
+                for name, first, width in whole:
+                    _add(by_position[name], first, sums[at : at + width])
+                    weight_sums[name] += all_weights
+                    at += width
         for name, v in values.items():
             out.totals[name] = exact_sum(v[finite[name]])
             out.counts[name] = int(finite[name].sum())
@@ -154,6 +171,33 @@ class ReplicateSums:
             ):
                 merged[name] = [a + b for a, b in zip(mine.get(name, zero), theirs.get(name, zero))]
         return out
+
+    def __sub__(self, other: ReplicateSums) -> ReplicateSums:
+        """The sums of the episodes in `self` but not in `other` (exact, when `other`'s episodes are a subset)."""
+        if self.replicates != other.replicates:
+            raise ValueError(f"cannot subtract {other.replicates} replicates from {self.replicates}")
+        out = ReplicateSums(self.replicates)
+        for name in self.totals:
+            zero = [0] * self.replicates
+            out.totals[name] = self.totals[name] - other.totals.get(name, 0)
+            out.counts[name] = self.counts[name] - other.counts.get(name, 0)
+            out.weighted_totals[name] = [
+                a - b for a, b in zip(self.weighted_totals[name], other.weighted_totals.get(name, zero))
+            ]
+            out.weighted_counts[name] = [
+                a - b for a, b in zip(self.weighted_counts[name], other.weighted_counts.get(name, zero))
+            ]
+        return out
+
+    def renamed(self, names: dict[str, str]) -> ReplicateSums:
+        """The columns in `names` under their new names (others left out)."""
+        return ReplicateSums(
+            self.replicates,
+            {names[k]: v for k, v in self.totals.items() if k in names},
+            {names[k]: v for k, v in self.counts.items() if k in names},
+            {names[k]: v for k, v in self.weighted_totals.items() if k in names},
+            {names[k]: v for k, v in self.weighted_counts.items() if k in names},
+        )
 
     # ------------------------------------------------------------------ estimates
     def mean(self, name: str) -> float | None:

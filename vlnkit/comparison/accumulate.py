@@ -1,0 +1,199 @@
+"""Bootstrap sums of one slice of the score job's episode table, mergeable across slices, and what they give.
+
+The score job cuts its episode table into buckets (by path_id, so every agent's row of one episode,
+and every instruction of one path, are in the same bucket). `slice_sums` computes, for one such
+slice, the `ReplicateSums` the summary needs, keyed:
+
+- `("agent", agent)`: the agent's metrics (its intervals);
+- `("pair", a, b)`: columns `a:<metric>`, `b:<metric>` on the episodes both agents scored
+  (`PairedSums`: the paired difference);
+- `("by", column, group, agent)`: the agent's headline metrics on one group (a scan, a language).
+
+The weights are computed once per slice for all agents (a pure function of seed, key, replicate),
+so the dicts of any slices merge with `merge_sums` (exact integer sums, any order, same bits), and
+`agent_intervals`, `comparisons` and `breakdowns` read the merged dict.
+
+>>> table = {"agent": ["a"] * 3 + ["b"] * 3, "instr_id": ["1_0", "2_0", "3_0"] * 2,
+...          "scan": ["s"] * 6, "sr": [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]}
+>>> whole = slice_sums(table, ["sr"], replicates=50, pairs=[("a", "b")])
+>>> rows = comparisons(whole, ["sr"])
+>>> rows[0]["difference"], rows[0]["episodes"]
+(0.3333333333333333, 3)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
+from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums
+from vlnkit.comparison.resampling import episode_keys, poisson_weights
+
+__all__ = ["slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of", "GROUP_COLUMNS"]
+
+GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
+
+
+def pairs_of(agents, baseline: str | None = None) -> list[tuple[str, str]]:
+    """Every pair of agents in the given order (a before b), or every agent against `baseline` (b).
+
+    >>> pairs_of(["x", "y", "z"])
+    [('x', 'y'), ('x', 'z'), ('y', 'z')]
+    >>> pairs_of(["x", "y", "z"], baseline="y")
+    [('x', 'y'), ('z', 'y')]
+    """
+    agents = list(agents)
+    if baseline is None:
+        return [(a, b) for i, a in enumerate(agents) for b in agents[i + 1 :]]
+    if baseline not in agents:
+        raise ValueError(f"baseline agent {baseline!r} is not among the agents {agents}")
+    return [(a, baseline) for a in agents if a != baseline]
+
+
+def _column(table, name: str) -> pa.Array:
+    if isinstance(table, pa.Table):
+        return table[name].combine_chunks()
+    return pa.array(table[name])
+
+
+def _floats(table, name: str) -> np.ndarray:
+    """A metric column as float64 with NaN for nulls."""
+    column = _column(table, name)
+    return pc.fill_null(pc.cast(column, pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+
+
+def _codes(column: pa.Array) -> tuple[np.ndarray, list]:
+    """(per-row code into the distinct values, -1 for null; the distinct values) in one Arrow call."""
+    encoded = column.dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes = np.where(encoded.indices.is_valid().to_numpy(zero_copy_only=False), codes, -1).astype(np.int64)
+    return codes, encoded.dictionary.to_pylist()
+
+
+def slice_sums(
+    table,
+    metrics,
+    *,
+    replicates: int,
+    seed: int = 0,
+    unit: str = "episode",
+    pairs=(),
+    by=(),
+    group_metrics=HEADLINE,
+) -> dict[tuple, ReplicateSums]:
+    """The bootstrap sums of one slice of the episode table (a pyarrow Table or dict of columns with
+    `agent`, `instr_id`, `scan` and the metrics): see the module docstring for the keys."""
+    agent_codes, agent_names = _codes(_column(table, "agent"))
+    id_codes, ids = _codes(_column(table, "instr_id"))
+    if (id_codes < 0).any():
+        raise ValueError("the episode table has a row without instr_id")
+    scans = None
+    if unit == "path":
+        scan_codes, scan_names = _codes(_column(table, "scan"))
+        first = np.full(len(ids), -1, np.int64)
+        first[id_codes[::-1]] = np.arange(len(id_codes))[::-1]
+        scans = [scan_names[c] for c in scan_codes[first].tolist()]
+    keys = episode_keys(pa.array(ids, pa.string()), unit=unit, scans=scans)
+    unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
+    values = {m: _floats(table, m) for m in metrics}
+    out: dict[tuple, ReplicateSums] = {}
+    rows_of = {}
+    for code, agent in enumerate(agent_names):
+        rows = np.flatnonzero(agent_codes == code)
+        rows_of[agent] = rows
+        out[("agent", agent)] = ReplicateSums.of({m: values[m][rows] for m in metrics}, unique_weights[id_codes[rows]])
+    for a, b in pairs:
+        if a in rows_of and b in rows_of:
+            pair = _pair_sums(a, b, rows_of, id_codes, values, unique_weights, out)
+            if pair is not None:
+                out[("pair", a, b)] = pair
+    for column_name in by:
+        if isinstance(table, pa.Table) and column_name not in table.column_names:
+            continue
+        if not isinstance(table, pa.Table) and column_name not in table:
+            continue
+        group_codes, groups = _codes(_column(table, column_name))
+        kept = [m for m in group_metrics if m in values]
+        for g, group in enumerate(groups):
+            in_group = group_codes == g
+            for a, agent in enumerate(agent_names):
+                rows = np.flatnonzero(in_group & (agent_codes == a))
+                if len(rows):
+                    out[("by", column_name, str(group), agent)] = ReplicateSums.of(
+                        {m: values[m][rows] for m in kept}, unique_weights[id_codes[rows]]
+                    )
+    return out
+
+
+def _pair_sums(a, b, rows_of, id_codes, values, weights, agent_sums) -> ReplicateSums | None:
+    """`PairedSums` columns `a:<m>`, `b:<m>` of agents a and b, bit for bit, but computed as each agent's own
+    sums minus those of its rows left out of the pair (not common, or the other agent's value not finite):
+    exact integer sums subtract exactly, and usually (both agents scored every episode) nothing is left out."""
+    ra, rb = rows_of[a], rows_of[b]
+    common, ia, ib = np.intersect1d(id_codes[ra], id_codes[rb], assume_unique=True, return_indices=True)
+    if not len(common):
+        return None
+    out = ReplicateSums(weights.shape[1])
+    for side, rows, mine, theirs in (("a", ra, ia, ib), ("b", rb, ib, ia)):
+        other = rb if side == "a" else ra
+        dropped = {}
+        in_pair = np.zeros(len(rows), bool)
+        in_pair[mine] = True
+        for m, v in values.items():
+            partner = np.full(len(rows), np.nan)
+            partner[mine] = v[other[theirs]]
+            drop = np.isfinite(v[rows]) & ~(in_pair & np.isfinite(partner))
+            dropped[m] = np.where(drop, v[rows], np.nan)
+        keep = np.flatnonzero(np.any([np.isfinite(d) for d in dropped.values()], axis=0))
+        own = agent_sums[("agent", a if side == "a" else b)]
+        if len(keep):
+            own = own - ReplicateSums.of({m: d[keep] for m, d in dropped.items()}, weights[id_codes[rows[keep]]])
+        out = out + own.renamed({m: f"{side}:{m}" for m in values})
+    return out
+
+
+def merge_sums(*parts: dict) -> dict[tuple, ReplicateSums]:
+    """The sums of the union of slices: `+` per key (exact, so in any order).
+
+    >>> t = {"agent": ["a", "a"], "instr_id": ["1_0", "2_0"], "scan": ["s", "s"], "sr": [1.0, 0.0]}
+    >>> one = {k: v for k, v in t.items()}
+    >>> halves = [slice_sums({k: v[i : i + 1] for k, v in t.items()}, ["sr"], replicates=20) for i in (0, 1)]
+    >>> merge_sums(*halves) == slice_sums(t, ["sr"], replicates=20)
+    True
+    """
+    out: dict[tuple, ReplicateSums] = {}
+    for part in parts:
+        for key, sums in part.items():
+            out[key] = out[key] + sums if key in out else sums
+    return out
+
+
+def agent_intervals(sums: dict, agent: str, metrics, confidence: float = DEFAULT_CONFIDENCE) -> dict:
+    """{"<metric>_ci": [low, high] or None} of one agent from merged sums."""
+    own = sums.get(("agent", agent))
+    return {f"{m}_ci": (own.interval(m, confidence) if own is not None else None) for m in metrics}
+
+
+def comparisons(sums: dict, metrics, confidence: float = DEFAULT_CONFIDENCE, pairs=None) -> list[dict]:
+    """The summary's comparison rows (`comparison_rows`, Holm per metric) of the pairs in `sums`
+    (in the order of `pairs` when given)."""
+    keys = [("pair", a, b) for a, b in pairs] if pairs is not None else [k for k in sums if k[0] == "pair"]
+    paired = [PairedSums(k[1], k[2], sums[k]) for k in keys if k in sums]
+    return comparison_rows(paired, list(metrics), confidence)
+
+
+def breakdowns(sums: dict, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[dict]]:
+    """{column: [{"group", "agent", "episodes", "<m>", "<m>_ci"}]} sorted by group, then agent."""
+    out: dict[str, list[dict]] = {}
+    for key in sorted(k for k in sums if k[0] == "by"):
+        _, column_name, group, agent = key
+        s = sums[key]
+        metrics = list(s.counts)
+        row = {"group": group, "agent": agent, "episodes": max(s.counts.values(), default=0)}
+        for m in metrics:
+            row[m] = s.mean(m)
+            row[f"{m}_ci"] = s.interval(m, confidence)
+        out.setdefault(column_name, []).append(row)
+    return out
