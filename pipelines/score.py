@@ -73,8 +73,9 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--bootstrap",
         type=int,
-        default=1000,
-        help="Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off); "
+        default=0,
+        help="Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 is "
+        "the usual choice, and costs about 5x the run time at 1M predictions today: benchmarks/RESULTS.md); "
         "each episode's weights are a function of --seed and its id only, so results do not depend on workers",
     )
     parser.add_argument(

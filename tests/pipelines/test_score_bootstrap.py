@@ -27,7 +27,7 @@ def episode_table(out):
 
 @pytest.fixture(scope="module")
 def val_unseen(tmp_path_factory, shared_data, connectivity_dir):
-    """shortest, an identical copy of it, and random on R2R val_unseen, 1000 replicates (the defaults)."""
+    """shortest, an identical copy of it, and random on R2R val_unseen, 1000 replicates."""
     out = tmp_path_factory.mktemp("bootstrap") / "out"
     short = shared_data / FOLDER / "val_unseen_shortest_agent.json"
     rand = shared_data / FOLDER / "val_unseen_random_agent.json"
@@ -39,6 +39,7 @@ def val_unseen(tmp_path_factory, shared_data, connectivity_dir):
         f"--dataset={shared_data / 'r2r' / 'R2R_val_unseen.json'}",
         f"--connectivity_dir={connectivity_dir}",
         "--seed=7",
+        "--bootstrap=1000",
     )
     return out, summary
 
