@@ -18,6 +18,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
 from transforms.score_records import ReadDataset
+from transforms.tally import MergeWith
 from vlnkit.datasets.trajectories import episode_ids
 from vlnkit.io import fileio
 from vlnkit.reports.stats import (
@@ -46,23 +47,11 @@ class ReportInput:
     compare: bool = False
 
 
-class MergePartials(beam.CombineFn):
+class MergePartials(MergeWith):
     """Partials -> one merged partial (an empty input gives {})."""
 
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, acc, item):
-        return merge(acc, item)
-
-    def merge_accumulators(self, accs):
-        out = {}
-        for acc in accs:
-            merge(out, acc)
-        return out
-
-    def extract_output(self, acc):
-        return acc
+    def __init__(self):
+        super().__init__(merge)
 
 
 # ----------------------------------------------------------------------------- datasets

@@ -10,24 +10,11 @@ from __future__ import annotations
 import apache_beam as beam
 import pyarrow as pa
 
+from transforms.tally import MergeWith
 from vlnkit.comparison.accumulate import GROUP_COLUMNS, merge_sums, slice_sums
 from vlnkit.comparison.episodes import length_buckets
 
 LENGTH_COLUMN = "reference_length"  # the breakdown by reference path length (buckets in metres)
-
-
-class _MergeSums(beam.CombineFn):
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, accumulator, element):
-        return merge_sums(accumulator, element)
-
-    def merge_accumulators(self, accumulators):
-        return merge_sums(*accumulators)
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 class SliceSums:
@@ -56,4 +43,4 @@ class MergeSums(beam.PTransform):
     """Bucket sums (the BOOTSTRAP output of ScoreBuckets) -> one dict, added exactly in any order."""
 
     def expand(self, sums):
-        return sums | "MergeSums" >> beam.CombineGlobally(_MergeSums())
+        return sums | "MergeSums" >> beam.CombineGlobally(MergeWith(merge_sums))

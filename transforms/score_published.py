@@ -11,6 +11,7 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.tally import MergeWith
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.rxr import parse_followers
 from vlnkit.io import fileio
@@ -47,24 +48,11 @@ class _Compare(beam.DoFn):
                 yield agent, differences(mine, published)
 
 
-class _MergeByAgent(beam.CombineFn):
-    def create_accumulator(self):
-        return {}
-
-    def add_input(self, acc, element):
-        agent, part = element
+def merge_by_agent(acc: dict, other: dict) -> dict:
+    """{agent: comparison partial} dicts merged agent by agent."""
+    for agent, part in other.items():
         acc[agent] = merge_differences([acc.get(agent, {}), part])
-        return acc
-
-    def merge_accumulators(self, accs):
-        out = {}
-        for acc in accs:
-            for agent, part in acc.items():
-                out[agent] = merge_differences([out.get(agent, {}), part])
-        return out
-
-    def extract_output(self, acc):
-        return acc
+    return acc
 
 
 class ComparePublished(beam.PTransform):
@@ -78,5 +66,6 @@ class ComparePublished(beam.PTransform):
         return (
             tables
             | "CompareWithPublished" >> beam.ParDo(_Compare(self.published))
-            | "MergeComparisons" >> beam.CombineGlobally(_MergeByAgent())
+            | "ByAgent" >> beam.MapTuple(lambda agent, part: {agent: part})
+            | "MergeComparisons" >> beam.CombineGlobally(MergeWith(merge_by_agent))
         )
