@@ -31,7 +31,6 @@ from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.command import Job, run_as_command  # noqa: F401 -- moved there; still importable from here
 from pipelines.options import JobError, local_runner, settings
 from pipelines.provenance import (
     connectivity_files,
@@ -51,7 +50,6 @@ from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 
 __all__ = [
     "BEFORE_READ",
-    "Job",
     "JobError",
     "Outcome",
     "Run",
@@ -59,7 +57,6 @@ __all__ = [
     "default_outcome",
     "format_table",
     "print_outputs",
-    "run_as_command",
     "with_stages",
 ]
 

@@ -54,7 +54,7 @@ def freeze_heap_at_exit_in_sdk_worker() -> bool:
     objects out of the collector's sight; the process's memory is returned to the system anyway.
     Nothing in a worker relies on the finalizer of an object in a reference cycle at exit: every
     step writes and closes its files (and caches) itself before its bundle ends.
-    `pipelines.job.run_as_command` does the same for the job's own process. Only worker processes
+    `pipelines.command.run_as_command` does the same for the job's own process. Only worker processes
     are touched, never a process that merely imports this package (a notebook, a training loop).
     Returns whether the hook is registered in this process.
     """
