@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
-from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums
+from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, slot_sums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
 __all__ = ["slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of", "GROUP_COLUMNS"]
@@ -99,11 +99,11 @@ def slice_sums(
     unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
     values = {m: _floats(table, m) for m in metrics}
     out: dict[tuple, ReplicateSums] = {}
+    per_agent = slot_sums(unique_weights, id_codes, agent_codes, len(agent_names), values)
     rows_of = {}
     for code, agent in enumerate(agent_names):
-        rows = np.flatnonzero(agent_codes == code)
-        rows_of[agent] = rows
-        out[("agent", agent)] = ReplicateSums.of({m: values[m][rows] for m in metrics}, unique_weights[id_codes[rows]])
+        rows_of[agent] = np.flatnonzero(agent_codes == code)
+        out[("agent", agent)] = per_agent[code]
     for a, b in pairs:
         if a in rows_of and b in rows_of:
             pair = _pair_sums(a, b, rows_of, id_codes, values, unique_weights, out)
@@ -115,15 +115,19 @@ def slice_sums(
         if not isinstance(table, pa.Table) and column_name not in table:
             continue
         group_codes, groups = _codes(_column(table, column_name))
-        kept = [m for m in group_metrics if m in values]
-        for g, group in enumerate(groups):
-            in_group = group_codes == g
-            for a, agent in enumerate(agent_names):
-                rows = np.flatnonzero(in_group & (agent_codes == a))
-                if len(rows):
-                    out[("by", column_name, str(group), agent)] = ReplicateSums.of(
-                        {m: values[m][rows] for m in kept}, unique_weights[id_codes[rows]]
-                    )
+        kept = {m: values[m] for m in group_metrics if m in values}
+        grouped = group_codes >= 0
+        slots = group_codes[grouped] * len(agent_names) + agent_codes[grouped]
+        per_slot = slot_sums(
+            unique_weights,
+            id_codes[grouped],
+            slots,
+            len(groups) * len(agent_names),
+            {m: v[grouped] for m, v in kept.items()},
+        )
+        for slot in np.unique(slots).tolist():
+            group, agent = groups[slot // len(agent_names)], agent_names[slot % len(agent_names)]
+            out[("by", column_name, str(group), agent)] = per_slot[slot]
     return out
 
 
