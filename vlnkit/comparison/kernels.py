@@ -5,13 +5,13 @@ was a float64 matrix product per block of episodes, after converting the uint8 w
 and gathering them per agent and per breakdown group; the conversions and copies cost as much as the
 arithmetic, and the score job took 5x its time without the bootstrap. Here one pass over the rows
 adds `weight * limb` into per-(slot, column) accumulators, reading each weight as a byte and skipping
-zero limbs (most values have one or two non-zero limbs of three), with the replicates in tiles of
+zero limbs (a value below 1,024 has one non-zero limb of two), with the replicates in tiles of
 `TILE` whose accumulators stay in the CPU cache.
 
-Exactness (why float64 accumulators give integer-exact sums): limbs are integers below 2**26
-(`vlnkit.comparison.replicates`), weights at most 31, so one product is below 2**31, and a tile's
+Exactness (why float64 accumulators give integer-exact sums): limbs are integers below 2**36
+(`vlnkit.comparison.replicates`), weights at most 31, so one product is below 2**41, and a tile's
 accumulators take at most `CHUNK_ROWS` products before they are moved into int64 totals:
-4,096 * 2**31 = 2**43, far below 2**53. Integer sums do not depend on the order they are added in,
+4,096 * 31 * 2**36 < 2**53. Integer sums do not depend on the order they are added in,
 so the results are the same bits for any row order, chunking or partitioning.
 
 The weight of episode key k in replicate b is the one `vlnkit.comparison.resampling` defines:
@@ -29,8 +29,7 @@ from numba import njit
 from vlnkit.hashing import GOLDEN, TAG_INT
 
 TILE = 128  # replicates per accumulator tile: slots x columns x 128 float64 stay in the cache
-CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**26 < 2**53, so float64 sums stay exact
-LIMBS = 3  # limbs per value (`vlnkit.comparison.replicates.limbs_of`)
+CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
 _TAG_INT = np.uint64(TAG_INT)
 
@@ -75,12 +74,13 @@ def weighted_limb_sums(weights, episode, slot, limbs, missing, out, first, stop)
     """Exact per-slot sums of weight * limb for replicates first..stop-1, added into `out`.
 
     weights (E, B) uint8; episode (n,) row -> weight row; slot (n,) row -> output slot (rows sorted
-    by slot run fastest); limbs (n, M, 3) float64; missing (n, M) bool: the row has no value of
-    metric m; out (slots, 1 + M + 3 M, B) int64: column 0 sums the weights of all rows, 1 + m those
-    of rows missing metric m, 1 + M + 3 m + j limb j of metric m. Calls on disjoint replicate ranges
+    by slot run fastest); limbs (n, M, L) float64; missing (n, M) bool: the row has no value of
+    metric m; out (slots, 1 + M + L M, B) int64: column 0 sums the weights of all rows, 1 + m those
+    of rows missing metric m, 1 + M + L m + j limb j of metric m. Calls on disjoint replicate ranges
     write disjoint parts of `out`, so threads can share it (the kernel releases the GIL).
     """
     n, metrics = missing.shape
+    limb_count = limbs.shape[2]
     n_slots, columns = out.shape[0], out.shape[1]
     acc = np.zeros((n_slots, columns, TILE))
     touched = np.zeros(n_slots, np.bool_)
@@ -104,10 +104,10 @@ def weighted_limb_sums(weights, episode, slot, limbs, missing, out, first, stop)
                         for b in range(width):
                             gone[b] += w[b]
                         continue
-                    for j in range(LIMBS):
+                    for j in range(limb_count):
                         v = limbs[r, m, j]
                         if v != 0.0:
-                            sums = acc[s, 1 + metrics + LIMBS * m + j]
+                            sums = acc[s, 1 + metrics + limb_count * m + j]
                             for b in range(width):
                                 sums[b] += w[b] * v
             for s in range(n_slots):

@@ -8,8 +8,9 @@ of the data, added in any order, give the same bits, and so does every interval 
   2**-SUM_SCALE (`vlnkit.io.exactsum`), divided once;
 - a replicate's sum(w * x) is the exact sum of w times x rounded to the grid 2**-REPLICATE_BITS
   (2**-26, 1.5e-8; round half to even). The rounding is the price of speed: a value on the grid is an
-  integer of at most three 26-bit limbs, of which a metric in [0, 1] uses one and a distance below
-  67,000 km two, where the exact float needs three (`vlnkit.comparison.kernels` explains the pass).
+  integer of two 36-bit limbs of which one is non-zero for every value below 1,024 (all rates, and
+  distances below a kilometre), where the exact float needs three 26-bit limbs at exponent-dependent
+  positions (`vlnkit.comparison.kernels` explains the pass).
   A replicate mean moves by less than 2**-27 (7.5e-9) from the unrounded one, thousands of times
   below an interval's Monte-Carlo error (about 1e-3 with 1,000 replicates), and a test holds it.
 
@@ -42,42 +43,43 @@ __all__ = ["ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAUL
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_REPLICATES = 1000
 REPLICATE_BITS = 26  # replicate sums add values rounded to multiples of 2**-26
-LIMB_BITS = 26
+LIMB_BITS = 36  # `vlnkit.comparison.kernels`: 4,096 rows x weight 31 x 2**36 < 2**53
+LIMBS = 2  # |x| < 2**36 on the 2**-26 grid: below 2**62, two limbs
 _LIMB_MASK = (1 << LIMB_BITS) - 1
 MAX_WEIGHT = 31
 MAX_THREADS = 4  # threads of one bootstrap pass (a worker process's share of the cores)
 PARALLEL_WORK = 1 << 24  # rows x replicates below which one thread does it all
-MAX_VALUE = 2.0**36  # |x| * 2**26 must fit in int64 with room: 2**62
+MAX_VALUE = 2.0**36  # |x| * 2**26 below 2**62: two limbs, and int64 room for the carries
+KERNEL_ROWS = 1 << 21  # rows per kernel call: low limbs of 2**21 rows x 31 x 2**36 < 2**63 before carrying
 
 
 def limbs_of(values: np.ndarray) -> np.ndarray:
-    """(n, 3) float64 limbs of finite values on the replicate grid: rint(x * 2**26) ==
-    l0 + l1 * 2**26 + l2 * 2**52, l0 and l1 in [0, 2**26), l2 signed (arithmetic shift).
+    """(n, 2) float64 limbs of finite values on the replicate grid: rint(x * 2**26) == l0 + l1 * 2**36,
+    l0 in [0, 2**36), l1 signed (arithmetic shift).
 
-    >>> limbs_of(np.array([1.0, 0.5, 2.0**30])).tolist()
-    [[0.0, 1.0, 0.0], [33554432.0, 0.0, 0.0], [0.0, 16.0, 0.0]]
+    >>> limbs_of(np.array([1.0, 0.5, -1.0, 2.0**30])).tolist()
+    [[67108864.0, 0.0], [33554432.0, 0.0], [68652367872.0, -1.0], [0.0, 1048576.0]]
     """
     values = np.asarray(values, dtype=np.float64)
     too_big = np.abs(values) >= MAX_VALUE
     if too_big.any():
         raise ValueError(f"bootstrap values must be below {MAX_VALUE:g} in magnitude, got {values[too_big][0]!r}")
     ints = np.rint(values * float(1 << REPLICATE_BITS)).astype(np.int64)  # exact: a power-of-two scale
-    out = np.empty((len(values), 3))
+    out = np.empty((len(values), LIMBS))
     out[:, 0] = ints & _LIMB_MASK
-    out[:, 1] = (ints >> LIMB_BITS) & _LIMB_MASK
-    out[:, 2] = ints >> (2 * LIMB_BITS)
+    out[:, 1] = ints >> LIMB_BITS
     return out
 
 
 def _normalized(limbs: np.ndarray) -> np.ndarray:
-    """The same integers (limb p worth 2**(26 p)) with every limb but the top one in [0, 2**26): carries
+    """The same integers (limb p worth 2**(36 p)) with every limb but the top one in [0, 2**36): carries
     moved up, so int64 totals stay bounded however many sums are added; zero top limbs trimmed."""
     limbs = limbs.copy()
     for p in range(len(limbs) - 1):
         carry = limbs[p] >> LIMB_BITS
         limbs[p] -= carry << LIMB_BITS
         limbs[p + 1] += carry
-    if len(limbs) and np.abs(limbs[-1]).max(initial=0) >= 1 << 40:
+    if len(limbs) and np.abs(limbs[-1]).max(initial=0) >= 1 << 50:
         carry = limbs[-1] >> LIMB_BITS
         limbs[-1] -= carry << LIMB_BITS
         limbs = np.vstack([limbs, carry[None]])
@@ -94,7 +96,7 @@ def _combined(x: np.ndarray, y: np.ndarray, sign: int) -> np.ndarray:
 
 
 def _to_ints(limbs: np.ndarray, replicates: int) -> list[int]:
-    """Per replicate, the exact integer sum over limbs p of limbs[p] << 26 p."""
+    """Per replicate, the exact integer sum over limbs p of limbs[p] << 36 p."""
     exact = np.zeros(replicates, dtype=object)
     for p, row in enumerate(limbs):
         exact += row.astype(object) * (1 << (LIMB_BITS * p))
@@ -130,27 +132,33 @@ def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarra
     values = {name: np.asarray(columns[name], dtype=np.float64)[order] for name in names}
     n, replicates = len(slot), weights.shape[1]
     missing = np.ones((n, len(names)), np.bool_)
-    limbs = np.zeros((n, len(names), 3))
+    limbs = np.zeros((n, len(names), LIMBS))
     for m, name in enumerate(names):
         finite = np.isfinite(values[name])
         missing[finite, m] = False
         limbs[finite, m] = limbs_of(values[name][finite])
-    out = np.zeros((n_slots, 1 + 4 * len(names), replicates), np.int64)
+    out = np.zeros((n_slots, 1 + (1 + LIMBS) * len(names), replicates), np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.uint8)
-    ranges = _replicate_ranges(replicates, n * replicates)
-    if len(ranges) == 1:
-        weighted_limb_sums(weights, episode, slot, limbs, missing, out, *ranges[0])
-    else:  # the kernel releases the GIL: threads on disjoint replicate ranges
-        with ThreadPoolExecutor(len(ranges)) as pool:
-            list(pool.map(lambda r: weighted_limb_sums(weights, episode, slot, limbs, missing, out, *r), ranges))
+    low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
+    for start in range(0, n, KERNEL_ROWS):
+        rows = slice(start, start + KERNEL_ROWS)
+        args = (weights, episode[rows], slot[rows], limbs[rows], missing[rows], out)
+        ranges = _replicate_ranges(replicates, len(episode[rows]) * replicates)
+        if len(ranges) == 1:
+            weighted_limb_sums(*args, *ranges[0])
+        else:  # the kernel releases the GIL: threads on disjoint replicate ranges
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                list(pool.map(lambda r, a=args: weighted_limb_sums(*a, *r), ranges))
+        carry = out[:, low] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
+        out[:, low] -= carry << LIMB_BITS
+        out[:, low + 1] += carry
     plain = {name: exact_sums_by(slot, values[name], n_slots) for name in names}
     result = []
     for s in range(n_slots):
         sums = ReplicateSums(replicates)
         for m, name in enumerate(names):
             sums.totals[name], sums.counts[name] = plain[name][0][s], plain[name][1][s]
-            start = 1 + len(names) + 3 * m
-            sums.limb_totals[name] = _normalized(out[s, start : start + 3])
+            sums.limb_totals[name] = _normalized(out[s, low[m] : low[m] + LIMBS])
             sums.weight_counts[name] = out[s, 0] - out[s, 1 + m]
         result.append(sums)
     return result
@@ -180,7 +188,7 @@ class ReplicateSums:
     """Per named column (a metric, or a metric of one side of a pair): exact plain and weighted sums.
 
     `totals[name]` / `counts[name]`: sum and number of finite values (the point estimate);
-    `limb_totals[name]`: (limbs, B) int64, limb p worth 2**(26 p), whose column b is the exact sum of
+    `limb_totals[name]`: (limbs, B) int64, limb p worth 2**(36 p), whose column b is the exact sum of
     w * rint(x * 2**26) in replicate b; `weight_counts[name]`: (B,) int64 sums of w
     (`weighted_totals` / `weighted_counts` give both as Python integers). Non-finite values (NaN for nulls, +inf for unreachable distances) are left out,
     as in `means`.

@@ -25,8 +25,10 @@ def exact_sum(values) -> int:
 
 def exact_sums_by(groups, values, n_groups: int) -> tuple[list[int], list[int]]:
     """Per group g in range(n_groups): (the exact sum of the finite values of rows in g, how many there
-    are), in one vectorized pass: rows are sorted by (group, exponent) and each run of one exponent is
-    summed in int64 (mantissas split in two halves so 2**26 rows cannot overflow), then shifted.
+    are), in one vectorized pass without sorting: each value is an integer mantissa (53 bits, cut into
+    three 18-bit parts) times a power of two, and the parts are summed per (group, exponent) bin with
+    `bincount` (float64 sums of integers below 2**18 stay exact up to 2**35 rows per bin); only the
+    occupied bins are shifted and added as Python integers.
 
     >>> exact_sums_by(np.array([1, 0, 1]), np.array([1.0, np.nan, 0.5]), 3)[1]
     [0, 2, 0]
@@ -40,17 +42,16 @@ def exact_sums_by(groups, values, n_groups: int) -> tuple[list[int], list[int]]:
     if not len(mantissa):
         return totals, counts
     ints = (mantissa * 2.0**53).astype(np.int64)  # exact: |ints| < 2**53
-    shifts = exponent.astype(np.int64) + (SUM_SCALE - 53)
-    groups = groups[finite]
-    order = np.lexsort((shifts, groups))  # runs of one (group, shift)
-    shifts, ints, groups = shifts[order], ints[order], groups[order]
-    starts = np.flatnonzero(np.concatenate(([True], (shifts[1:] != shifts[:-1]) | (groups[1:] != groups[:-1]))))
-    high = ints >> 26  # split so that int64 sums cannot overflow
-    low = ints - (high << 26)
-    highs = np.add.reduceat(high, starts).tolist()
-    lows = np.add.reduceat(low, starts).tolist()
-    for g, h, lo, s in zip(groups[starts].tolist(), highs, lows, shifts[starts].tolist()):
-        totals[g] += ((h << 26) + lo) << s
+    shifts = exponent.astype(np.int64)
+    low_shift = int(shifts.min())
+    span = int(shifts.max()) - low_shift + 1
+    bins = groups[finite] * span + (shifts - low_shift)
+    size = n_groups * span
+    parts = [np.bincount(bins, ((ints >> (18 * k)) & 0x3FFFF).astype(np.float64), size) for k in (0, 1)]
+    parts.append(np.bincount(bins, (ints >> 36).astype(np.float64), size))  # signed top part
+    for b in np.flatnonzero(np.bincount(bins, minlength=size)).tolist():
+        whole = int(parts[0][b]) + (int(parts[1][b]) << 18) + (int(parts[2][b]) << 36)
+        totals[b // span] += whole << (b % span + low_shift + SUM_SCALE - 53)
     return totals, counts
 
 

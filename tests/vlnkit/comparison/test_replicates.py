@@ -146,3 +146,15 @@ def test_threads_on_replicate_ranges_give_the_same_bits(monkeypatch):
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     threaded = ReplicateSums.of(cols, weights)
     assert threaded == alone and threaded.interval("ne") == alone.interval("ne")
+
+
+def test_kernel_calls_of_any_size_carry_exactly(monkeypatch):
+    import vlnkit.comparison.replicates as replicates
+
+    rng = np.random.default_rng(8)
+    ids = [f"{p}_0" for p in range(500)]
+    cols = {"pl": rng.exponential(2000.0, 500), "spl": rng.random(500)}
+    weights = poisson_weights(episode_keys(ids), 300, seed=4)
+    whole = ReplicateSums.of(cols, weights)
+    monkeypatch.setattr(replicates, "KERNEL_ROWS", 7)  # carries between calls change nothing
+    assert ReplicateSums.of(cols, weights) == whole
