@@ -153,7 +153,7 @@ def seed_state(seed: int) -> int:
     (state = mix(state * GOLDEN + key hash) per column) and must give the same bits.
 
     >>> h = integer_key_hashes(np.array([7]))[0]
-    >>> int(_mix_array(np.uint64(seed_state(2)) * np.uint64(GOLDEN) + h)) == stable_hash(7, seed=2)
+    >>> _mix((seed_state(2) * GOLDEN + int(h)) & _MASK) == stable_hash(7, seed=2)
     True
     """
     return _start(seed)

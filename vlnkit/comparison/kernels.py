@@ -42,17 +42,17 @@ def _mix(z):  # splitmix64's finaliser, as vlnkit.hashing._mix_array
 
 
 @njit(cache=True, nogil=True)
-def poisson_weight_rows(keys, replicates, start, group_hashes, thresholds, bits):
-    """(len(keys), replicates) uint8 weights: `start` is the seed's hash state, `group_hashes[g]` the
-    hash of the integer g (one per three replicates), `thresholds` the integer inverse-CDF thresholds
-    of the `bits`-bit uniforms. A key's uniforms are cut from its hashes first, then every weight is
-    a sum of comparisons (vectorized, no branch on the random draw)."""
-    out = np.empty((len(keys), replicates), np.uint8)
+def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
+    """Rows first..stop-1 of the (len(keys), B) uint8 weights `out`: `start` is the seed's hash state,
+    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the integer
+    inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut from its hashes
+    first, then every weight is a sum of comparisons (vectorized, no branch on the random draw)."""
+    replicates = out.shape[1]
     mask = np.uint64((1 << bits) - 1)
     hashes = len(group_hashes)
     uniforms = np.zeros(3 * hashes, np.int32)
     limits = thresholds.astype(np.int32)
-    for i in range(len(keys)):
+    for i in range(first, stop):
         state = _mix(start * _GOLDEN + _mix(keys[i] ^ _TAG_INT))
         for g in range(hashes):
             h = _mix(state * _GOLDEN + group_hashes[g])
@@ -66,7 +66,6 @@ def poisson_weight_rows(keys, replicates, start, group_hashes, thresholds, bits)
             for k in range(len(limits)):
                 w += np.uint8(u >= limits[k])
             row[b] = w
-    return out
 
 
 @njit(cache=True, nogil=True)

@@ -29,13 +29,12 @@ True
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from vlnkit.comparison.resampling import episode_keys, poisson_weights  # noqa: F401  (doctest names)
+from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
 from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
 
 __all__ = ["ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"]
@@ -47,8 +46,6 @@ LIMB_BITS = 36  # `vlnkit.comparison.kernels`: 4,096 rows x weight 31 x 2**36 < 
 LIMBS = 2  # |x| < 2**36 on the 2**-26 grid: below 2**62, two limbs
 _LIMB_MASK = (1 << LIMB_BITS) - 1
 MAX_WEIGHT = 31
-MAX_THREADS = 4  # threads of one bootstrap pass (a worker process's share of the cores)
-PARALLEL_WORK = 1 << 24  # rows x replicates below which one thread does it all
 MAX_VALUE = 2.0**36  # |x| * 2**26 below 2**62: two limbs, and int64 room for the carries
 KERNEL_ROWS = 1 << 21  # rows per kernel call: low limbs of 2**21 rows x 31 x 2**36 < 2**63 before carrying
 
@@ -103,18 +100,6 @@ def _to_ints(limbs: np.ndarray, replicates: int) -> list[int]:
     return [int(e) for e in exact]
 
 
-def _replicate_ranges(replicates: int, work: int) -> list[tuple[int, int]]:
-    """Replicate ranges for the kernel's threads: one per available core (at most `MAX_THREADS`), in
-    whole tiles, or a single range for small work where starting threads costs more than it saves."""
-    from vlnkit.comparison.kernels import TILE
-
-    threads = min(MAX_THREADS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-    tiles = -(-replicates // TILE)
-    threads = max(1, min(threads, tiles, work // PARALLEL_WORK))
-    bounds = [min(replicates, TILE * (tiles * k // threads)) for k in range(threads + 1)]
-    return list(zip(bounds[:-1], bounds[1:]))
-
-
 def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarray]) -> list[ReplicateSums]:
     """One `ReplicateSums` per slot: row r (values `columns[name][r]`, weights `weights[episode[r]]`)
     counts in slot `slot[r]`. One compiled pass over the rows serves every slot (agents, groups).
@@ -123,7 +108,7 @@ def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarra
     >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]})]
     [2.0, 2.5]
     """
-    from vlnkit.comparison.kernels import weighted_limb_sums
+    from vlnkit.comparison.kernels import TILE, weighted_limb_sums
 
     names = list(columns)
     slot = np.asarray(slot, dtype=np.int64)
@@ -143,12 +128,10 @@ def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarra
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
         args = (weights, episode[rows], slot[rows], limbs[rows], missing[rows], out)
-        ranges = _replicate_ranges(replicates, len(episode[rows]) * replicates)
-        if len(ranges) == 1:
-            weighted_limb_sums(*args, *ranges[0])
-        else:  # the kernel releases the GIL: threads on disjoint replicate ranges
-            with ThreadPoolExecutor(len(ranges)) as pool:
-                list(pool.map(lambda r, a=args: weighted_limb_sums(*a, *r), ranges))
+        threads = thread_count(len(args[1]) * replicates)
+        run_in_parallel(
+            lambda first, stop, a=args: weighted_limb_sums(*a, first, stop), parts(replicates, threads, TILE)
+        )
         carry = out[:, low] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
         out[:, low] -= carry << LIMB_BITS
         out[:, low + 1] += carry

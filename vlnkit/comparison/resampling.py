@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
 from vlnkit.hashing import integer_key_hashes, seed_state, stable_hash, stable_hash_array
 
 __all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF"]
@@ -144,6 +145,10 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
         raise ValueError(f"replicates must be >= 0, got {replicates}")
     hashes = -(-replicates // PER_HASH)
     groups = integer_key_hashes(np.arange(hashes, dtype=np.int64))
-    return poisson_weight_rows(
-        keys, replicates, np.uint64(seed_state(seed)), groups, _reachable_thresholds(), UNIFORM_BITS
+    out = np.empty((len(keys), replicates), np.uint8)
+    state, thresholds = np.uint64(seed_state(seed)), _reachable_thresholds()
+    run_in_parallel(
+        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
+        parts(len(keys), thread_count(len(keys) * replicates)),
     )
+    return out

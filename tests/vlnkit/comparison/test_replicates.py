@@ -129,21 +129,20 @@ def test_other_processes_give_the_same_bits():
     assert merged == whole and merged.interval("x") == whole.interval("x")
 
 
-def test_threads_on_replicate_ranges_give_the_same_bits(monkeypatch):
-    import vlnkit.comparison.replicates as replicates
+def test_threads_on_replicate_and_episode_ranges_give_the_same_bits(monkeypatch):
+    import vlnkit.comparison.threads as threads
 
     rng = np.random.default_rng(5)
     ids = [f"{p}_{k}" for p in range(400) for k in range(3)]
     cols = {"sr": (rng.random(len(ids)) < 0.5).astype(float), "ne": rng.exponential(5.0, len(ids))}
+    monkeypatch.setattr(threads, "PARALLEL_WORK", 1 << 60)
+    assert threads.thread_count(len(ids) * 1000) == 1
     weights = poisson_weights(episode_keys(ids), 1000, seed=2)
-    monkeypatch.setattr(replicates, "PARALLEL_WORK", 1 << 60)
-    assert replicates._replicate_ranges(1000, len(ids) * 1000) == [(0, 1000)]
     alone = ReplicateSums.of(cols, weights)
-    monkeypatch.setattr(replicates, "PARALLEL_WORK", 1)
-    monkeypatch.setattr(replicates.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
-    ranges = replicates._replicate_ranges(1000, len(ids) * 1000)
-    assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] == 1000
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    monkeypatch.setattr(threads, "PARALLEL_WORK", 1)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert threads.thread_count(len(ids) * 1000) == 3
+    assert (poisson_weights(episode_keys(ids), 1000, seed=2) == weights).all()
     threaded = ReplicateSums.of(cols, weights)
     assert threaded == alone and threaded.interval("ne") == alone.interval("ne")
 
