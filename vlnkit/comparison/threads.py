@@ -7,7 +7,7 @@ gives the same bits as one call, and a DirectRunner job in one process uses ever
 Small passes stay on the calling thread, where starting threads costs more than it saves.
 
 >>> parts(1000, threads=3, step=128)
-[(0, 384), (384, 640), (640, 1000)]
+[(0, 256), (256, 640), (640, 1000)]
 >>> run_in_parallel(lambda first, stop: None, [(0, 5)])  # one range: called on this thread
 """
 
