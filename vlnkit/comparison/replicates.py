@@ -100,13 +100,21 @@ def _to_ints(limbs: np.ndarray, replicates: int) -> list[int]:
     return [int(e) for e in exact]
 
 
-def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarray]) -> list[ReplicateSums]:
+def slot_sums(
+    weights, episode, slot, n_slots: int, columns: dict[str, np.ndarray], fold: int | None = None
+) -> list[ReplicateSums]:
     """One `ReplicateSums` per slot: row r (values `columns[name][r]`, weights `weights[episode[r]]`)
     counts in slot `slot[r]`. One compiled pass over the rows serves every slot (agents, groups).
+
+    With `fold=F` (slots numbered group * F + agent), F more entries follow: the sums of each agent
+    over all groups, added from the slots' exact integers, so one pass gives both the per-group and
+    the per-agent sums.
 
     >>> w = np.ones((3, 2), np.uint8)
     >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]})]
     [2.0, 2.5]
+    >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]}, fold=1)]
+    [2.0, 2.5, 2.3333333333333335]
     """
     from vlnkit.comparison.kernels import TILE, weighted_limb_sums
 
@@ -136,8 +144,13 @@ def slot_sums(weights, episode, slot, n_slots: int, columns: dict[str, np.ndarra
         out[:, low] -= carry << LIMB_BITS
         out[:, low + 1] += carry
     plain = {name: exact_sums_by(slot, values[name], n_slots) for name in names}
+    if fold:
+        out = np.concatenate([out, out.reshape(n_slots // fold, fold, *out.shape[1:]).sum(axis=0)])
+        for name in names:
+            folded = exact_sums_by(slot % fold, values[name], fold)
+            plain[name] = (plain[name][0] + folded[0], plain[name][1] + folded[1])
     result = []
-    for s in range(n_slots):
+    for s in range(len(out)):
         sums = ReplicateSums(replicates)
         for m, name in enumerate(names):
             sums.totals[name], sums.counts[name] = plain[name][0][s], plain[name][1][s]
