@@ -5,8 +5,8 @@ was a float64 matrix product per block of episodes, after converting the uint8 w
 and gathering them per agent and per breakdown group; the conversions and copies cost as much as the
 arithmetic, and the score job took 5x its time without the bootstrap. Here one pass over the rows
 adds `weight * limb` into per-(slot, column) accumulators, reading each weight as a byte and skipping
-zero limbs (a value below 1,024 has one non-zero limb of two), with the replicates in tiles of
-`TILE` whose accumulators stay in the CPU cache.
+zero limbs (a value below 1,024 has one non-zero limb of two), with one slot's accumulators
+(rows come sorted by slot) for up to `TILE` replicates in the CPU cache.
 
 Exactness (why float64 accumulators give integer-exact sums): limbs are integers below 2**36
 (`vlnkit.comparison.replicates`), weights at most 31, so one product is below 2**41, and a tile's
@@ -28,7 +28,8 @@ from numba import njit
 
 from vlnkit.hashing import GOLDEN, TAG_INT
 
-TILE = 128  # replicates per accumulator tile: slots x columns x 128 float64 stay in the cache
+TILE = 1024  # replicates per accumulator tile: one slot's columns x 1,024 float64 stay in the L2 cache
+SPLIT = 64  # replicate ranges of threads are cut at multiples of this
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
 _TAG_INT = np.uint64(TAG_INT)
@@ -73,46 +74,49 @@ def weighted_limb_sums(weights, episode, slot, limbs, missing, out, first, stop)
     """Exact per-slot sums of weight * limb for replicates first..stop-1, added into `out`.
 
     weights (E, B) uint8; episode (n,) row -> weight row; slot (n,) row -> output slot (rows sorted
-    by slot run fastest); limbs (n, M, L) float64; missing (n, M) bool: the row has no value of
-    metric m; out (slots, 1 + M + L M, B) int64: column 0 sums the weights of all rows, 1 + m those
-    of rows missing metric m, 1 + M + L m + j limb j of metric m. Calls on disjoint replicate ranges
-    write disjoint parts of `out`, so threads can share it (the kernel releases the GIL).
+    by slot: the accumulators of one slot are moved out when the slot changes); limbs (n, M, L)
+    float64; missing (n, M) bool: the row has no value of metric m; out (slots, 1 + M + L M, B)
+    int64: column 0 sums the weights of all rows, 1 + m those of rows missing metric m,
+    1 + M + L m + j limb j of metric m. Calls on disjoint replicate ranges write disjoint parts of
+    `out`, so threads can share it (the kernel releases the GIL).
     """
     n, metrics = missing.shape
     limb_count = limbs.shape[2]
-    n_slots, columns = out.shape[0], out.shape[1]
-    acc = np.zeros((n_slots, columns, TILE))
-    touched = np.zeros(n_slots, np.bool_)
+    columns = out.shape[1]
+    acc = np.zeros((columns, TILE))
     w = np.zeros(TILE)
-    for c0 in range(0, n, CHUNK_ROWS):
-        c1 = min(n, c0 + CHUNK_ROWS)
-        for t0 in range(first, stop, TILE):
-            width = min(TILE, stop - t0)
-            for r in range(c0, c1):
-                s = slot[r]
-                touched[s] = True
-                row = weights[episode[r]]
-                for b in range(width):
-                    w[b] = row[t0 + b]
-                total = acc[s, 0]
-                for b in range(width):
-                    total[b] += w[b]
-                for m in range(metrics):
-                    if missing[r, m]:
-                        gone = acc[s, 1 + m]
-                        for b in range(width):
-                            gone[b] += w[b]
-                        continue
-                    for j in range(limb_count):
-                        v = limbs[r, m, j]
-                        if v != 0.0:
-                            sums = acc[s, 1 + metrics + limb_count * m + j]
-                            for b in range(width):
-                                sums[b] += w[b] * v
-            for s in range(n_slots):
-                if touched[s]:
+    for t0 in range(first, stop, TILE):
+        width = min(TILE, stop - t0)
+        current = -1
+        rows = 0
+        for r in range(n + 1):
+            s = slot[r] if r < n else -1
+            if s != current or rows == CHUNK_ROWS:  # move the sums out: exact below 2**53
+                if current >= 0:
                     for c in range(columns):
                         for b in range(width):
-                            out[s, c, t0 + b] += np.int64(acc[s, c, b])
-                            acc[s, c, b] = 0.0
-                    touched[s] = False
+                            out[current, c, t0 + b] += np.int64(acc[c, b])
+                            acc[c, b] = 0.0
+                current = s
+                rows = 0
+            if r == n:
+                break
+            rows += 1
+            row = weights[episode[r]]
+            for b in range(width):
+                w[b] = row[t0 + b]
+            total = acc[0]
+            for b in range(width):
+                total[b] += w[b]
+            for m in range(metrics):
+                if missing[r, m]:
+                    gone = acc[1 + m]
+                    for b in range(width):
+                        gone[b] += w[b]
+                    continue
+                for j in range(limb_count):
+                    v = limbs[r, m, j]
+                    if v != 0.0:
+                        sums = acc[1 + metrics + limb_count * m + j]
+                        for b in range(width):
+                            sums[b] += w[b] * v

@@ -116,7 +116,7 @@ def slot_sums(
     >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]}, fold=1)]
     [2.0, 2.5, 2.3333333333333335]
     """
-    from vlnkit.comparison.kernels import TILE, weighted_limb_sums
+    from vlnkit.comparison.kernels import SPLIT, weighted_limb_sums
 
     names = list(columns)
     slot = np.asarray(slot, dtype=np.int64)
@@ -138,7 +138,7 @@ def slot_sums(
         args = (weights, episode[rows], slot[rows], limbs[rows], missing[rows], out)
         threads = thread_count(len(args[1]) * replicates)
         run_in_parallel(
-            lambda first, stop, a=args: weighted_limb_sums(*a, first, stop), parts(replicates, threads, TILE)
+            lambda first, stop, a=args: weighted_limb_sums(*a, first, stop), parts(replicates, threads, SPLIT)
         )
         carry = out[:, low] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
         out[:, low] -= carry << LIMB_BITS
