@@ -34,12 +34,20 @@ import struct
 
 import numpy as np
 
-__all__ = ["stable_hash", "stable_hash_array", "stable_bucket", "stable_rng", "stable_random"]
+__all__ = [
+    "stable_hash",
+    "stable_hash_array",
+    "stable_bucket",
+    "stable_rng",
+    "stable_random",
+    "seed_state",
+    "integer_key_hashes",
+]
 
 _MASK = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
+GOLDEN = 0x9E3779B97F4A7C15
 # One tag per kind of key, so that keys of different kinds (the string "5" and the number 5) differ.
-_TAG_INT = 0x1F83D9ABFB41BD6B
+TAG_INT = 0x1F83D9ABFB41BD6B
 _TAG_NEG = 0x5BE0CD19137E2179
 _TAG_SEED = 0x6A09E667F3BCC908
 _KIND = {"big": b"I", "float": b"F", "str": b"S", "bytes": b"B", "none": b"N", "seq": b"Q"}
@@ -66,7 +74,7 @@ def _digest(kind: str, payload: bytes) -> int:
 
 def _int_hash(v: int) -> int:
     if 0 <= v <= _MASK:
-        return _mix(v ^ _TAG_INT)
+        return _mix(v ^ TAG_INT)
     if -(1 << 63) <= v < 0:
         return _mix((v & _MASK) ^ _TAG_NEG)
     return _digest("big", str(v).encode())
@@ -98,7 +106,7 @@ def _key_hash(key) -> int:
 
 
 def _combine(acc: int, h: int) -> int:
-    return _mix((acc * _GOLDEN + h) & _MASK)
+    return _mix((acc * GOLDEN + h) & _MASK)
 
 
 def _start(seed: int) -> int:
@@ -136,16 +144,32 @@ def stable_hash_array(*columns, seed: int = 0) -> np.ndarray:
         else:
             h = np.uint64(_key_hash(column))
         with np.errstate(over="ignore"):
-            acc = _mix_array(acc * np.uint64(_GOLDEN) + h)
+            acc = _mix_array(acc * np.uint64(GOLDEN) + h)
     return acc
+
+
+def seed_state(seed: int) -> int:
+    """The hash state `stable_hash_array` starts from for `seed`: for compiled code that repeats its steps
+    (state = mix(state * GOLDEN + key hash) per column) and must give the same bits.
+
+    >>> h = integer_key_hashes(np.array([7]))[0]
+    >>> _mix((seed_state(2) * GOLDEN + int(h)) & _MASK) == stable_hash(7, seed=2)
+    True
+    """
+    return _start(seed)
+
+
+def integer_key_hashes(column: np.ndarray) -> np.ndarray:
+    """Each integer key's own hash, before it is combined into the state (see `seed_state`)."""
+    return _int_column_hash(column)
 
 
 def _int_column_hash(column: np.ndarray) -> np.ndarray:
     if column.dtype.kind == "u":
-        return _mix_array(column.astype(np.uint64) ^ np.uint64(_TAG_INT))
+        return _mix_array(column.astype(np.uint64) ^ np.uint64(TAG_INT))
     if column.dtype.kind in "ib":
         signed = column.astype(np.int64)
-        tags = np.where(signed < 0, np.uint64(_TAG_NEG), np.uint64(_TAG_INT))
+        tags = np.where(signed < 0, np.uint64(_TAG_NEG), np.uint64(TAG_INT))
         return _mix_array(signed.view(np.uint64) ^ tags)
     raise TypeError(f"stable_hash_array: columns must hold integers, got dtype {column.dtype}")
 

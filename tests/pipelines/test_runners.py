@@ -63,14 +63,17 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
         return [f"--dataset={r2r}", conn, "--spacy_model=blank:en", methods], ["compat"]
     if job == "paraphrase":
         return [f"--dataset={r2r}", "--languages=de,fr,zh", "--translator=offline"], ["paraphrases"]
-    if job == "score":
-        preds = small / "predictions_60.json"
-        if not preds.exists():
-            ids = {r["path_id"] for r in json.loads(Path(r2r).read_text())}
-            agent = data / "agent_outputs" / "rszia+rpl2024-final-group9" / "val_seen_random_agent.json"
-            kept = [p for p in json.loads(agent.read_text()) if int(p["instr_id"].split("_")[0]) in ids]
-            preds.write_text(json.dumps(kept))
-        return [f"--predictions={preds}", f"--dataset={r2r}", conn], ["episodes"]
+    if job == "score":  # two agents with the bootstrap on: intervals and comparisons must match too
+        agents = []
+        for name in ("random", "shortest"):
+            preds = small / f"{name}_predictions_60.json"
+            if not preds.exists():
+                ids = {r["path_id"] for r in json.loads(Path(r2r).read_text())}
+                agent = data / "agent_outputs" / "rszia+rpl2024-final-group9" / f"val_seen_{name}_agent.json"
+                kept = [p for p in json.loads(agent.read_text()) if int(p["instr_id"].split("_")[0]) in ids]
+                preds.write_text(json.dumps(kept))
+            agents.append(f"--predictions={name}={preds}")
+        return [*agents, f"--dataset={r2r}", conn, "--bootstrap=200"], ["episodes"]
     if job == "random_baseline":
         steps = f"--steps_from={data}/r2r/R2R_train.json"
         return [f"--dataset={r2r}", steps, conn, "--num_trajectories=20000", "--write_episodes"], ["episodes"]

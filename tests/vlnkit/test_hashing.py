@@ -22,11 +22,11 @@ def test_pinned_values():
         ("5",): stable_hash("5"),
     }
     # Recomputed from first principles: the seed start, then one combine per key.
-    from vlnkit.hashing import _GOLDEN, _MASK, _TAG_INT, _TAG_SEED, _mix
+    from vlnkit.hashing import _MASK, _TAG_SEED, GOLDEN, TAG_INT, _mix
 
-    start = _mix(_mix(0 ^ _TAG_INT) ^ _TAG_SEED)
+    start = _mix(_mix(0 ^ TAG_INT) ^ _TAG_SEED)
     assert pinned[()] == start
-    assert pinned[(5,)] == _mix((start * _GOLDEN + _mix(5 ^ _TAG_INT)) & _MASK)
+    assert pinned[(5,)] == _mix((start * GOLDEN + _mix(5 ^ TAG_INT)) & _MASK)
     assert pinned[("5",)] != pinned[(5,)]
 
 

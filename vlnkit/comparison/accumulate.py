@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
-from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums
+from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, slot_sums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
 __all__ = ["slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of", "GROUP_COLUMNS"]
@@ -99,31 +99,46 @@ def slice_sums(
     unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
     values = {m: _floats(table, m) for m in metrics}
     out: dict[tuple, ReplicateSums] = {}
+    present = [c for c in by if (c in table.column_names if isinstance(table, pa.Table) else c in table)]
+    groupings = {c: _codes(_column(table, c)) for c in present}
+    n_agents = len(agent_names)
+    kept = [m for m in group_metrics if m in values]
+    # The first grouping without nulls carries every metric, and each agent's sums are its groups'
+    # sums added up (`fold`): the agents' own pass would repeat the same products.
+    carrier = next((c for c in present if (groupings[c][0] >= 0).all()), None)
+    if carrier is None:
+        per_agent = slot_sums(unique_weights, id_codes, agent_codes, n_agents, values)
+    for column_name in present:
+        group_codes, groups = groupings[column_name]
+        grouped = group_codes >= 0
+        slots = group_codes[grouped] * n_agents + agent_codes[grouped]
+        columns = values if column_name == carrier else {m: values[m] for m in kept}
+        n_slots = len(groups) * n_agents
+        per_slot = slot_sums(
+            unique_weights,
+            id_codes[grouped],
+            slots,
+            n_slots,
+            {m: v[grouped] for m, v in columns.items()},
+            fold=n_agents if column_name == carrier else None,
+        )
+        if column_name == carrier:
+            per_agent = per_slot[n_slots:]
+        for slot in np.unique(slots).tolist():
+            group, agent = groups[slot // n_agents], agent_names[slot % n_agents]
+            sums = per_slot[slot]
+            if column_name == carrier:
+                sums = sums.renamed({m: m for m in kept})
+            out[("by", column_name, str(group), agent)] = sums
     rows_of = {}
     for code, agent in enumerate(agent_names):
-        rows = np.flatnonzero(agent_codes == code)
-        rows_of[agent] = rows
-        out[("agent", agent)] = ReplicateSums.of({m: values[m][rows] for m in metrics}, unique_weights[id_codes[rows]])
+        rows_of[agent] = np.flatnonzero(agent_codes == code)
+        out[("agent", agent)] = per_agent[code]
     for a, b in pairs:
         if a in rows_of and b in rows_of:
             pair = _pair_sums(a, b, rows_of, id_codes, values, unique_weights, out)
             if pair is not None:
                 out[("pair", a, b)] = pair
-    for column_name in by:
-        if isinstance(table, pa.Table) and column_name not in table.column_names:
-            continue
-        if not isinstance(table, pa.Table) and column_name not in table:
-            continue
-        group_codes, groups = _codes(_column(table, column_name))
-        kept = [m for m in group_metrics if m in values]
-        for g, group in enumerate(groups):
-            in_group = group_codes == g
-            for a, agent in enumerate(agent_names):
-                rows = np.flatnonzero(in_group & (agent_codes == a))
-                if len(rows):
-                    out[("by", column_name, str(group), agent)] = ReplicateSums.of(
-                        {m: values[m][rows] for m in kept}, unique_weights[id_codes[rows]]
-                    )
     return out
 
 

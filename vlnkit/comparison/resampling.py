@@ -30,9 +30,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vlnkit.hashing import stable_hash, stable_hash_array
+from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
+from vlnkit.hashing import integer_key_hashes, seed_state, stable_hash, stable_hash_array
 
-__all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF", "WEIGHT_ROWS"]
+__all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF"]
 
 UNITS = ("episode", "path")
 
@@ -43,8 +44,6 @@ PER_HASH = 3  # uniforms per 64-bit hash
 
 # A canonical R2R id: "<path_id>_<k>", two integers without sign or leading zeros, each fitting in int64.
 _CANONICAL = r"^(?P<path_id>0|[1-9][0-9]{0,17})_(?P<k>0|[1-9][0-9]{0,17})$"
-
-WEIGHT_ROWS = 1 << 12  # episodes per block when hashing weights: 4,096 x 334 hashes = 11 MB
 
 
 def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,36 +114,41 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     return keys
 
 
-_TABLE: list[np.ndarray] = []
+def _thresholds() -> np.ndarray:
+    """ceil(P(X <= j) * 2**21) for every j: the weight at uniform bits u is the first j whose threshold
+    exceeds u, i.e. the number of cumulative probabilities P(X <= j) <= u / 2**21 (exact: both sides
+    are multiples of a power of two)."""
+    return np.ceil(POISSON_CDF * float(1 << UNIFORM_BITS)).astype(np.int64)
 
 
-def _weight_table() -> np.ndarray:
-    """The inverse CDF at every 21-bit uniform, `searchsorted(POISSON_CDF, i / 2**21, "right")` for each i,
-    made once (2 MB): one gather per weight instead of a binary search, with the same values by construction."""
-    if not _TABLE:
-        u = np.arange(1 << UNIFORM_BITS, dtype=np.float64) * 2.0**-UNIFORM_BITS
-        _TABLE.append(np.searchsorted(POISSON_CDF, u, side="right").astype(np.uint8))
-    return _TABLE[0]
+def _reachable_thresholds() -> np.ndarray:
+    """The thresholds a 21-bit uniform can reach (below 2**21): 9 of them, so weights are at most 9."""
+    thresholds = _thresholds()
+    return thresholds[thresholds < 1 << UNIFORM_BITS]
 
 
 def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndarray:
     """(n, replicates) uint8 Poisson(1) weights: row i, column b is a function of (seed, keys[i], b) only.
 
+    Computed by a compiled loop (`vlnkit.comparison.kernels.poisson_weight_rows`) that applies the
+    hash steps of `stable_hash_array(keys, b // 3, seed=seed)`; `tests/oracles/poisson_weights.py`
+    holds the plain numpy formulation it is tested against.
+
     >>> w = poisson_weights(episode_keys([f"{p}_0" for p in range(20000)]), replicates=10, seed=3)
     >>> round(float(w.mean()), 1), round(float(w.var()), 1)  # Poisson(1): mean 1, variance 1
     (1.0, 1.0)
     """
+    from vlnkit.comparison.kernels import poisson_weight_rows
+
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if replicates < 0:
         raise ValueError(f"replicates must be >= 0, got {replicates}")
-    out = np.empty((len(keys), replicates), dtype=np.uint8)
     hashes = -(-replicates // PER_HASH)
-    groups = np.arange(hashes, dtype=np.int64)
-    shifts = np.uint64(UNIFORM_BITS) * np.arange(PER_HASH, dtype=np.uint64)
-    for start in range(0, len(keys), WEIGHT_ROWS):
-        block = keys[start : start + WEIGHT_ROWS]
-        h = stable_hash_array(np.repeat(block, hashes), np.tile(groups, len(block)), seed=seed)
-        bits = (h[:, None] >> shifts) & np.uint64((1 << UNIFORM_BITS) - 1)  # (rows * hashes, 3): b = 3g + j
-        bits = bits.reshape(len(block), hashes * PER_HASH)[:, :replicates]
-        out[start : start + len(block)] = _weight_table()[bits]
+    groups = integer_key_hashes(np.arange(hashes, dtype=np.int64))
+    out = np.empty((len(keys), replicates), np.uint8)
+    state, thresholds = np.uint64(seed_state(seed)), _reachable_thresholds()
+    run_in_parallel(
+        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
+        parts(len(keys), thread_count(len(keys) * replicates)),
+    )
     return out

@@ -56,3 +56,16 @@ def test_slices_merged_equal_the_whole_and_the_library(seed):
 def test_pairs_of_rejects_an_unknown_baseline():
     with pytest.raises(ValueError, match="baseline agent 'z'"):
         pairs_of(["x", "y"], baseline="z")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_agent_sums_added_up_from_groups_equal_a_pass_of_their_own(seed):
+    """The first grouping carries every metric and the agents' sums are its groups' sums added up:
+    equal to the agents' own pass, with the breakdown keeping only the group metrics."""
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, 60)
+    folded = slice_sums(table, ["x", "y"], replicates=30, seed=seed, by=("scan",), group_metrics=("y",))
+    alone = slice_sums(table, ["x", "y"], replicates=30, seed=seed)
+    for agent in ("a", "b", "c"):
+        assert folded[("agent", agent)] == alone[("agent", agent)]
+    assert all(set(s.totals) == {"y"} for k, s in folded.items() if k[0] == "by")

@@ -7,26 +7,44 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vlnkit.comparison.replicates import ReplicateSums, percentile_interval
+from vlnkit.comparison.replicates import REPLICATE_BITS, ReplicateSums, percentile_interval
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 from vlnkit.evaluation import means, totals
 from vlnkit.io.exactsum import SUM_SCALE, exact_sum
 
-FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64).filter(lambda v: not abs(v) < 2.0**36 <= abs(v))
+BOUNDED = st.one_of(
+    st.floats(-(2.0**36), 2.0**36, exclude_max=True, exclude_min=True), st.sampled_from([np.nan, np.inf])
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(FLOATS, min_size=0, max_size=40), st.integers(0, 2**32))
+@given(st.lists(BOUNDED, min_size=0, max_size=40), st.integers(0, 2**32))
 def test_weighted_sums_are_exact(values, seed):
+    """Replicate sums: w times x rounded half to even onto 2**-26 (Python's `round`), summed as Python
+    integers; point sums: the exact sums of the unrounded values."""
     x = np.array(values, dtype=np.float64)
     w = np.random.default_rng(seed).integers(0, 32, size=(len(x), 5)).astype(np.uint8)
     sums = ReplicateSums.of({"x": x}, w)
     finite = np.isfinite(x)
-    exact = [exact_sum([v]) for v in x[finite]]  # integers of 2**-SUM_SCALE, summed in Python
+    on_grid = [round(float(v) * 2**REPLICATE_BITS) for v in x[finite]]
     for b in range(5):
-        assert sums.weighted_totals["x"][b] == sum(int(wb) * e for wb, e in zip(w[finite, b], exact))
+        assert sums.weighted_totals["x"][b] == sum(int(wb) * e for wb, e in zip(w[finite, b], on_grid))
         assert sums.weighted_counts["x"][b] == int(w[finite, b].sum())
+    exact = [exact_sum([v]) for v in x[finite]]  # integers of 2**-SUM_SCALE, summed in Python
     assert sums.totals["x"] == sum(exact) and sums.counts["x"] == int(finite.sum())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(FLOATS, min_size=1, max_size=10))
+def test_values_off_the_grid_are_refused_with_the_value(values):
+    x = np.array(values, dtype=np.float64)
+    big = np.isfinite(x) & (np.abs(x) >= 2.0**36)
+    if big.any():
+        with pytest.raises(ValueError, match="below 6.87195e\\+10"):
+            ReplicateSums.of({"x": x}, np.ones((len(x), 2), np.uint8))
+    else:
+        ReplicateSums.of({"x": x}, np.ones((len(x), 2), np.uint8))
 
 
 def test_point_mean_is_the_jobs_mean():
@@ -37,10 +55,11 @@ def test_point_mean_is_the_jobs_mean():
     means_b = sums.replicate_means("ne")
     w = poisson_weights(episode_keys([f"{i}_0" for i in range(500)]), 10)[np.isfinite(x)]
     independent = (w * x[np.isfinite(x)][:, None]).sum(axis=0) / w.sum(axis=0)  # float sums: close, not exact
-    np.testing.assert_allclose(means_b, independent, rtol=1e-12)
+    # the stated tolerance: values rounded to 2**-26 move a weighted mean by at most half a grid step
+    np.testing.assert_allclose(means_b, independent, rtol=0, atol=2.0**-27 + 1e-12)
 
 
-def test_any_partition_in_any_order_gives_identical_intervals(monkeypatch):
+def test_any_partition_in_any_order_gives_identical_intervals():
     rng = np.random.default_rng(7)
     n = 3000
     ids = [f"{rng.integers(0, 10**6)}_{k % 3}" for k in range(n)]
@@ -48,10 +67,8 @@ def test_any_partition_in_any_order_gives_identical_intervals(monkeypatch):
     cols["ne"][::50] = np.nan
     weights = poisson_weights(episode_keys(ids), 200, seed=5)
     whole = ReplicateSums.of(cols, weights)
-    import vlnkit.comparison.replicates as replicates
-
-    monkeypatch.setattr(replicates, "BLOCK_ROWS", 64)  # blocks inside one batch change nothing either
-    assert ReplicateSums.of(cols, weights) == whole
+    shuffled = np.random.default_rng(3).permutation(n)  # rows in another order: other chunks, same sums
+    assert ReplicateSums.of({m: v[shuffled] for m, v in cols.items()}, weights[shuffled]) == whole
     for trial in range(4):
         order = rng.permutation(n)
         cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, 30), replace=False))
@@ -110,3 +127,33 @@ def test_other_processes_give_the_same_bits():
     for r in results[:0:-1]:
         merged = r + merged
     assert merged == whole and merged.interval("x") == whole.interval("x")
+
+
+def test_threads_on_replicate_and_episode_ranges_give_the_same_bits(monkeypatch):
+    import vlnkit.comparison.threads as threads
+
+    rng = np.random.default_rng(5)
+    ids = [f"{p}_{k}" for p in range(400) for k in range(3)]
+    cols = {"sr": (rng.random(len(ids)) < 0.5).astype(float), "ne": rng.exponential(5.0, len(ids))}
+    monkeypatch.setattr(threads, "PARALLEL_WORK", 1 << 60)
+    assert threads.thread_count(len(ids) * 1000) == 1
+    weights = poisson_weights(episode_keys(ids), 1000, seed=2)
+    alone = ReplicateSums.of(cols, weights)
+    monkeypatch.setattr(threads, "PARALLEL_WORK", 1)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert threads.thread_count(len(ids) * 1000) == 3
+    assert (poisson_weights(episode_keys(ids), 1000, seed=2) == weights).all()
+    threaded = ReplicateSums.of(cols, weights)
+    assert threaded == alone and threaded.interval("ne") == alone.interval("ne")
+
+
+def test_kernel_calls_of_any_size_carry_exactly(monkeypatch):
+    import vlnkit.comparison.replicates as replicates
+
+    rng = np.random.default_rng(8)
+    ids = [f"{p}_0" for p in range(500)]
+    cols = {"pl": rng.exponential(2000.0, 500), "spl": rng.random(500)}
+    weights = poisson_weights(episode_keys(ids), 300, seed=4)
+    whole = ReplicateSums.of(cols, weights)
+    monkeypatch.setattr(replicates, "KERNEL_ROWS", 7)  # carries between calls change nothing
+    assert ReplicateSums.of(cols, weights) == whole

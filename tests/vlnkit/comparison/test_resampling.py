@@ -42,17 +42,13 @@ def test_path_unit_groups_the_instructions_of_a_path():
         episode_keys(["4_1"], unit="scan")
 
 
-def test_weights_equal_the_scalar_rule_and_ignore_order_and_blocks(monkeypatch):
+def test_weights_equal_the_scalar_rule_and_ignore_order():
     keys = episode_keys([f"{p}_{k}" for p in range(40) for k in range(3)] + ["odd"])
     weights = poisson_weights(keys, replicates=30, seed=11)
     oracle = [[scalar_weight(int(key), b, 11) for b in range(30)] for key in keys]
     assert weights.tolist() == oracle
     order = np.random.default_rng(0).permutation(len(keys))
     assert (poisson_weights(keys[order], 30, seed=11) == weights[order]).all()
-    import vlnkit.comparison.resampling as resampling
-
-    monkeypatch.setattr(resampling, "WEIGHT_ROWS", 7)  # blocks change nothing
-    assert (poisson_weights(keys, 30, seed=11) == weights).all()
     assert not (poisson_weights(keys, 30, seed=12) == weights).all()
 
 
@@ -63,3 +59,20 @@ def test_weights_are_poisson_one():
     # 1e6 draws: each frequency within 5 standard errors of its probability
     assert (np.abs(counts - pmf) < 5 * np.sqrt(pmf * (1 - pmf) / len(weights)) + 1e-6).all()
     assert POISSON_CDF[-1] == 1.0 and len(poisson_weights(episode_keys(["1_0"]), 0)[0]) == 0
+
+
+@pytest.mark.parametrize("replicates, seed", [(1000, 0), (1, 7), (334, 2**70 + 3), (2, -5)])
+def test_compiled_weights_equal_the_numpy_definition(replicates, seed):
+    from tests.oracles.poisson_weights import poisson_weights as numpy_weights
+
+    keys = episode_keys([f"{p}_{k}" for p in range(700) for k in range(3)])
+    keys = np.concatenate([keys, np.array([0, 2**64 - 1], dtype=np.uint64)])
+    assert (poisson_weights(keys, replicates, seed) == numpy_weights(keys, replicates, seed)).all()
+
+
+def test_integer_thresholds_are_the_inverse_cdf_at_every_uniform():
+    from vlnkit.comparison.resampling import UNIFORM_BITS, _thresholds
+
+    bits = np.arange(1 << UNIFORM_BITS)
+    by_search = np.searchsorted(POISSON_CDF, bits * 2.0**-UNIFORM_BITS, side="right")
+    assert (np.searchsorted(_thresholds(), bits, side="right") == by_search).all()

@@ -61,3 +61,16 @@ def test_extremes_subnormals_and_signed_zero():
 def test_mean_of_nothing_is_none():
     assert exact_mean(0, 0) is None
     assert math.isclose(exact_mean(exact_sum([1.0, 2.0]), 2), 1.5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.floats(allow_nan=True, allow_infinity=True)), max_size=40))
+def test_sums_by_group_equal_the_exact_rational_sums(rows):
+    from vlnkit.io.exactsum import exact_sums_by
+
+    groups = np.array([g for g, _ in rows], dtype=np.int64)
+    values = np.array([v for _, v in rows], dtype=np.float64)
+    totals, counts = exact_sums_by(groups, values, 5)
+    for g in range(5):
+        kept = [Fraction(v) for h, v in rows if h == g and math.isfinite(v)]
+        assert _as_fraction(totals[g]) == sum(kept, Fraction(0)) and counts[g] == len(kept)
