@@ -13,10 +13,12 @@ non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predicti
 (episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
 scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
 one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
-into --output_dir, and prints a summary table. With --bootstrap (default 1000 replicates), the summary and
-leaderboards also hold Poisson bootstrap intervals, paired comparisons with Holm's correction, tie marks and
-breakdowns by scan, reference path length and language (docs/jobs/score.md). With several agents the two episode lists hold
-"<agent><TAB><instr_id>" lines.
+into --output_dir, and prints a summary table (and, for RxR, one per language). With --bootstrap (default
+1000 replicates), the summary and leaderboards also hold Poisson bootstrap intervals, paired comparisons with
+Holm's correction, tie marks and breakdowns by scan, reference path length and language (docs/jobs/score.md).
+With several agents the two episode lists hold "<agent><TAB><instr_id>" lines. This module only declares
+the flags and wires the transforms; the summary and the leaderboard are built by
+`vlnkit.evaluation.score_summary` and `vlnkit.evaluation.leaderboard`.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--baseline",
         default=None,
-        help="Compare every agent with this agent only (default: every pair of agents)",
+        help="Report comparisons of every agent with this agent only (default: every pair of agents); tie marks "
+        "still compare each agent with the one ranked above it",
     )
 
 
