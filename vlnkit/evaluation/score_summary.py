@@ -214,8 +214,9 @@ def tie_marks(sums: dict, ranking: list[str], confidence: float = 0.95) -> dict[
     above it, False if it does (and for the first agent), None when unknown (no common episodes).
 
     The question a tie mark answers is "is this step of the ranking real?", asked once per adjacent
-    pair, so the family Holm's correction runs over is the k - 1 adjacent pairs of k agents: not every
-    pair, and not the pairs against a baseline (those answer other questions, in "comparisons").
+    pair, so the family Holm's correction runs over is the k - 1 adjacent pairs of k agents
+    (`adjacent_ties`): not every pair, and not the pairs against a baseline (those answer other
+    questions, in "comparisons").
 
     >>> from vlnkit.comparison.accumulate import slice_sums
     >>> table = {"agent": ["a"] * 4 + ["b"] * 4 + ["c"] * 4, "instr_id": ["1_0", "2_0", "3_0", "4_0"] * 3,
@@ -225,10 +226,10 @@ def tie_marks(sums: dict, ranking: list[str], confidence: float = 0.95) -> dict[
     {'a': False, 'b': True, 'c': False}
     """
     from vlnkit.comparison.accumulate import comparisons
-    from vlnkit.comparison.paired import ties
+    from vlnkit.comparison.paired import adjacent_ties
 
     adjacent = _stored(sums, zip(ranking, ranking[1:]))
-    return ties(ranking, comparisons(sums, [TIE_METRIC], confidence, adjacent), TIE_METRIC)
+    return adjacent_ties(ranking, comparisons(sums, [TIE_METRIC], confidence, adjacent), TIE_METRIC, confidence)
 
 
 def _group_order(groups: set[str]):
