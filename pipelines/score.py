@@ -13,10 +13,12 @@ non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predicti
 (episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
 scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
 one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
-into --output_dir, and prints a summary table. With --bootstrap (default 1000 replicates), the summary and
-leaderboards also hold Poisson bootstrap intervals, paired comparisons with Holm's correction, tie marks and
-breakdowns by scan, reference path length and language (docs/jobs/score.md). With several agents the two episode lists hold
-"<agent><TAB><instr_id>" lines.
+into --output_dir, and prints a summary table (and, for RxR, one per language). With --bootstrap (default
+1000 replicates), the summary and leaderboards also hold Poisson bootstrap intervals, paired comparisons with
+Holm's correction, tie marks and breakdowns by scan, reference path length and language (docs/jobs/score.md).
+With several agents the two episode lists hold "<agent><TAB><instr_id>" lines. This module only declares
+the flags and wires the transforms; the summary and the leaderboard are built by
+`vlnkit.evaluation.score_summary` and `vlnkit.evaluation.leaderboard`.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
-from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
+from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
 
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
 UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
-LEADERBOARD = ("leaderboard.csv", "leaderboard.md")
 
 
 def declare_flags(parser) -> None:
@@ -94,7 +95,8 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--baseline",
         default=None,
-        help="Compare every agent with this agent only (default: every pair of agents)",
+        help="Report comparisons of every agent with this agent only (default: every pair of agents); tie marks "
+        "still compare each agent with the one ranked above it",
     )
 
 
@@ -147,6 +149,8 @@ def build(
     from transforms.score_write import WriteLines
     from transforms.write import WriteTables, write_json
     from vlnkit.datasets.json_chunks import RANGE_BYTES
+    from vlnkit.evaluation.leaderboard import write_leaderboard
+    from vlnkit.evaluation.score_summary import finish_summary
     from vlnkit.io.schemas import EPISODE_SCORES, schema_version
     from vlnkit.reports.published_metrics import finish_differences
 
@@ -165,10 +169,10 @@ def build(
     hook = None
     if replicates:
         from transforms.score_bootstrap import SliceSums
-        from vlnkit.comparison.accumulate import pairs_of
         from vlnkit.evaluation.common import METRICS
+        from vlnkit.evaluation.score_summary import bootstrap_pairs
 
-        pairs = pairs_of(names, getattr(opts, "baseline", None))
+        pairs = bootstrap_pairs(names, getattr(opts, "baseline", None))
         seed, unit = int(getattr(opts, "seed", 0)), getattr(opts, "bootstrap_unit", "episode")
         hook = SliceSums(METRICS, replicates, seed, unit, pairs)
     scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config, hook)
@@ -211,273 +215,11 @@ def build(
     _ = finish_run(out, finish, dead, tallies, side)
 
 
-AGENT_COUNTS = (
-    "predictions_read",
-    "missing_predictions",
-    "without_usable_prediction",
-    "dead_letters",
-    "non_adjacent_steps",
-    "trajectories_with_jumps",
-    "repeats_collapsed",
-)
-
-
-def agent_summary(totals: dict, agent: str) -> dict:
-    """One agent's block of the summary from the summed totals, with `by_language` (RxR: each language's
-    count and metric means from its own exact sums; empty for a dataset without languages)."""
-    from transforms.score_batches import BY_LANGUAGE
-    from transforms.score_read import SEP
-    from vlnkit.evaluation.batch import means
-
-    prefix = agent + SEP
-    own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
-    mean, nulls = means(own)
-    per_language: dict[str, dict] = {}
-    for key, value in own.items():
-        if key.startswith(BY_LANGUAGE + SEP):
-            language, name = key[len(BY_LANGUAGE) + 1 :].split(SEP)
-            per_language.setdefault(language, {})[name] = value
-    by_language = {
-        language: {"count": int(sums.get("count", 0)), "metrics": means(sums)[0]}
-        for language, sums in sorted(per_language.items())
-    }
-    return {
-        "count": int(own.get("count", 0)),
-        "metrics": mean,
-        "null_counts": nulls,
-        **{name: int(own.get(name, 0)) for name in AGENT_COUNTS},
-        "by_language": by_language,
-    }
-
-
-def finish_summary(
-    static: dict,
-    totals: dict,
-    agents: list[str] | None = None,
-    bootstrap: dict | None = None,
-    bootstrap_options: dict | None = None,
-) -> dict:
-    """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
-
-    With `bootstrap` (the merged `vlnkit.comparison.accumulate` sums of the job), every leaderboard row
-    gains "<metric>_ci" and "tied_with_above", and the summary gains "comparisons" and "breakdowns".
-
-    A dataset whose every reference path is a single viewpoint (the R2R test split) gets
-    "unscorable" (the reason) and no metrics: success would be trivially 100%.
-    """
-    from vlnkit.evaluation.common import METRICS
-
-    agents = list(agents) if agents is not None else [""]
-    blocks = {a: agent_summary(totals, a) for a in agents}
-    references = int(totals.get("reference_episodes", 0))
-    single = int(totals.get("single_viewpoint_episodes", 0))
-    unscorable = None
-    if references and single == references:
-        unscorable = (
-            f"every one of the {references} reference episodes of --dataset={','.join(static.get('dataset', []))} "
-            "holds only its start viewpoint (like the R2R test split): there is no goal to score against"
-        )
-        for b in blocks.values():
-            b["metrics"] = {m: None for m in METRICS}
-            for per_language in b["by_language"].values():
-                per_language["metrics"] = {m: None for m in METRICS}
-    shared = {
-        "reference_episodes": references,
-        "single_viewpoint_episodes": single,
-        "dead_letters": int(totals.get("dead_letters", 0)),
-    }
-    summary = dict(static)
-    if len(blocks) == 1:
-        only = next(iter(blocks.values()))
-        summary.update(
-            {
-                "count": only["count"],
-                "metrics": only["metrics"],
-                "null_counts": only["null_counts"],
-                "predictions_read": only["predictions_read"],
-                "reference_episodes": references,
-                "missing_predictions": only["missing_predictions"],
-                "without_usable_prediction": only["without_usable_prediction"],
-                "dead_letters": shared["dead_letters"],
-                "non_adjacent_steps": only["non_adjacent_steps"],
-                "trajectories_with_jumps": only["trajectories_with_jumps"],
-                "repeats_collapsed": only["repeats_collapsed"],
-                "by_language": only["by_language"],
-            }
-        )
-    summary.update(shared)
-    summary["agents"] = blocks
-    summary["leaderboard"] = leaderboard(blocks)
-    if bootstrap_options is not None:
-        summary["bootstrap"] = bootstrap_options
-    if bootstrap is not None and not unscorable:
-        add_bootstrap(summary, bootstrap, bootstrap_options or {})
-    if unscorable:
-        summary["unscorable"] = unscorable
-    return summary
-
-
-TIE_METRIC = "spl"  # ties are judged on the leaderboard's first ranking metric
-
-
-def add_bootstrap(summary: dict, sums: dict, options: dict) -> None:
-    """Intervals on the leaderboard rows, "comparisons" (Holm per metric), tie marks and "breakdowns"."""
-    from vlnkit.comparison.accumulate import agent_intervals, breakdowns, comparisons, pairs_of
-    from vlnkit.comparison.paired import ties
-    from vlnkit.evaluation.common import METRICS
-
-    confidence = float(options.get("confidence", 0.95))
-    agents = list(summary["agents"])
-    pairs = pairs_of(agents, options.get("baseline"))
-    rows = comparisons(sums, METRICS, confidence, pairs)
-    ranking = [r["agent"] for r in summary["leaderboard"]]
-    tied = ties(ranking, rows, TIE_METRIC)
-    for r in summary["leaderboard"]:
-        r.update(agent_intervals(sums, r["agent"], METRICS, confidence))
-        r["tied_with_above"] = tied.get(r["agent"])
-    summary["comparisons"] = rows
-    summary["breakdowns"] = breakdowns(sums, confidence)
-
-
-LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
-LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
-
-
-def language_column(metric: str, language: str) -> str:
-    """A leaderboard column of one metric in one language.
-
-    >>> language_column("ndtw", "hi-IN")
-    'ndtw_hi-IN'
-    """
-    return f"{metric}_{language}"
-
-
-def leaderboard(blocks: dict[str, dict]) -> list[dict]:
-    """Agents ranked by SPL, then SR (higher first; agents without scores last), then name. With
-    languages (RxR), each row also holds `language_column(metric, language)` for LANGUAGE_METRICS."""
-    languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
-
-    def key(item):
-        name, b = item
-        spl, sr = b["metrics"].get("spl"), b["metrics"].get("sr")
-        return (spl is None, -(spl or 0.0), -(sr or 0.0), name)
-
-    rows = []
-    for rank, (name, b) in enumerate(sorted(blocks.items(), key=key), start=1):
-        rows.append(
-            {
-                "rank": rank,
-                "agent": name,
-                "episodes": b["count"],
-                "without_usable_prediction": b["without_usable_prediction"],
-                **{m: b["metrics"].get(m) for m in LEADERBOARD_METRICS},
-                **{
-                    language_column(m, language): b["by_language"].get(language, {}).get("metrics", {}).get(m)
-                    for language in languages
-                    for m in LANGUAGE_METRICS
-                },
-            }
-        )
-    return rows
-
-
-HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
-
-
-def _cell(metric: str, value, interval=None) -> str:
-    if value is None:
-        return "n/a"
-    scale = 1.0 if metric in ("ne", "pl") else 100.0
-    text = f"{scale * value:.2f}"
-    if interval:
-        text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
-    return text
-
-
-def success_line(options: dict) -> str:
-    """The leaderboard's header: the success rule the rates were computed with (ties differ between rules).
-
-    >>> success_line({"success_distance": 3.0, "success_rule": "le"})
-    "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
-    """
-    d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
-    if rule == "lt":
-        return f"Success: NE < {d} m (success_rule=lt, as R2R eval.py; the R4R/nDTW papers' code uses NE <= d_th)."
-    return f"Success: NE <= {d} m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
-
-
-def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
-    """(CSV text with full-precision values, Markdown table with rates in %, distances in m, under a
-    header line stating the success rule)."""
-    import csv
-    import io
-
-    head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
-    first = rows[0] if rows else {}
-    with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
-    cis = [f"{m}_ci" for m in LEADERBOARD_METRICS] if with_ci else []
-    bootstrap_keys = {*(k for k in first if k.endswith("_ci")), "tied_with_above"}
-    # Per-language columns, language by language (rows may come back from JSON with sorted keys).
-    languages = sorted({k.split("_", 1)[1] for k in first if k not in head and k not in bootstrap_keys})
-    extra = [language_column(m, language) for language in languages for m in LANGUAGE_METRICS]
-    head += extra
-    csv_head = head + cis + (["tied_with_above"] if with_ci else [])
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=csv_head, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
-    labels = [m.upper() + (" (m)" if m in ("ne", "pl") else " (%)") for m in LEADERBOARD_METRICS]
-    labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
-    md = [success_line(options), ""]
-    if with_ci:
-        md += [
-            f"Brackets: {100 * options.get('confidence', 0.95):g}% bootstrap intervals ({options.get('bootstrap')} "
-            f"replicates, unit: {options.get('bootstrap_unit', 'episode')}). \u2248 before a rank: its "
-            f"{TIE_METRIC.upper()} does not differ significantly from the agent ranked above (paired, Holm-corrected).",
-            "",
-        ]
-    md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
-    md.append("|" + " --- |" * (4 + len(labels)))
-    for r in rows:
-        agent = str(r["agent"]).replace("|", "\\|")
-        cells = [_cell(m, r[m], r.get(f"{m}_ci") if m in HEADLINE_CI else None) for m in LEADERBOARD_METRICS]
-        cells += [_cell(c, r.get(c)) for c in extra]
-        mark = "\u2248" if r.get("tied_with_above") else ""
-        md.append(
-            f"| {mark}{r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    return buf.getvalue(), "\n".join(md) + "\n"
-
-
-def _csv_value(value):
-    """A CSV cell: empty for None, an interval as "low;high" (full precision)."""
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return ";".join(repr(float(v)) for v in value)
-    return value
-
-
-def write_leaderboard(output_dir: str, summary: dict) -> None:
-    csv_text, md_text = leaderboard_text(summary["leaderboard"], {**summary["options"], **summary.get("bootstrap", {})})
-    for name, text in zip(LEADERBOARD, (csv_text, md_text)):
-        with fileio.open_write(fileio.join(output_dir, name)) as f:
-            f.write(text.encode("utf-8"))
-
-
-def summary_rows(summary: dict) -> list[tuple[str, object]]:
-    """Metric rows of a summary table: rates as percentages, distances in metres."""
-    from vlnkit.evaluation.common import METRICS
-    from vlnkit.evaluation.scoring_config import metric_rows
-
-    return metric_rows({m: summary["metrics"].get(m) for m in METRICS})
-
-
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table, print_outputs
+    from vlnkit.evaluation.common import METRICS
+    from vlnkit.evaluation.leaderboard import aligned, language_rows, leaderboard_options, leaderboard_text
+    from vlnkit.evaluation.scoring_config import metric_rows
 
     output_dir = ctx.output_dir
     o = summary["options"]
@@ -487,7 +229,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
     )
     agents = summary.get("agents") or {}
     if "count" in summary:
-        rows = [("episodes scored", summary["count"]), *summary_rows(summary)]
+        rows = [("episodes scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
         rows += [
             ("predictions read", summary["predictions_read"]),
             ("reference episodes", summary["reference_episodes"]),
@@ -508,7 +250,12 @@ def print_summary(summary: dict, ctx: Run) -> None:
     if len(agents) > 1:
         print()
         print("Leaderboard (by SPL, then SR)")
-        print(leaderboard_text(summary["leaderboard"], o)[1], end="")
+        print(leaderboard_text(summary["leaderboard"], leaderboard_options(summary))[1], end="")
+    languages = language_rows(summary)
+    if languages:
+        print()
+        print("By language (rates in %)")
+        print(aligned(languages))
     print_outputs(output_dir, summary["dead_letters"])
     if any(b["missing_predictions"] for b in agents.values()):
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")
@@ -554,7 +301,7 @@ def run(ctx: Run) -> dict:
             published=published,
         ),
         ["episodes", "missing_predictions", "without_usable_prediction"],
-        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD, COMPARISON_FILE)),
+        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD_FILES, COMPARISON_FILE)),
         outcome=outcome,
     )
 

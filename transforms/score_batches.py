@@ -21,22 +21,17 @@ from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.score_join import BucketJoin, join_bucket, padded
-from transforms.score_read import SEP, TOTALS, agent_key, dataset_ranks, worker_vocabulary
+from transforms.score_read import TOTALS, dataset_ranks, worker_vocabulary
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, non_adjacent_steps
+from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.schemas import EPISODE_SCORES
 
 MISSING = "missing"
 UNUSABLE = "unusable"
-BY_LANGUAGE = "by_language"  # totals of one language's pairs (RxR), summed like an agent's own
 BOOTSTRAP = "bootstrap"  # the `bootstrap` hook's output per bucket (transforms.score_bootstrap)
-
-
-def language_key(language: str, name: str) -> str:
-    """The totals name of one language's counter (under an agent's key, see `agent_key`)."""
-    return f"{BY_LANGUAGE}{SEP}{language}{SEP}{name}"
 
 
 def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:

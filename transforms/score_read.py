@@ -32,6 +32,7 @@ from vlnkit.datasets.prediction_batches import parquet_prediction_items, predict
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch
 from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
+from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
 
@@ -39,17 +40,11 @@ TOTALS = "totals"
 PARQUET_BATCH = 65536
 BATCH_ROWS = 32768  # rows gathered from the small parsed chunks before a batch is split by bucket
 COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a byte range
-SEP = "\x1f"  # agent / counter separator in totals keys (never printed)
 
 
 def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
     """One viewpoint vocabulary per connectivity folder per worker process."""
     return per_worker("vocabulary", connectivity_dir, lambda: Vocabulary.load(connectivity_dir))
-
-
-def agent_key(agent: str, name: str) -> str:
-    """The totals key of one agent's counter."""
-    return f"{agent}{SEP}{name}"
 
 
 def _read_parquet_table(path: str):

@@ -341,3 +341,50 @@ def test_multi_process_runner_gives_the_same_outputs(env, tmp_path):
     two = run(tmp_path / "two", *flags, "--direct_running_mode=multi_processing", "--direct_num_workers=2")
     assert one["agents"] == two["agents"] and one["agents"]["a"] == one["agents"]["b"]  # exact sums: same bits
     assert sorted(map(str, episodes(tmp_path / "one"))) == sorted(map(str, episodes(tmp_path / "two")))
+
+
+def test_console_summary_prints_a_table_per_language(capsys):
+    """RxR: the printed summary has a row per language (per agent with several, in leaderboard order) with
+    its episode count and headline rates; the leaderboard's note names the replicates the brackets come from."""
+    from types import SimpleNamespace
+
+    from vlnkit.evaluation.batch import totals
+    from vlnkit.evaluation.score_summary import agent_key, finish_summary, language_key
+
+    summed = {"reference_episodes": 5}
+    for agent, sr in (("low", [0.0, 1.0, 0.0]), ("high", [1.0, 1.0, 0.0])):
+        for language, rows in (("te-IN", slice(0, 2)), ("en-US", slice(2, 3))):
+            own = totals({m: np.asarray(sr[rows]) for m in METRICS})
+            summed.update({agent_key(agent, language_key(language, k)): v for k, v in own.items()})
+        summed.update({agent_key(agent, k): v for k, v in totals({m: np.asarray(sr) for m in METRICS}).items()})
+    options = {"success_distance": 3.0, "keep_repeats": False, "spl_reference": "shortest"}
+    ctx = SimpleNamespace(output_dir="out")
+    summary = finish_summary({"options": options}, summed, ["low", "high"])
+    summary["bootstrap"] = {"bootstrap": 200, "confidence": 0.95}
+    summary["leaderboard"][0]["sr_ci"] = [0.5, 1.0]
+    score.print_summary(summary, ctx)
+    printed = capsys.readouterr().out
+    assert "(200 replicates, unit: episode)" in printed
+    table = printed.split("By language (rates in %)\n")[1].splitlines()
+    assert table[0].split() == [
+        "language",
+        "agent",
+        "episodes",
+        "SR",
+        "(%)",
+        "SPL",
+        "(%)",
+        "NDTW",
+        "(%)",
+        "SDTW",
+        "(%)",
+    ]
+    assert [line.split()[:4] for line in table[2:6]] == [
+        ["en-US", "high", "1", "0.00"],
+        ["en-US", "low", "1", "0.00"],
+        ["te-IN", "high", "2", "100.00"],
+        ["te-IN", "low", "2", "50.00"],
+    ]
+    score.print_summary(finish_summary({"options": options}, summed, ["low"]), ctx)
+    one = capsys.readouterr().out.split("By language (rates in %)\n")[1].splitlines()
+    assert one[0].split()[:2] == ["language", "episodes"] and one[3].split()[:3] == ["te-IN", "2", "50.00"]

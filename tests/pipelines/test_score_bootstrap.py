@@ -161,7 +161,63 @@ def test_breakdown_by_reference_length_equals_the_library(val_unseen):
     lengths = [length[i] for i in table["instr_id"].to_pylist()]
     table = table.append_column("reference_length", pa.array(length_buckets(lengths), pa.string()))
     want = breakdown(table, "reference_length", HEADLINE, replicates=1000, seed=7)
-    want.sort(key=lambda r: (r["group"], r["agent"]))
+    want.sort(key=lambda r: (length_labels().index(r["group"]), r["agent"]))  # shortest bucket first
     got = summary["breakdowns"]["reference_length"]
-    assert got == want and {r["group"] for r in got} == set(length_labels())
+    assert got == want and list(dict.fromkeys(r["group"] for r in got)) == length_labels()
     assert sum(r["episodes"] for r in got if r["agent"] == "rand") == 2349
+
+
+def test_tie_marks_with_a_baseline_judge_each_agent_against_the_one_above(tmp_path):
+    """Four agents, --baseline the worst: every agent but the top one gets a tie mark, each from the paired
+    comparison with the agent ranked just above it, Holm-corrected over the three adjacent pairs only;
+    "comparisons" holds only the pairs with the baseline. Breakdown groups come in their natural order."""
+    r2r_path, conn_dir = write_environment(str(tmp_path / "env"), scans=3, paths_per_scan=10, seed=5, instructions=3)
+    records = json.loads(open(r2r_path).read())
+    rng = np.random.default_rng(2)
+    walks = {
+        "full": lambda path: path,
+        "copy": lambda path: path,
+        "part": lambda path: path[: 1 + rng.integers(len(path))],
+        "stop": lambda path: path[:1],
+    }
+    flags = []
+    for name, walk in walks.items():
+        preds = [
+            {"instr_id": f"{r['path_id']}_{k}", "trajectory": [[v, 0, 0] for v in walk(r["path"])]}
+            for r in records
+            for k in range(3)
+        ]
+        (tmp_path / f"{name}.json").write_text(json.dumps(preds))
+        flags.append(f"--predictions={name}={tmp_path / f'{name}.json'}")
+    out = tmp_path / "out"
+    summary = run(
+        out, *flags, f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}", "--bootstrap=300", "--baseline=stop"
+    )
+    ranking = [r["agent"] for r in summary["leaderboard"]]
+    assert ranking[-2:] == ["part", "stop"] and set(ranking[:2]) == {"full", "copy"}
+    tied = {r["agent"]: r["tied_with_above"] for r in summary["leaderboard"]}
+    assert tied[ranking[0]] is False and all(tied[a] is not None for a in ranking[1:])
+    assert tied[ranking[1]] is True  # an identical copy never differs
+    # Independently: each adjacent pair compared on its own (the weights depend on seed and episode only),
+    # Holm over the three adjacent p-values by hand.
+    table = episode_table(out).select(["agent", "instr_id", "scan", "spl"])
+    p = []
+    for above, below in zip(ranking, ranking[1:]):
+        pair = table.filter(pa.compute.is_in(table["agent"], pa.array([above, below])))
+        (row,) = compare(pair, ["spl"], replicates=300, seed=0)
+        p.append(row["p_value"])
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate(np.minimum(1.0, np.asarray(p)[order] * np.array([3, 2, 1])))
+    p_holm = np.empty(3)
+    p_holm[order] = adjusted
+    assert [tied[a] for a in ranking[1:]] == [bool(q >= 0.05) for q in p_holm]
+    assert {(r["a"], r["b"]) for r in summary["comparisons"]} == {("full", "stop"), ("copy", "stop"), ("part", "stop")}
+    # Natural group order: length buckets shortest first, scans alphabetically, agents by name within a group.
+    lengths = list(dict.fromkeys(r["group"] for r in summary["breakdowns"]["reference_length"]))
+    assert lengths == [label for label in length_labels() if label in lengths] and len(lengths) > 1
+    assert lengths != sorted(lengths)  # these buckets' text order is not their length order ("8-10 m" < "<8 m")
+    scans = [r["group"] for r in summary["breakdowns"]["scan"]]
+    assert scans == sorted(scans)
+    for column in summary["breakdowns"].values():
+        keys = [(r["group"], r["agent"]) for r in column]
+        assert all(a < b for (g, a), (h, b) in zip(keys, keys[1:]) if g == h)

@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.random_walks import RandomBaseline, allocation
 from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import SEP, TOTALS, ReadPredictionBatches, ReadReferenceBatches, ReadScoringInputs
+from transforms.score_read import TOTALS, ReadPredictionBatches, ReadReferenceBatches, ReadScoringInputs
 from transforms.score_records import ReadDataset
 from vlnkit.datasets.json_chunks import plan_line_ranges
 from vlnkit.datasets.records import flatten_trajectory
@@ -23,6 +23,7 @@ from vlnkit.evaluation.batch import score_batch
 from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.metrics import score
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
+from vlnkit.evaluation.score_summary import SEP
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.exactsum import SUM_SCALE
 from vlnkit.navigation.graph import GraphStore

@@ -5,7 +5,7 @@
 - `replicates`: `ReplicateSums`, exact per-replicate weighted sums that merge across workers in any
   order, and `percentile_interval`.
 - `paired`: paired differences between agents with intervals, bootstrap p-values, Holm's
-  correction (`holm`) and the leaderboard's tie marks (`ties`).
+  correction (`holm`) and the leaderboard's tie marks (`adjacent_ties`: Holm over the adjacent pairs).
 - `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`
   (every pair, or every agent against a baseline) and `breakdown` (per scan, reference path-length
   bucket or language).
@@ -22,7 +22,17 @@ __getattr__, __all__ = lazy_exports(
     {
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
         "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
-        "paired": ("HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"),
+        "paired": (
+            "HEADLINE",
+            "RANK_BY",
+            "LOWER_IS_BETTER",
+            "PairedSums",
+            "holm",
+            "comparison_rows",
+            "rank",
+            "ties",
+            "adjacent_ties",
+        ),
         "accumulate": ("slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of"),
         "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
     },

@@ -32,7 +32,17 @@ import numpy as np
 
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, percentile_interval
 
-__all__ = ["HEADLINE", "RANK_BY", "LOWER_IS_BETTER", "PairedSums", "holm", "comparison_rows", "rank", "ties"]
+__all__ = [
+    "HEADLINE",
+    "RANK_BY",
+    "LOWER_IS_BETTER",
+    "PairedSums",
+    "holm",
+    "comparison_rows",
+    "rank",
+    "ties",
+    "adjacent_ties",
+]
 
 HEADLINE = ("sr", "spl", "ndtw", "sdtw", "ne")  # the leaderboard's headline metrics, SR first
 RANK_BY = ("spl", "sr")  # the score job's leaderboard order; ties are judged on the first
@@ -166,3 +176,30 @@ def ties(ranking: list[str], rows: list[dict], metric: str) -> dict[str, bool | 
         row = found.get(frozenset((ranking[k - 1], agent)))
         out[agent] = None if row is None or row.get("p_holm", row.get("p_value", 0)) is None else not row["significant"]
     return out
+
+
+def adjacent_ties(
+    ranking: list[str], rows: list[dict], metric: str, confidence: float = DEFAULT_CONFIDENCE
+) -> dict[str, bool | None]:
+    """The leaderboard's tie marks: `ties` judged on the pairs adjacent in `ranking` only, with Holm's
+    correction recomputed over that family (the k - 1 adjacent pairs of k agents) from each row's raw
+    `p_value`, whatever family `rows` were corrected over (every pair, or each agent against a baseline).
+
+    Why that family: a tie mark asks "is this step of the ranking real?" once per step, so correcting
+    over every pair would make the marks depend on how many other agents were compared.
+
+    >>> rows = [{"a": "x", "b": "y", "metric": "sr", "p_value": 0.02, "p_holm": 0.06, "significant": False},
+    ...         {"a": "x", "b": "z", "metric": "sr", "p_value": 0.5, "p_holm": 0.5, "significant": False},
+    ...         {"a": "y", "b": "z", "metric": "sr", "p_value": 0.01, "p_holm": 0.03, "significant": True}]
+    >>> adjacent_ties(["x", "z", "y"], rows, "sr")
+    {'x': False, 'z': True, 'y': False}
+    """
+    steps = {frozenset(pair) for pair in zip(ranking, ranking[1:])}
+    family = [
+        dict(r)
+        for r in rows
+        if r["metric"] == metric and frozenset((r["a"], r["b"])) in steps and r.get("p_value") is not None
+    ]
+    for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
+        r["p_holm"], r["significant"] = adjusted, adjusted < 1.0 - confidence
+    return ties(ranking, family, metric)

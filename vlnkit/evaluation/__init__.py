@@ -7,6 +7,10 @@
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
 - `random_baseline`: the published random-walk baseline, generated in vectorized batches.
+- `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
+  (`finish_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
+- `leaderboard`: agents ranked (SPL, then SR) and the same rows as `leaderboard.csv`/`.md` and the
+  console's tables (`leaderboard`, `leaderboard_text`, `write_leaderboard`, `language_rows`).
 - Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, options,
   packing; the success rule, `SUCCESS_RULES`). The numpy implementation the kernels are tested
   against is a test oracle (`tests/oracles/numpy_metrics.py`), not part of the package.
@@ -30,6 +34,8 @@ _HOME = {
     **dict.fromkeys(("SUCCESS_RULES", "DEFAULT_SUCCESS_RULE", "check_distances"), "common"),
     **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
     **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
+    **dict.fromkeys(("finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
+    **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
 }
 
 
@@ -56,6 +62,9 @@ __all__ = [
     "RewardBatch", "RewardEpisode",
     # random baseline
     "step_pool", "allocate", "neighbour_table", "draw", "walk",
+    # the score job's summary and leaderboard
+    "finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
+    "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)

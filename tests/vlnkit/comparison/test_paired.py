@@ -71,3 +71,22 @@ def test_ties_follow_the_ranking():
     ]
     assert ties(order, rows, "sr") == {"y": False, "x": True, "z": False}
     assert ties(order, rows[:1], "sr")["z"] is None
+
+
+def test_adjacent_ties_correct_over_the_adjacent_pairs_only():
+    """Holm over the two adjacent pairs (p 0.02 and 0.03 -> 0.04 and 0.04: both steps real), where the rows'
+    own correction over all three pairs (0.06, 0.06) would have called both ties."""
+    from vlnkit.comparison import adjacent_ties
+
+    rows = [
+        {"a": "x", "b": "y", "metric": "sr", "p_value": 0.02, "p_holm": 0.06, "significant": False},
+        {"a": "y", "b": "z", "metric": "sr", "p_value": 0.03, "p_holm": 0.06, "significant": False},
+        {"a": "x", "b": "z", "metric": "sr", "p_value": 0.001, "p_holm": 0.003, "significant": True},
+        {"a": "x", "b": "y", "metric": "spl", "p_value": 0.9, "p_holm": 0.9, "significant": False},
+    ]
+    assert ties(["x", "y", "z"], rows, "sr") == {"x": False, "y": True, "z": True}
+    assert adjacent_ties(["x", "y", "z"], rows, "sr") == {"x": False, "y": False, "z": False}
+    assert adjacent_ties(["x", "y", "z"], rows, "sr", confidence=0.99) == {"x": False, "y": True, "z": True}
+    assert adjacent_ties(["z", "x", "y"], rows, "sr")["x"] is False  # one adjacent pair: 0.001, no correction
+    assert adjacent_ties(["x", "y", "z"], rows[:1], "sr")["z"] is None  # no row for (y, z): unknown
+    assert rows[0]["p_holm"] == 0.06  # the rows themselves are left as they were

@@ -1,0 +1,246 @@
+"""The score job's leaderboard: agents ranked, and the same rows as CSV, Markdown and console tables.
+
+Kept apart from the job (and from Beam) because the leaderboard is a pure function of the summary's
+per-agent blocks: a script that holds a `summary.json` can rebuild `leaderboard.csv` and
+`leaderboard.md` byte for byte (`leaderboard_text`), and every agent is ranked by one rule (SPL, then
+SR: `leaderboard`). The CSV keeps full precision for programs; the Markdown shows rates in % and
+distances in m for people, under a line stating the success rule (ties at exactly d_th differ
+between the rules, so a number without its rule is ambiguous).
+
+>>> blocks = {"a": {"count": 2, "without_usable_prediction": 0, "metrics": {"spl": 0.5, "sr": 0.5}},
+...           "b": {"count": 2, "without_usable_prediction": 0, "metrics": {"spl": 0.75, "sr": 1.0}}}
+>>> [(r["rank"], r["agent"]) for r in leaderboard(blocks)]
+[(1, 'b'), (2, 'a')]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from vlnkit.comparison.paired import HEADLINE, RANK_BY
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE
+from vlnkit.io import fileio
+
+__all__ = [
+    "LEADERBOARD_FILES",
+    "LEADERBOARD_METRICS",
+    "LANGUAGE_METRICS",
+    "TIE_METRIC",
+    "language_column",
+    "leaderboard",
+    "success_line",
+    "leaderboard_text",
+    "write_leaderboard",
+    "language_rows",
+]
+
+LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.md")
+LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
+LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
+HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
+TIE_METRIC = RANK_BY[0]  # ties are judged on the leaderboard's first ranking metric (SPL)
+DISTANCES = ("ne", "pl")  # shown in metres; every other leaderboard metric is a rate shown in %
+
+
+def language_column(metric: str, language: str) -> str:
+    """A leaderboard column of one metric in one language.
+
+    >>> language_column("ndtw", "hi-IN")
+    'ndtw_hi-IN'
+    """
+    return f"{metric}_{language}"
+
+
+def leaderboard(blocks: dict[str, dict]) -> list[dict]:
+    """Agents ranked by SPL, then SR (higher first; agents without scores last), then name. With
+    languages (RxR), each row also holds `language_column(metric, language)` for LANGUAGE_METRICS.
+
+    `blocks` are the summary's per-agent blocks (`count`, `without_usable_prediction`, `metrics` and,
+    for RxR, `by_language`).
+
+    >>> blocks = {"x": {"count": 1, "without_usable_prediction": 0, "metrics": {"spl": None, "sr": None}},
+    ...           "y": {"count": 1, "without_usable_prediction": 0, "metrics": {"spl": 0.0, "sr": 0.0},
+    ...                 "by_language": {"te-IN": {"count": 1, "metrics": {"sr": 0.0}}}}}
+    >>> rows = leaderboard(blocks)
+    >>> [r["agent"] for r in rows], rows[0]["sr_te-IN"], rows[1]["sr_te-IN"]
+    (['y', 'x'], 0.0, None)
+    """
+    languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
+
+    def key(item):
+        name, b = item
+        spl, sr = b["metrics"].get("spl"), b["metrics"].get("sr")
+        return (spl is None, -(spl or 0.0), -(sr or 0.0), name)
+
+    rows = []
+    for rank, (name, b) in enumerate(sorted(blocks.items(), key=key), start=1):
+        by_language = b.get("by_language", {})
+        rows.append(
+            {
+                "rank": rank,
+                "agent": name,
+                "episodes": b["count"],
+                "without_usable_prediction": b["without_usable_prediction"],
+                **{m: b["metrics"].get(m) for m in LEADERBOARD_METRICS},
+                **{
+                    language_column(m, language): by_language.get(language, {}).get("metrics", {}).get(m)
+                    for language in languages
+                    for m in LANGUAGE_METRICS
+                },
+            }
+        )
+    return rows
+
+
+def cell(metric: str, value, interval=None) -> str:
+    """A Markdown or console cell: rates in % and distances in m with two decimals, "n/a" for no value.
+
+    >>> cell("sr", 0.25, [0.125, 0.5]), cell("ne", 1.5), cell("spl", None)
+    ('25.00 [12.50, 50.00]', '1.50', 'n/a')
+    """
+    if value is None:
+        return "n/a"
+    scale = 1.0 if metric in DISTANCES else 100.0
+    text = f"{scale * value:.2f}"
+    if interval:
+        text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
+    return text
+
+
+def success_line(options: dict) -> str:
+    """The leaderboard's header: the success rule the rates were computed with (ties differ between rules).
+
+    >>> success_line({"success_distance": 3.0, "success_rule": "le"})
+    "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
+    """
+    d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
+    if rule == "lt":
+        return f"Success: NE < {d} m (success_rule=lt, as R2R eval.py; the R4R/nDTW papers' code uses NE <= d_th)."
+    return f"Success: NE <= {d} m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
+
+
+def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
+    """(CSV text with full-precision values, Markdown table with rates in %, distances in m, under a
+    header line stating the success rule).
+
+    `options` are the summary's scoring options and, with intervals, its `bootstrap` settings (the
+    Markdown's note says how many replicates the brackets come from).
+
+    >>> rows = [{"rank": 1, "agent": "a", "episodes": 4, "without_usable_prediction": 0, "sr": 0.5, "ne": 2.0}]
+    >>> csv_text, md = leaderboard_text(rows, {"success_distance": 3.0})
+    >>> csv_text.splitlines()[1]
+    '1,a,4,0,0.5,,,,,2.0,,'
+    >>> md.splitlines()[-1]
+    '| 1 | a | 4 | 0 | 50.00 | n/a | n/a | n/a | n/a | 2.00 | n/a | n/a |'
+    """
+    head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
+    first = rows[0] if rows else {}
+    with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
+    cis = [f"{m}_ci" for m in LEADERBOARD_METRICS] if with_ci else []
+    bootstrap_keys = {*(k for k in first if k.endswith("_ci")), "tied_with_above"}
+    # Per-language columns, language by language (rows may come back from JSON with sorted keys).
+    languages = sorted({k.split("_", 1)[1] for k in first if k not in head and k not in bootstrap_keys})
+    extra = [language_column(m, language) for language in languages for m in LANGUAGE_METRICS]
+    head += extra
+    csv_head = head + cis + (["tied_with_above"] if with_ci else [])
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=csv_head, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
+    labels = [m.upper() + (" (m)" if m in DISTANCES else " (%)") for m in LEADERBOARD_METRICS]
+    labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
+    md = [success_line(options), ""]
+    if with_ci:
+        md += [
+            f"Brackets: {100 * options.get('confidence', 0.95):g}% bootstrap intervals ({options.get('bootstrap')} "
+            f"replicates, unit: {options.get('bootstrap_unit', 'episode')}). \u2248 before a rank: its "
+            f"{TIE_METRIC.upper()} does not differ significantly from the agent ranked above (paired, Holm-corrected).",
+            "",
+        ]
+    md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
+    md.append("|" + " --- |" * (4 + len(labels)))
+    for r in rows:
+        agent = str(r["agent"]).replace("|", "\\|")
+        cells = [cell(m, r.get(m), r.get(f"{m}_ci") if m in HEADLINE_CI else None) for m in LEADERBOARD_METRICS]
+        cells += [cell(c, r.get(c)) for c in extra]
+        mark = "\u2248" if r.get("tied_with_above") else ""
+        md.append(
+            f"| {mark}{r['rank']} | {agent} | {r['episodes']} | {r['without_usable_prediction']} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return buf.getvalue(), "\n".join(md) + "\n"
+
+
+def _csv_value(value):
+    """A CSV cell: empty for None, an interval as "low;high" (full precision)."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(repr(float(v)) for v in value)
+    return value
+
+
+def leaderboard_options(summary: dict) -> dict:
+    """What the leaderboard's header lines need from a summary: its scoring options and bootstrap settings.
+
+    >>> leaderboard_options({"options": {"success_distance": 3.0}, "bootstrap": {"bootstrap": 100}})
+    {'success_distance': 3.0, 'bootstrap': 100}
+    """
+    return {**summary["options"], **summary.get("bootstrap", {})}
+
+
+def write_leaderboard(output_dir: str, summary: dict) -> None:
+    """Write `leaderboard.csv` and `leaderboard.md` of a summary into `output_dir` (local or gs://)."""
+    csv_text, md_text = leaderboard_text(summary["leaderboard"], leaderboard_options(summary))
+    for name, text in zip(LEADERBOARD_FILES, (csv_text, md_text)):
+        with fileio.open_write(fileio.join(output_dir, name)) as f:
+            f.write(text.encode("utf-8"))
+
+
+def language_rows(summary: dict) -> list[list[str]]:
+    """The console's per-language table (RxR): a header row, then one row per language (and per agent
+    when there are several, agents in leaderboard order) with its episode count and LANGUAGE_METRICS.
+
+    Empty when no agent has languages (R2R, R4R), so callers print nothing.
+
+    >>> block = {"by_language": {"hi-IN": {"count": 3, "metrics": {"sr": 0.5, "spl": None}}}}
+    >>> language_rows({"agents": {"a": block}, "leaderboard": [{"agent": "a"}]})
+    [['language', 'episodes', 'SR (%)', 'SPL (%)', 'NDTW (%)', 'SDTW (%)'], ['hi-IN', '3', '50.00', 'n/a', 'n/a', 'n/a']]
+    """
+    blocks = summary.get("agents") or {}
+    order = [r["agent"] for r in summary.get("leaderboard", [])] or list(blocks)
+    languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
+    if not languages:
+        return []
+    several = len(blocks) > 1
+    head = ["language", *(["agent"] if several else []), "episodes", *(m.upper() + " (%)" for m in LANGUAGE_METRICS)]
+    rows = [head]
+    for language in languages:
+        for agent in order:
+            group = blocks[agent].get("by_language", {}).get(language)
+            if group is None:
+                continue
+            metrics = group.get("metrics", {})
+            values = [cell(m, metrics.get(m)) for m in LANGUAGE_METRICS]
+            rows.append([language, *([str(agent)] if several else []), str(group["count"]), *values])
+    return rows
+
+
+def aligned(rows: list[list[str]]) -> str:
+    """Rows as a console table: text columns left-aligned, the others right-aligned, two spaces apart.
+
+    >>> print(aligned([["language", "SR (%)"], ["en-IN", "5.00"]]))
+      language  SR (%)
+      --------  ------
+      en-IN       5.00
+    """
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    left = {c for c, name in enumerate(rows[0]) if name in ("language", "agent")}
+
+    def line(r):
+        return "  " + "  ".join(v.ljust(w) if c in left else v.rjust(w) for c, (v, w) in enumerate(zip(r, widths)))
+
+    return "\n".join([line(rows[0]), line(["-" * w for w in widths]), *(line(r) for r in rows[1:])])
