@@ -5,8 +5,10 @@ and every instruction of one path, are in the same bucket). `slice_sums` compute
 slice, the `ReplicateSums` the summary needs, keyed:
 
 - `("agent", agent)`: the agent's metrics (its intervals);
-- `("pair", a, b)`: columns `a:<metric>`, `b:<metric>` on the episodes both agents scored
-  (`PairedSums`: the paired difference);
+- `("pair", a, b)`: columns `a:<metric>`, `b:<metric>` of the rows of a and b left out of their pair
+  (not scored by both, or the other agent's value missing): usually none, so a pair costs almost
+  nothing to carry; `paired_sums` makes the pair's sums (`PairedSums`) from the agents' own sums
+  minus these;
 - `("by", column, group, agent)`: the agent's headline metrics on one group (a scan, a language).
 
 The weights are computed once per slice for all agents (a pure function of seed, key, replicate),
@@ -31,7 +33,16 @@ from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, slot_sums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
-__all__ = ["slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of", "GROUP_COLUMNS"]
+__all__ = [
+    "slice_sums",
+    "merge_sums",
+    "paired_sums",
+    "agent_intervals",
+    "comparisons",
+    "breakdowns",
+    "pairs_of",
+    "GROUP_COLUMNS",
+]
 
 GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
 
@@ -134,25 +145,22 @@ def slice_sums(
     for code, agent in enumerate(agent_names):
         rows_of[agent] = np.flatnonzero(agent_codes == code)
         out[("agent", agent)] = per_agent[code]
+    empty = np.zeros(0, np.int64)
     for a, b in pairs:
-        if a in rows_of and b in rows_of:
-            pair = _pair_sums(a, b, rows_of, id_codes, values, unique_weights, out)
-            if pair is not None:
-                out[("pair", a, b)] = pair
+        if a in rows_of or b in rows_of:
+            out[("pair", a, b)] = _left_out(
+                rows_of.get(a, empty), rows_of.get(b, empty), id_codes, values, unique_weights
+            )
     return out
 
 
-def _pair_sums(a, b, rows_of, id_codes, values, weights, agent_sums) -> ReplicateSums | None:
-    """`PairedSums` columns `a:<m>`, `b:<m>` of agents a and b, bit for bit, but computed as each agent's own
-    sums minus those of its rows left out of the pair (not common, or the other agent's value not finite):
-    exact integer sums subtract exactly, and usually (both agents scored every episode) nothing is left out."""
-    ra, rb = rows_of[a], rows_of[b]
+def _left_out(ra, rb, id_codes, values, weights) -> ReplicateSums:
+    """Sums of the rows of agents a (`ra`) and b (`rb`) that their pair leaves out, as columns `a:<m>`,
+    `b:<m>`: a row is left out of metric m when the other agent has no row of its episode or no finite
+    value of m there. Exact integers subtract exactly, so the agents' sums minus these are the pair's."""
     common, ia, ib = np.intersect1d(id_codes[ra], id_codes[rb], assume_unique=True, return_indices=True)
-    if not len(common):
-        return None
     out = ReplicateSums(weights.shape[1])
-    for side, rows, mine, theirs in (("a", ra, ia, ib), ("b", rb, ib, ia)):
-        other = rb if side == "a" else ra
+    for side, rows, mine, other, theirs in (("a", ra, ia, rb, ib), ("b", rb, ib, ra, ia)):
         dropped = {}
         in_pair = np.zeros(len(rows), bool)
         in_pair[mine] = True
@@ -160,13 +168,25 @@ def _pair_sums(a, b, rows_of, id_codes, values, weights, agent_sums) -> Replicat
             partner = np.full(len(rows), np.nan)
             partner[mine] = v[other[theirs]]
             drop = np.isfinite(v[rows]) & ~(in_pair & np.isfinite(partner))
-            dropped[m] = np.where(drop, v[rows], np.nan)
+            dropped[f"{side}:{m}"] = np.where(drop, v[rows], np.nan)
         keep = np.flatnonzero(np.any([np.isfinite(d) for d in dropped.values()], axis=0))
-        own = agent_sums[("agent", a if side == "a" else b)]
         if len(keep):
-            own = own - ReplicateSums.of({m: d[keep] for m, d in dropped.items()}, weights[id_codes[rows[keep]]])
-        out = out + own.renamed({m: f"{side}:{m}" for m in values})
+            out = out + ReplicateSums.of({m: d[keep] for m, d in dropped.items()}, weights[id_codes[rows[keep]]])
     return out
+
+
+def paired_sums(sums: dict, a: str, b: str) -> PairedSums | None:
+    """The pair (a, b)'s sums from merged slice sums: each agent's own sums minus the rows the pair
+    leaves out (bit for bit what summing the pair's rows gives); None when they share no episode."""
+    left_out = sums.get(("pair", a, b))
+    own_a, own_b = sums.get(("agent", a)), sums.get(("agent", b))
+    if left_out is None or own_a is None or own_b is None:
+        return None
+    both = own_a.renamed({m: f"a:{m}" for m in own_a.totals}) + own_b.renamed({m: f"b:{m}" for m in own_b.totals})
+    pair = both - left_out
+    if not any(n for name, n in pair.counts.items() if name.startswith("a:")):
+        return None
+    return PairedSums(a, b, pair)
 
 
 def merge_sums(*parts: dict) -> dict[tuple, ReplicateSums]:
@@ -195,8 +215,8 @@ def comparisons(sums: dict, metrics, confidence: float = DEFAULT_CONFIDENCE, pai
     """The summary's comparison rows (`comparison_rows`, Holm per metric) of the pairs in `sums`
     (in the order of `pairs` when given)."""
     keys = [("pair", a, b) for a, b in pairs] if pairs is not None else [k for k in sums if k[0] == "pair"]
-    paired = [PairedSums(k[1], k[2], sums[k]) for k in keys if k in sums]
-    return comparison_rows(paired, list(metrics), confidence)
+    paired = (paired_sums(sums, k[1], k[2]) for k in keys if k in sums)  # made one at a time
+    return comparison_rows((p for p in paired if p is not None), list(metrics), confidence)
 
 
 def breakdowns(sums: dict, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[dict]]:

@@ -69,3 +69,19 @@ def test_agent_sums_added_up_from_groups_equal_a_pass_of_their_own(seed):
     for agent in ("a", "b", "c"):
         assert folded[("agent", agent)] == alone[("agent", agent)]
     assert all(set(s.totals) == {"y"} for k, s in folded.items() if k[0] == "by")
+
+
+def test_pairs_of_agents_scoring_the_same_episodes_carry_nothing():
+    """Every pair is derived from the agents' own sums: with all agents scoring every episode, the
+    pair entries hold no columns at all (so all-pairs sums of many agents cost almost nothing)."""
+    rng = np.random.default_rng(3)
+    agents = [f"agent{k}" for k in range(8)]
+    ids = [f"{p}_{k}" for p in range(50) for k in range(3)]
+    table = {"agent": [a for a in agents for _ in ids], "instr_id": ids * len(agents)}
+    table["scan"] = ["s"] * len(table["agent"])
+    table["sr"] = list((rng.random(len(table["agent"])) < 0.5).astype(float))
+    sums = slice_sums(table, ["sr"], replicates=50, pairs=pairs_of(agents))
+    pairs = [s for k, s in sums.items() if k[0] == "pair"]
+    assert len(pairs) == 28 and all(not s.totals for s in pairs)
+    rows = comparisons(sums, ["sr"])
+    assert len(rows) == 28 and rows == compare(table, ["sr"], replicates=50)
