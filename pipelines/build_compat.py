@@ -13,6 +13,11 @@ method): positives/2 instruction perturbations and positives/2 trajectory pertur
 equally over the requested methods of each family and chosen by a seeded hash of (method,
 instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
 `vlnkit.io.schemas.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
+
+--dataset may also be an RxR guide file (read as pipelines.perturb reads it): every row keeps its
+instruction's `language`; Hindi and Telugu instructions get direction swaps from their lexicons, entity
+and phrase swap count them as not applicable (`language_not_english`), and `summary.json` gains
+`by_language` (perturb's shape, with the compatibility rows per family).
 """
 
 from __future__ import annotations
@@ -122,11 +127,12 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
+    from vlnkit.datasets.languages import language_counts
     from vlnkit.io.schemas import COMPAT, schema_version
     from vlnkit.perturbations.compat import INSTRUCTION
 
     out = opts.output_dir
-    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files)
+    read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records, dead = read["records"], [read[DEAD_LETTER]]
     perturbed = records | "Perturb" >> Perturb(methods, opts.spacy_model, opts.connectivity_dir, 1, opts.seed)
     dead.append(perturbed[DEAD_LETTER])
@@ -140,9 +146,9 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
-        compat["items"] | "TallyInstructions" >> tally("instructions"),
+        records | "TallyInstructions" >> beam.Map(language_counts),  # all and per language, as perturb
         available | "TallyAvailable" >> beam.Map(lambda kv: {f"available.{kv[0]}": kv[1]}),
-        rows | "TallyRows" >> beam.Map(lambda r: {f"rows.{r['family']}.{r['method']}": 1}),
+        rows | "TallyRows" >> beam.Map(row_tallies),
     )
     static = {"job": JOB.name, "schema_version": schema_version(COMPAT), "methods": list(methods), "seed": opts.seed}
     # Kept paraphrases per translator backend over all --paraphrases files (demo rows only when allowed).
@@ -155,12 +161,20 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     _ = finish_run(out, lambda totals: finish_summary(static, totals, methods), dead, tallies)
 
 
+def row_tallies(row: dict) -> dict[str, int]:
+    """A COMPAT row's tallies: "rows.<family>.<method>", and "rows.<language>.<family>" for `by_language`."""
+    return {f"rows.{row['family']}.{row['method']}": 1, f"rows.{row['language']}.{row['family']}": 1}
+
+
 def finish_summary(static: dict, totals: dict, methods) -> dict:
     from transforms.compat import family_methods
-    from transforms.perturb import applicability
-    from vlnkit.perturbations.compat import GROUND_TRUTH, method_quota
+    from transforms.perturb import applicability, by_language
+    from vlnkit.perturbations.compat import GROUND_TRUTH, INSTRUCTION, TRAJECTORY, method_quota
 
-    rows = {k[len("rows.") :]: v for k, v in totals.items() if k.startswith("rows.")}
+    row_families = (GROUND_TRUTH, INSTRUCTION, TRAJECTORY)
+    rows = {
+        k[len("rows.") :]: v for k, v in totals.items() if k.startswith("rows.") and k.split(".")[1] in row_families
+    }
     positives = sum(v for k, v in rows.items() if k.startswith(GROUND_TRUTH + "."))
     available = {m: totals.get(f"available.{m}", 0) for m in methods}
     families = {}
@@ -185,11 +199,13 @@ def finish_summary(static: dict, totals: dict, methods) -> dict:
         },
         "families": families,
         "methods_applicability": applicability(totals, methods, totals.get("instructions", 0)),
+        "by_language": by_language(totals, methods, row_families),
     }
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table, print_outputs
+    from vlnkit.datasets.languages import R2R_LANGUAGE
 
     pos, fam = summary["positives"], summary["families"]
     rows = [
@@ -200,6 +216,10 @@ def print_summary(summary: dict, ctx: Run) -> None:
     for family, f in fam.items():
         detail = ", ".join(f"{m} {v['selected']}/{v['available']}" for m, v in f["per_method"].items()) or "none"
         rows.append((f"{family} negatives", f"{f['rows']} of target {f['target']} ({detail})"))
+    if set(summary["by_language"]) - {R2R_LANGUAGE}:  # RxR: one line per language
+        for language, v in summary["by_language"].items():
+            counts = ", ".join(f"{family} {n}" for family, n in v["rows"].items())
+            rows.append((f"{language}: {v['instructions']} instructions", f"rows: {counts}"))
     rows.append(("dead-lettered records", summary["dead_letters"]))
     print(format_table(rows, "Compatibility set summary"))
     for family, f in fam.items():

@@ -10,7 +10,10 @@
 With `--alignment_format=rxr` the alignments are RxR guide files, each instruction aligned to its path
 by the guide's pose trace (`vlnkit.probes.pose_alignment`); a missing or corrupt trace is a dead letter
 naming the file. summary.json counts alignments, candidates, episodes and pairs per instruction
-language (`by_language`; Fine-Grained R2R is "en").
+language (`by_language`; Fine-Grained R2R is "en"). The appended sentences are in the instruction's
+language (`vlnkit.probes.templates`: Hindi and Telugu written for this toolkit, not reviewed by native
+speakers); room and object probes have no Hindi or Telugu phrasings, so `by_language` counts them as
+not applicable there (`not_applicable`: candidates per probe).
 
 Writes `probes-SSSSS-of-NNNNN.parquet` (one row per episode), `episodes.json` (the same episodes
 for agent code), `dead_letter-00000-of-00001.jsonl`, `summary.json`, `manifest.json`, `_SUCCESS`.
@@ -25,15 +28,9 @@ from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_renamed, add_shared, settings, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
-from vlnkit.probes.episodes import (
-    PROBES,
-    ProbeConfig,
-    agent_episode,
-    load_objects,
-    load_rooms,
-    load_templates,
-)
+from vlnkit.probes.episodes import ProbeConfig, agent_episode, load_objects, load_rooms
 from vlnkit.probes.pose_alignment import ALIGNMENT_FORMATS, RXR_FORMAT
+from vlnkit.probes.templates import PROBES, load_templates
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
@@ -64,7 +61,10 @@ def declare_flags(parser) -> None:
     add_renamed(parser, "--probes", "--probe_types")  # --probes is score_probes' probe files
     parser.add_argument("--rooms", help="Room labels table (CSV/TSV/JSONL: scan, viewpoint, room)")
     parser.add_argument("--objects", help="Objects table (CSV/TSV/JSONL: scan, viewpoint, object, heading, distance)")
-    parser.add_argument("--templates", help="YAML/JSON file of phrasings replacing the defaults per probe")
+    parser.add_argument(
+        "--templates",
+        help="YAML/JSON file of phrasings replacing the defaults per probe (and per language under 'languages')",
+    )
     parser.add_argument("--room_max_hops", type=int, default=1, help="Room probes for targets up to k edges away")
     parser.add_argument("--object_max_distance", type=float, default=3.0, help="Objects farther (m) are ignored")
     parser.add_argument("--object_max_angle", type=float, default=15.0, help="Neighbour-to-object angle (degrees)")
@@ -137,12 +137,20 @@ def finish_summary(static: dict, totals: dict) -> dict:
 
 
 def by_language(totals: dict) -> dict:
-    """{language: {"alignments", "candidates", "episodes", "pairs"}} from the "language:<tag>:<count>" tallies."""
-    out: dict[str, dict[str, int]] = {}
-    for key, n in totals.items():
+    """{language: {"alignments", "candidates", "episodes", "pairs", "not_applicable": {probe: candidates}}} from
+    the "language:<tag>:<count>" tallies ("not_applicable.<probe>": probes without phrasings in the language)."""
+    out: dict[str, dict] = {}
+    head = "not_applicable."
+    for key, n in sorted(totals.items()):
         if key.startswith("language:"):
             language, name = key[len("language:") :].rsplit(":", 1)
-            out.setdefault(language, {"alignments": 0, "candidates": 0, "episodes": 0, "pairs": 0})[name] = n
+            counts = out.setdefault(
+                language, {"alignments": 0, "candidates": 0, "episodes": 0, "pairs": 0, "not_applicable": {}}
+            )
+            if name.startswith(head):
+                counts["not_applicable"][name[len(head) :]] = n
+            else:
+                counts[name] = n
     return dict(sorted(out.items()))
 
 
@@ -159,7 +167,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
     rows += [(f"pairs: {k}", v) for k, v in summary["pairs_per_probe"].items()]
     skills = summary["pairs_per_skill"]
     rows += [(f"pairs: {k}", skills[k]) for k in sorted(skills, key=skill_sort_key) if k.startswith("direction:")]
-    rows += [(f"pairs in {k} ({v['alignments']} instructions)", v["pairs"]) for k, v in summary["by_language"].items()]
+    for k, v in summary["by_language"].items():
+        rows.append((f"pairs in {k} ({v['alignments']} instructions)", v["pairs"]))
+        rows += [(f"  {k}: {p} probes not applicable (candidates)", n) for p, n in v["not_applicable"].items()]
     rows.append(("dead-lettered records", summary["dead_letters"]))
     print(format_table(rows, "Probe episodes"))
     print_outputs(output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(output_dir, EPISODES_JSON)})")

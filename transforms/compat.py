@@ -70,7 +70,7 @@ def join_paraphrases(element):
             )
         return
     for text in paraphrases:
-        row = {"instr_id": instr_id, "scan": items[0]["scan"], "path": items[0]["path"], "instruction": text}
+        row = {**items[0], "instr_id": instr_id, "instruction": text}  # its source's scan, path and language
         yield compat_row(row, 1, GROUND_TRUTH, "paraphrase")
 
 
@@ -94,8 +94,8 @@ class AssembleCompat(beam.PTransform):
       `paraphrases` (optional): paraphrase rows {instr_id, paraphrase, kept, ...}, e.g.
         `RoundTripParaphrase(...)["rows"]`; only kept rows with a text become positives.
     Returns a dict of PCollections:
-      `rows`: COMPAT rows (`vlnkit.io.schemas.COMPAT`: instr_id, scan, path, instruction,
-        label, family, method);
+      `rows`: COMPAT rows (`vlnkit.io.schemas.COMPAT`: instr_id, scan, language, path, instruction,
+        label, family, method; a paraphrase has its source instruction's language);
       `items`: the instruction items used;
       `available`: (method, number of candidate perturbations);
       `dead_letter`: paraphrases whose instr_id is not among the instructions.

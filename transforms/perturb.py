@@ -25,7 +25,9 @@ from vlnkit.navigation.graph import GraphError
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
 from vlnkit.perturbations.compat import (
+    INSTRUCTION,
     INSTRUCTION_METHODS,
+    TRAJECTORY,
     TRAJECTORY_METHODS,
     NotApplicable,
     perturbation_row,
@@ -318,16 +320,17 @@ def applicability(totals: dict, methods, instructions: int, prefix: str = "") ->
     return out
 
 
-def by_language(totals: dict, methods) -> dict:
+def by_language(totals: dict, methods, families=(INSTRUCTION, TRAJECTORY)) -> dict:
     """{language tag: {"instructions", "rows" per family, "methods_applicability"}} from the summed tallies
-    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>")."""
+    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>").
+    `families` names the row counts: perturb's two, or build_compat's three (ground truth first)."""
     head = "instructions."
     out = {}
     for language in sorted(k[len(head) :] for k in totals if k.startswith(head)):
         n = totals[head + language]
         out[language] = {
             "instructions": n,
-            "rows": {f: totals.get(f"rows.{language}.{f}", 0) for f in ("instruction", "trajectory")},
+            "rows": {f: totals.get(f"rows.{language}.{f}", 0) for f in families},
             "methods_applicability": applicability(totals, methods, n, prefix=f"language.{language}."),
         }
     return out

@@ -28,6 +28,7 @@ from vlnkit.probes.episodes import (
     load_rooms,
     probe_episodes,
     truncation_candidates,
+    unphrased_probes,
 )
 from vlnkit.probes.pose_alignment import RXR_FORMAT, rxr_alignments
 from vlnkit.probes.scoring import ScoreError, correct_mass, parse_agent_outputs, summarize_skills
@@ -189,10 +190,13 @@ class _ProbeEpisodes(GraphDoFn):
                 stats[key] = stats.get(key, 0) + 1
             ep["_order"] = alignment["_order"]
             yield ep
-        # The same counts per instruction language (RxR's tag; Fine-Grained R2R is English).
+        # The same counts per instruction language (RxR's tag; Fine-Grained R2R is English), and per probe the
+        # candidates it was not applicable to for want of phrasings in that language (Hindi and Telugu room/object).
         language = alignment.get("language") or R2R_LANGUAGE
         for key in ("alignments", "candidates"):
             stats[f"language:{language}:{key}"] = stats.get(key, 0)
+        for probe in unphrased_probes(self.config, language, bool(rooms), bool(self.objects.get(scan))):
+            stats[f"language:{language}:not_applicable.{probe}"] = stats.get("candidates", 0)
         stats[f"language:{language}:episodes"] = len(episodes)
         stats[f"language:{language}:pairs"] = sum(ep["variant"] == "intervention" for ep in episodes)
         self.made.inc(len(episodes))

@@ -108,3 +108,82 @@ def test_demo_paraphrases_become_positives_only_when_allowed_and_the_summary_say
     assert summary["paraphrase_backends"] == {"offline-demo": n}  # kept rows only
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["summary"]["paraphrase_backends"] == {"offline-demo": n}
+
+
+def _differing_words(source: str, perturbed: str) -> list[tuple[str, str]]:
+    """(before, after) of every whitespace-separated word that differs (direction swaps keep the word count)."""
+    strip = ".,;:!?।"
+    a, b = source.split(), perturbed.split()
+    assert len(a) == len(b), (source, perturbed)
+    return [(x.strip(strip).lower(), y.strip(strip).lower()) for x, y in zip(a, b) if x != y]
+
+
+@pytest.mark.real_data
+def test_rxr_guide_file_rows_carry_languages_and_counts_per_language_add_up(tmp_path, r2r_dir, connectivity_dir):
+    """An RxR guide file (made from R2R val_unseen): rows keep their instruction's language, Hindi and Telugu
+    instructions get direction swaps with their lexicon's words, phrase swap is not applicable to them (never a
+    dead letter), trajectory negatives come in every language, and `by_language` adds up to the totals."""
+    from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+    from vlnkit.perturbations.direction_lexicons import lexicon_for
+
+    records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:16]
+    files = write_rxr_fixtures(records, "val_unseen", connectivity_dir, str(tmp_path / "rxr"), pose_traces=False)
+    guides = read_jsonl(files.guide)
+    guide_of = {str(g["instruction_id"]): g for g in guides}
+    hindi = next(g for g in guides if g["language"] == "hi-IN")
+    para = [  # a kept paraphrase of a Hindi instruction: a positive in Hindi
+        {"instr_id": str(hindi["instruction_id"]), "paraphrase": "P", "kept": True, "backend": "google"}
+    ]
+    pq.write_table(pa.Table.from_pylist(para), tmp_path / "paraphrases-00000-of-00001.parquet")
+    summary = build_compat.main(
+        [
+            "--runner=DirectRunner",
+            f"--output_dir={tmp_path}/o",
+            f"--dataset={files.guide}",
+            f"--connectivity_dir={connectivity_dir}",
+            f"--paraphrases={tmp_path}/paraphrases-*.parquet",
+            "--methods=direction_swap,phrase_swap,random_walk,path_reversal",
+            "--seed=1",
+        ]
+    )
+    out = pq.read_table(sorted((tmp_path / "o").glob("compat-*-of-*.parquet"))).to_pylist()
+    assert summary["instructions"] == summary["records_read"] == len(guides) and summary["dead_letters"] == 0
+    assert summary["positives"] == {"ground_truth": len(guides), "paraphrase": 1}
+
+    # Every row carries its instruction's language; the paraphrase its source's.
+    assert all(r["language"] == guide_of[r["instr_id"]]["language"] for r in out)
+    assert [r["language"] for r in out if r["method"] == "paraphrase"] == ["hi-IN"]
+    by_rows = Counter((r["language"], r["family"]) for r in out)
+
+    # Hindi and Telugu direction swaps exchange words of one set of their language's lexicon.
+    swapped = Counter()
+    for r in out:
+        if r["method"] != "direction_swap" or r["language"].startswith("en"):
+            continue
+        lexicon = lexicon_for(r["language"])
+        changes = _differing_words(guide_of[r["instr_id"]]["instruction"], r["instruction"])
+        assert changes and r["path"] == guide_of[r["instr_id"]]["path"]
+        for before, after in changes:
+            group = lexicon.set_of((before,))
+            assert group is not None and after in group and after != before, (r["language"], before, after)
+        swapped[r["language"]] += 1
+    assert swapped.keys() == {"hi-IN", "te-IN"}
+
+    # Counts per language add up to the run's, and match the rows written.
+    languages = Counter(g["language"] for g in guides)
+    by_language = summary["by_language"]
+    assert {k: v["instructions"] for k, v in by_language.items()} == dict(languages)
+    for language, v in by_language.items():
+        assert v["rows"] == {f: by_rows[(language, f)] for f in ("ground_truth", "instruction", "trajectory")}
+        appl = v["methods_applicability"]
+        assert appl["path_reversal"]["applied"] == v["instructions"] and v["rows"]["trajectory"] > 0
+        if language.startswith("en"):
+            assert "language_not_english" not in appl["phrase_swap"]["not_applicable"]
+        else:
+            assert appl["phrase_swap"]["not_applicable"] == {"language_not_english": v["instructions"]}
+            assert appl["direction_swap"]["applied"] > 0
+    for method, m in summary["methods_applicability"].items():
+        assert sum(v["methods_applicability"][method]["applied"] for v in by_language.values()) == m["applied"]
+    for family in ("instruction", "trajectory"):
+        assert sum(v["rows"][family] for v in by_language.values()) == summary["families"][family]["rows"]
+    assert sum(v["rows"]["ground_truth"] for v in by_language.values()) == len(guides) + 1

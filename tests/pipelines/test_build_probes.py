@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -336,3 +337,59 @@ def test_an_rxr_guide_file_read_as_fgr2r_says_which_flags_to_use(tmp_path, capsy
     with pytest.raises(SystemExit) as exc:
         run(tmp_path, f"--alignments={tmp_path}/g.jsonl.gz", f"--connectivity_dir={conn}")
     assert exc.value.code == 2 and "is an RxR guide file: use --alignment_format=rxr" in capsys.readouterr().err
+
+
+@pytest.mark.real_data
+def test_rxr_probe_sentences_are_in_the_instruction_language_and_room_object_not_applicable_in_hi_te(
+    tmp_path, rxr_files, connectivity_dir
+):
+    """Hindi instructions get Devanagari probe sentences, Telugu ones Telugu script, English ones the English
+    defaults; room and object probes (English labels) run in English only and are counted not applicable,
+    per language, for Hindi and Telugu: one per candidate of a scan with the table."""
+    from vlnkit.probes.templates import DEFAULT_TEMPLATES, LANGUAGE_TEMPLATES
+
+    guides = read_jsonl(rxr_files.guide)
+    scans = sorted({g["scan"] for g in guides})
+    rooms, objects = ["scan,viewpoint,room"], ["scan,viewpoint,object,heading,distance"]
+    for scan in scans:
+        for k, entry in enumerate(json.load(open(f"{connectivity_dir}/{scan}_connectivity.json"))):
+            rooms.append(f"{scan},{entry['image_id']},{('kitchen', 'bedroom', 'hallway')[k % 3]}")
+            objects += [f"{scan},{entry['image_id']},sofa,{a},1.5" for a in (0.0, 1.6, 3.1, -1.6)]
+    (tmp_path / "rooms.csv").write_text("\n".join(rooms) + "\n")
+    (tmp_path / "objects.csv").write_text("\n".join(objects) + "\n")
+    out, summary = run(
+        tmp_path,
+        "--alignment_format=rxr",
+        f"--alignments={rxr_files.guide}",
+        f"--pose_traces={rxr_files.pose_traces}",
+        f"--connectivity_dir={connectivity_dir}",
+        f"--rooms={tmp_path}/rooms.csv",
+        f"--objects={tmp_path}/objects.csv",
+    )
+    assert summary["dead_letters"] == 0
+    language_of = {str(g["instruction_id"]): g["language"] for g in guides}
+    scripts = {"hi-IN": re.compile(r"[\u0900-\u097F]"), "te-IN": re.compile(r"[\u0C00-\u0C7F]")}
+    english = set(DEFAULT_TEMPLATES["stop"]) | {s for v in DEFAULT_TEMPLATES["direction"].values() for s in v}
+    probes_in = Counter()
+    for r in rows(out):
+        if r["variant"] != "intervention":
+            continue
+        language = language_of[r["instr_id"]]
+        probes_in[(language, r["probe"])] += 1
+        if language in scripts:
+            assert scripts[language].search(r["appended"]) and not re.search(r"[A-Za-z]", r["appended"]), r
+            mine = LANGUAGE_TEMPLATES[language[:2]]
+            assert r["appended"] in (mine["stop"] if r["probe"] == "stop" else mine["direction"][r["target"]])
+        elif r["probe"] in ("stop", "direction"):
+            assert r["appended"] in english
+    for language in ("en-IN", "en-US"):
+        assert probes_in[(language, "room")] > 0 and probes_in[(language, "object")] > 0
+    by_language = summary["by_language"]
+    for language, v in by_language.items():
+        if language in scripts:
+            assert probes_in[(language, "room")] == probes_in[(language, "object")] == 0
+            assert probes_in[(language, "stop")] == v["candidates"] > 0
+            assert v["not_applicable"] == {"object": v["candidates"], "room": v["candidates"]}
+        else:
+            assert v["not_applicable"] == {}
+    assert sum(v["pairs"] for v in by_language.values()) == sum(summary["pairs_per_probe"].values())

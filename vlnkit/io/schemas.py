@@ -128,10 +128,11 @@ PERTURBATIONS = versioned_schema(
 
 COMPAT = versioned_schema(
     "compat",
-    1,
+    2,  # v2: `language`, the instruction's language tag ("en" for R2R; RxR's en-IN, hi-IN, ...)
     [
         pa.field("instr_id", pa.string(), nullable=False),
         pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
         pa.field("instruction", pa.string(), nullable=False),
         pa.field("path", pa.list_(pa.string()), nullable=False),
         pa.field("label", pa.int64(), nullable=False),

@@ -80,9 +80,11 @@ def perturbation_row(item: dict, result, variant: int) -> dict:
 
 
 def compat_row(row: dict, label: int, family: str, method: str) -> dict:
+    """One COMPAT row; a row without `language` is an R2R one (English)."""
     return {
         "instr_id": row["instr_id"],
         "scan": row["scan"],
+        "language": row.get("language", R2R_LANGUAGE),
         "instruction": row["instruction"],
         "path": list(row["path"]),
         "label": label,

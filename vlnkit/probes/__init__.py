@@ -6,7 +6,8 @@ from vlnkit._exports import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "episodes": ("ProbeConfig", "probe_episodes", "truncation_candidates", "load_templates", "PROBES"),
+        "episodes": ("ProbeConfig", "probe_episodes", "truncation_candidates"),
+        "templates": ("load_templates", "templates_for", "PROBES"),
         "pose_alignment": ("align_guide", "rxr_alignments", "AlignmentError"),
         "scoring": ("correct_mass", "summarize_skills", "hierarchical_bootstrap", "validate_probe_file"),
     },

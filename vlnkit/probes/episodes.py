@@ -1,7 +1,8 @@
 """Behavioral probes: skill-specific intervention episodes built from truncated trajectories.
 
-(Over 400 lines on purpose: the four probe kinds share the candidate, geometry and phrasing code
-above them, and splitting them apart would spread one episode's construction over several files.)
+(Over 300 lines on purpose: the four probe kinds share the candidate and geometry code above them, and
+splitting them apart would spread one episode's construction over several files. The phrasings, per
+language, are `vlnkit.probes.templates`.)
 
 A *candidate* is an instruction cut at a sub-instruction boundary (every boundary but the last,
 which usually says to stop): the trajectory up to the boundary viewpoint and the text before it.
@@ -10,6 +11,10 @@ names the subset of next actions (neighbour viewpoints or STOP) that obeys it. E
 pair of episodes sharing `pair_id`: the `intervention` (text appended) and its `control`
 (for stop: the next sub-instruction appended instead; for the others: nothing appended), so a
 scorer can measure how much the appended text moves the agent.
+
+The appended sentence is in the instruction's language (`vlnkit.probes.templates.templates_for`: English
+for R2R, Fine-Grained R2R and RxR's en-IN/en-US; Hindi and Telugu for RxR's hi-IN/te-IN, in their own
+scripts); a probe with no phrasings in that language is not applicable there (`unphrased_probes`).
 
 Geometry follows the simulator convention (docs/design.md): headings in radians clockwise from +y (atan2(dx, dy)); a neighbour's
 relative heading is its step heading minus the arrival heading, in degrees wrapped to (-180, 180],
@@ -22,38 +27,26 @@ import csv
 import io
 import json
 import math
-import string
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from vlnkit.hashing import stable_bucket
+from vlnkit.datasets.languages import R2R_LANGUAGE, primary_language
 from vlnkit.io import fileio
 from vlnkit.navigation.graph import NavGraph, simulator_heading
+from vlnkit.probes.templates import (
+    PROBES,
+    REGIONS,
+    ProbeInputError,
+    choose,
+    load_templates,
+    templates_for,
+    validate_templates,
+)
 
 STOP = "STOP"
-PROBES = ("stop", "direction", "room", "object")
-REGIONS = ("forward", "right", "left", "back-right", "back-left", "backward")
 INTERVENTION, CONTROL = "intervention", "control"
-
-DEFAULT_TEMPLATES: dict = {
-    "stop": ["This is your destination.", "Stop here.", "You have arrived, stop here.", "Wait here."],
-    "direction": {
-        "forward": ["Walk forward.", "Go straight ahead.", "Continue straight."],
-        "right": ["Turn right and walk forward.", "Go to your right.", "Take a right."],
-        "left": ["Turn left and walk forward.", "Go to your left.", "Take a left."],
-        "back-right": ["Turn around to your right and walk forward.", "Make a sharp right turn and walk."],
-        "back-left": ["Turn around to your left and walk forward.", "Make a sharp left turn and walk."],
-        "backward": ["Turn around and walk forward.", "Turn back and walk.", "Go back behind you."],
-    },
-    "room": ["Walk towards the {room}.", "Go to the {room}.", "Head into the {room}."],
-    "object": ["Walk towards the {object}.", "Go to the {object}.", "Head towards the {object}."],
-}
-
-
-class ProbeInputError(ValueError):
-    """A user-supplied table or template file is malformed (the message names file, line and reason)."""
 
 
 # ---------------------------------------------------------------------------- geometry
@@ -126,18 +119,30 @@ def truncation_candidates(alignment: dict) -> list[dict]:
                 "heading": alignment["heading"],
                 "prefix": text[: seg["end"]].strip(),
                 "prefix_next": text[: nxt["end"]].strip(),
+                "language": alignment.get("language") or R2R_LANGUAGE,
             }
         )
     return out
 
 
-def append_sentence(prefix: str, sentence: str) -> str:
-    """`prefix` closed as a sentence, then `sentence` ("walk to the lobby" + "Stop here." -> "walk to the lobby. Stop here.")."""
+# Sentence ends: "." (English, Telugu), "!", "?", and the Devanagari danda "।" of Hindi.
+SENTENCE_ENDS = ".!?।"
+FULL_STOPS = {"hi": "।"}  # how a language closes a sentence when the prefix does not ("." otherwise)
+
+
+def append_sentence(prefix: str, sentence: str, language: str = R2R_LANGUAGE) -> str:
+    """`prefix` closed as a sentence of `language`, then `sentence`.
+
+    >>> append_sentence("walk to the lobby", "Stop here.")
+    'walk to the lobby. Stop here.'
+    >>> append_sentence("बाएं मुड़िए", "यहीं रुकिए।", "hi-IN")
+    'बाएं मुड़िए। यहीं रुकिए।'
+    """
     prefix = prefix.rstrip().rstrip(",;:-").rstrip()
     if not prefix:
         return sentence
-    if prefix[-1] not in ".!?":
-        prefix += "."
+    if prefix[-1] not in SENTENCE_ENDS:
+        prefix += FULL_STOPS.get(primary_language(language), ".")
     return f"{prefix} {sentence}"
 
 
@@ -218,116 +223,6 @@ def object_targets(
         if ok.any():
             near[name] = near.get(name, np.zeros(len(nb), dtype=bool)) | ok
     return [(name, nb[near[name]]) for name in sorted(near)]
-
-
-# ---------------------------------------------------------------------------- templates
-def choose(phrasings: list[str], seed: int, key: str) -> str:
-    """A phrasing picked by (seed, key) alone: the same on every runner and rerun."""
-    return phrasings[stable_bucket(key, buckets=len(phrasings), seed=seed)]
-
-
-# The one placeholder each probe's phrasings may (and, for room and object, must) use.
-PLACEHOLDERS = {"stop": None, "direction": None, "room": "room", "object": "object"}
-
-
-def _check_phrasing(phrasing: str, placeholder: str | None) -> str | None:
-    """Why a phrasing cannot be filled in with its probe's placeholder, or None."""
-    if placeholder is None:  # used as written: a brace would show in the instruction
-        if "{" in phrasing or "}" in phrasing:
-            return "has a brace; " + _allowed(None)
-        return None
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(phrasing) if f is not None]
-    except ValueError as exc:  # a lone "{" or "}"
-        return f"is not a valid template ({exc}; write {{{{ and }}}} for literal braces)"
-    allowed = {placeholder} if placeholder else set()
-    for f in fields:
-        if f == "" or f.isdigit():
-            return "has a positional placeholder {" + f + "}; " + _allowed(placeholder)
-        if f not in allowed:
-            return f"has an unknown placeholder {{{f}}}; " + _allowed(placeholder)
-    if placeholder and placeholder not in fields:
-        return f"must contain {{{placeholder}}}"
-    try:
-        phrasing.format(**({placeholder: "x"} if placeholder else {}))
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
-        return f"cannot be filled in ({type(exc).__name__}: {exc})"
-    return None
-
-
-def _allowed(placeholder: str | None) -> str:
-    return f"only {{{placeholder}}} is allowed" if placeholder else "this probe's phrasings take no placeholder"
-
-
-def validate_templates(templates: dict, source: str = "templates") -> None:
-    """Raise ProbeInputError unless every phrasing of every probe can be filled in.
-
-    Phrasings are Python format strings filled in on the workers (`"Go to the {room}."`); an
-    unknown name (`{place}`), a positional `{}` / `{0}` or a lone brace would fail there, once per
-    record, with a KeyError. Checking them all up front turns that into one line at job start.
-
-        >>> validate_templates({"room": ["Go to the {place}."]}, "t.yaml")
-        Traceback (most recent call last):
-        vlnkit.probes.episodes.ProbeInputError: t.yaml: room phrasing 'Go to the {place}.' has an unknown placeholder {place}; only {room} is allowed
-    """
-    if not isinstance(templates, dict):
-        raise ProbeInputError(f"{source}: expected a mapping of probe -> phrasings")
-    for probe, value in templates.items():
-        if probe not in PLACEHOLDERS:
-            raise ProbeInputError(f"{source}: unknown probe {probe!r}; expected among {PROBES}")
-        if probe == "direction":
-            if not isinstance(value, dict) or set(value) - set(REGIONS):
-                raise ProbeInputError(f"{source}: 'direction' must map regions among {REGIONS} to phrasings")
-        groups = value.items() if probe == "direction" else [(None, value)]
-        for region, phrasings in groups:
-            where = f"direction.{region}" if region else probe
-            if not isinstance(phrasings, list) or not phrasings:
-                raise ProbeInputError(f"{source}: {where} must be a non-empty list of phrasings")
-            for phrasing in phrasings:
-                if not isinstance(phrasing, str) or not phrasing.strip():
-                    raise ProbeInputError(f"{source}: {where} phrasing {phrasing!r} must be a non-empty string")
-                reason = _check_phrasing(phrasing, PLACEHOLDERS[probe])
-                if reason is not None:
-                    raise ProbeInputError(f"{source}: {where} phrasing {phrasing!r} {reason}")
-
-
-def load_templates(path: str | None, flag: str = "--templates") -> dict:
-    """DEFAULT_TEMPLATES, with the entries of a YAML/JSON file (same layout) replacing the defaults.
-
-    Every problem is one ProbeInputError starting with `flag` and the file, e.g.
-    `--templates t.yaml: room phrasing 'Go to the {place}.' has an unknown placeholder {place}; ...`.
-    """
-    templates = json.loads(json.dumps(DEFAULT_TEMPLATES))
-    if not path:
-        return templates
-    import yaml
-
-    where = f"{flag} {path}" if flag else path
-
-    try:
-        data = yaml.safe_load(fileio.read_bytes(path)) or {}
-    except Exception as exc:
-        raise ProbeInputError(f"{where}: cannot read templates ({exc})") from exc
-    if not isinstance(data, dict) or set(data) - set(PROBES):
-        raise ProbeInputError(f"{where}: expected a mapping with keys among {PROBES}")
-
-    def phrasings(value, what, placeholder=None):
-        if not isinstance(value, list) or not value or not all(isinstance(s, str) and s.strip() for s in value):
-            raise ProbeInputError(f"{where}: {what} must be a non-empty list of phrasings")
-        if placeholder and not all(placeholder in s for s in value):
-            raise ProbeInputError(f"{where}: every {what} phrasing must contain {placeholder}")
-        return value
-
-    for probe, value in data.items():
-        if probe == "direction":
-            if not isinstance(value, dict) or set(value) - set(REGIONS):
-                raise ProbeInputError(f"{where}: 'direction' must map regions among {REGIONS} to phrasings")
-            for region, v in value.items():
-                templates["direction"][region] = phrasings(v, f"direction.{region}")
-        else:
-            templates[probe] = phrasings(value, probe, {"room": "{room}", "object": "{object}"}.get(probe))
-    validate_templates(templates, where)
-    return templates
 
 
 # ---------------------------------------------------------------------------- user tables
@@ -434,7 +329,8 @@ def probe_episodes(
     """Every probe pair (intervention and control episodes) for one truncation candidate.
 
     `rooms` / `objects` are this scan's tables (room and object probes run only when given);
-    `hops` is `hop_matrix(graph)`, computed by the caller once per scan.
+    `hops` is `hop_matrix(graph)`, computed by the caller once per scan. The appended sentences are in
+    the candidate's `language`; a probe with no phrasings in it makes no episode (`unphrased_probes`).
     """
     path = candidate["path"]
     arrival = arrival_heading(graph, path, candidate["heading"])
@@ -457,14 +353,15 @@ def probe_episodes(
         "candidates": candidates,
         "neighbour_rel_heading": [float(x) for x in rel],
     }
-    cid, seed, templates = candidate["candidate_id"], config.seed, config.templates
+    language = candidate.get("language") or R2R_LANGUAGE
+    cid, seed, templates = candidate["candidate_id"], config.seed, templates_for(config.templates, language)
     out: list[dict] = []
 
     def pair(probe, target, hops_, correct, appended, control_text, control_appended):
         pair_id = f"{cid}:{probe}:{target}" + (f":{hops_}hop" if probe == "room" else "")
         correct_ids = [candidates[position[k]] for k in correct] if probe != "stop" else [STOP]
         for variant, text, app in (
-            (INTERVENTION, append_sentence(candidate["prefix"], appended), appended),
+            (INTERVENTION, append_sentence(candidate["prefix"], appended, language), appended),
             (CONTROL, control_text, control_appended),
         ):
             out.append(
@@ -484,26 +381,40 @@ def probe_episodes(
             )
 
     prefix = candidate["prefix"]
-    if "stop" in config.probes:
+    if "stop" in config.probes and "stop" in templates:
         sentence = choose(templates["stop"], seed, f"{cid}:stop")
         nxt = candidate["prefix_next"][len(prefix) :].strip() if candidate["prefix_next"].startswith(prefix) else ""
         pair("stop", "stop", None, None, sentence, candidate["prefix_next"], nxt)
-    if "direction" in config.probes:
+    if "direction" in config.probes and "direction" in templates:
         for region, mask in direction_targets(regions):
             sentence = choose(templates["direction"][region], seed, f"{cid}:direction:{region}")
             pair("direction", region, None, nb[mask], sentence, prefix, "")
-    if "room" in config.probes and rooms:
+    if "room" in config.probes and rooms and "room" in templates:
         if hops is None:
             hops = hop_matrix(graph)
         for room, h, correct in room_targets(graph, here, rooms, hops, config.room_max_hops):
             sentence = choose(templates["room"], seed, f"{cid}:room:{room}:{h}").format(room=room)
             pair("room", room, h, correct, sentence, prefix, "")
-    if "object" in config.probes and objects:
+    if "object" in config.probes and objects and "object" in templates:
         seen = objects.get(path[-1], [])
         for name, correct in object_targets(graph, here, seen, config.object_max_distance, config.object_max_angle):
             sentence = choose(templates["object"], seed, f"{cid}:object:{name}").format(object=name)
             pair("object", name, None, correct, sentence, prefix, "")
     return out
+
+
+def unphrased_probes(config: ProbeConfig, language: str | None, rooms: bool, objects: bool) -> tuple[str, ...]:
+    """The probes `probe_episodes` would run for an instruction in `language` (requested, and for room and
+    object, with this scan's table given) but that have no phrasings in it: not applicable there.
+
+    >>> unphrased_probes(ProbeConfig(probes=("stop", "room")), "hi-IN", rooms=True, objects=False)
+    ('room',)
+    >>> unphrased_probes(ProbeConfig(probes=("stop", "room")), "hi-IN", rooms=False, objects=False)
+    ()
+    """
+    templates = templates_for(config.templates, language)
+    would_run = {"stop": True, "direction": True, "room": rooms, "object": objects}
+    return tuple(p for p in config.probes if would_run[p] and p not in templates)
 
 
 def agent_episode(episode: dict) -> dict:

@@ -12,14 +12,9 @@ import pytest
 
 from vlnkit.datasets.r2r import NoUsableRecords, require_usable_records
 from vlnkit.io.schemas import PROBE_EPISODES
-from vlnkit.probes.episodes import (
-    DEFAULT_TEMPLATES,
-    ProbeConfig,
-    ProbeInputError,
-    load_templates,
-    validate_templates,
-)
+from vlnkit.probes.episodes import ProbeConfig
 from vlnkit.probes.scoring import PROBE_COLUMNS, ProbeFileError, validate_probe_file
+from vlnkit.probes.templates import DEFAULT_TEMPLATES, ProbeInputError, load_templates, validate_templates
 
 # ----------------------------------------------------------------------------- templates
 BAD_PHRASINGS = [

@@ -9,19 +9,15 @@ from hypothesis import strategies as st
 from vlnkit.datasets.alignments import parse_fgr2r
 from vlnkit.navigation.graph import NavGraph
 from vlnkit.probes.episodes import (
-    REGIONS,
     STOP,
     ProbeConfig,
-    ProbeInputError,
     agent_episode,
     append_sentence,
     arrival_heading,
-    choose,
     direction_targets,
     hop_matrix,
     load_objects,
     load_rooms,
-    load_templates,
     neighbour_geometry,
     object_targets,
     probe_episodes,
@@ -30,6 +26,7 @@ from vlnkit.probes.episodes import (
     truncation_candidates,
     wrap_degrees,
 )
+from vlnkit.probes.templates import REGIONS, ProbeInputError, choose, load_templates
 
 
 def graph_of(points: dict[str, tuple[float, float]], edges: list[tuple[str, str]], scan="s") -> NavGraph:
