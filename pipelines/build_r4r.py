@@ -140,7 +140,9 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, reshuffle=False, batched=True)
     unique = read["records"] | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", files, batched=True)
-    join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config, batched=True)
+    join = unique["records"] | "JoinR4R" >> JoinR4R(
+        connectivity_dir, config, batched=True, landmark=bool(opts.json_output and opts.landmark_layout)
+    )
     joined = join["joined"]
     joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards, batched=True)
     if opts.json_output:
