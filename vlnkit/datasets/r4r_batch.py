@@ -29,6 +29,8 @@ from vlnkit.navigation.graph import NavGraph
 # path_id of a joined pair = first_path_id * PAIR_ID_BASE + second_path_id: stable on any runner,
 # and both source ids can be read back from it.
 PAIR_ID_BASE = 1_000_000
+# Columns whose strings repeat (viewpoint ids, the scan): decoded once per distinct value.
+REPEATED = frozenset({"scan", "path", "shortest_path"})
 
 
 def pair_id_problem(pid: int) -> str:
@@ -97,6 +99,26 @@ def shortest_paths(graph: NavGraph, sources: np.ndarray, targets: np.ndarray) ->
     return walk.ravel()[np.repeat(row_starts, lengths) - within], lengths
 
 
+def python_list(column: pa.ChunkedArray, repeated: bool = False) -> list:
+    """`column.to_pylist()` for the column types of joined paths, faster: numbers through numpy, lists
+    as slices of one flat list, and with `repeated` strings decoded once per distinct value (a scan's
+    paths repeat a few hundred viewpoint ids).
+
+        >>> python_list(pa.chunked_array([pa.array([["a", "b"], [], ["b"]])]), repeated=True)
+        [['a', 'b'], [], ['b']]
+    """
+    array = column.combine_chunks()
+    if pa.types.is_list(array.type):
+        flat = python_list(pa.chunked_array([array.flatten()], array.type.value_type), repeated)
+        ends = np.cumsum(pc.list_value_length(array).to_numpy(zero_copy_only=False)).tolist()
+        return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+    if repeated and pa.types.is_string(array.type):
+        encoded = array.dictionary_encode()
+        values = np.array(encoded.dictionary.to_pylist(), dtype=object)
+        return values[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
+    return array.to_numpy(zero_copy_only=False).tolist()
+
+
 @dataclass
 class JoinedBatch:
     """One scan's joined paths: an Arrow table (R4R_PATHS columns), the chains it holds, the failed ones.
@@ -115,7 +137,9 @@ class JoinedBatch:
         """The joined paths as dicts (R4R_PATHS keys), for writers that take dicts; `records` are the
         sources `chains` index. With `landmark`, each has `_landmark` (sub-paths, their sources' start
         headings and instructions); with `ordered`, `_order` (the tuple of its sources' `_order`)."""
-        out = self.table.to_pylist()
+        names = self.table.column_names
+        columns = (python_list(self.table[name], name in REPEATED) for name in names)
+        out = [dict(zip(names, row)) for row in zip(*columns)]
         if not ordered and not landmark:
             return out
         for row, joined, ends in zip(self.chains.tolist(), out, self.ends.tolist()):
@@ -260,6 +284,7 @@ __all__ = [
     "build_chains",
     "chain_path_ids",
     "pair_id_problem",
+    "python_list",
     "ragged_take",
     "shortest_paths",
 ]
