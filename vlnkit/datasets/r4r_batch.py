@@ -109,8 +109,12 @@ def python_list(column: pa.ChunkedArray, repeated: bool = False) -> list:
     """
     array = column.combine_chunks()
     if pa.types.is_list(array.type):
-        flat = python_list(pa.chunked_array([array.flatten()], array.type.value_type), repeated)
-        ends = np.cumsum(pc.list_value_length(array).to_numpy(zero_copy_only=False)).tolist()
+        values = array.flatten()
+        lengths = pc.list_value_length(array).to_numpy(zero_copy_only=False)
+        if len(lengths) and lengths[0] > 0 and (lengths == lengths[0]).all() and not pa.types.is_string(values.type):
+            return values.to_numpy(zero_copy_only=False).reshape(len(lengths), -1).tolist()  # path_ids, join_distances
+        flat = python_list(pa.chunked_array([values], values.type), repeated)
+        ends = np.cumsum(lengths).tolist()
         return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
     if repeated and pa.types.is_string(array.type):
         encoded = array.dictionary_encode()
@@ -165,8 +169,8 @@ def build_chains(graph: NavGraph, records: list[dict], chains: np.ndarray) -> Jo
 
         >>> g = NavGraph("s", ("a", "b", "c"), np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
         >>> r = lambda pid, path: {"path_id": pid, "path": path, "distance": 1.0, "heading": 0.0, "instructions": [f"{pid}."]}
-        >>> batch = build_chains(g, [r(1, ["a", "b"]), r(2, ["c", "b"]), r(3, ["b", "c"])], np.array([[0, 1, 2]]))
-        >>> j = batch.records([], landmark=True)[0]
+        >>> recs = [r(1, ["a", "b"]), r(2, ["c", "b"]), r(3, ["b", "c"])]
+        >>> j = build_chains(g, recs, np.array([[0, 1, 2]])).records(recs, landmark=True)[0]
         >>> j["path"], j["instructions"], j["join_distances"], j["_landmark"]["path"]
         (['a', 'b', 'c', 'b', 'c'], ['1.2.3.'], [1.0, 0.0], [['a', 'b'], ['b', 'c', 'b'], ['b', 'c']])
     """
