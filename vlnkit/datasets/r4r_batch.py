@@ -135,26 +135,25 @@ class JoinedBatch:
     table: pa.Table
     chains: np.ndarray
     ends: np.ndarray
-    errors: list[tuple[np.ndarray, str]]
+    errors: list[tuple[int, str]]
 
     def records(self, records: list[dict], landmark: bool = False, ordered: bool = False) -> list[dict]:
         """The joined paths as dicts (R4R_PATHS keys), for writers that take dicts; `records` are the
         sources `chains` index. With `landmark`, each has `_landmark` (sub-paths, their sources' start
         headings and instructions); with `ordered`, `_order` (the tuple of its sources' `_order`)."""
-        names = self.table.column_names
-        columns = (python_list(self.table[name], name in REPEATED) for name in names)
+        names = list(self.table.column_names)
+        columns = [python_list(self.table[name], name in REPEATED) for name in names]
+        if ordered:  # the tuple of the sources' `_order`, a column like the others
+            orders = [r["_order"] for r in records]
+            names.append("_order")
+            columns.append(list(zip(*([orders[i] for i in c] for c in self.chains.T.tolist()))))
         out = [dict(zip(names, row)) for row in zip(*columns)]
-        if not ordered and not landmark:
-            return out
-        for row, joined, ends in zip(self.chains.tolist(), out, self.ends.tolist()):
-            sources = [records[i] for i in row]
-            if ordered:
-                joined["_order"] = tuple(s["_order"] for s in sources)
-            if landmark:
+        if landmark:  # BabyWalk's layout, only when asked: sub-path i + 1 starts where sub-path i ends
+            for row, joined, ends in zip(self.chains.tolist(), out, self.ends.tolist()):
+                sources = [records[i] for i in row]
                 path = joined["path"]
-                starts = [0, *ends[:-1]]
                 joined["_landmark"] = {
-                    "path": [path[a : b + 1] for a, b in zip(starts, ends)],
+                    "path": [path[a : b + 1] for a, b in zip([0, *ends[:-1]], ends)],
                     "headings": [s["heading"] for s in sources],
                     "instructions": [list(s["instructions"]) for s in sources],
                 }

@@ -21,7 +21,7 @@ from vlnkit.navigation.graph import NavGraph
 def assert_batch_equals_oracle(graph: NavGraph, records: list[dict], chains: np.ndarray) -> int:
     """Every chain: the batched record equals the oracle's, or both refuse it with the same reason."""
     batch = build_chains(graph, records, chains)
-    built = iter(batch.records(records, landmark=True))
+    built = iter(batch.records(records, landmark=True, ordered=True))
     failed = dict(batch.errors)
     assert batch.table.schema == R4R_PATHS and batch.table.num_rows == len(chains) - len(failed)
     for q, row in enumerate(chains.tolist()):
@@ -32,7 +32,9 @@ def assert_batch_equals_oracle(graph: NavGraph, records: list[dict], chains: np.
             assert failed.get(q) == str(exc)
             continue
         assert q not in failed
-        assert next(built) == expected
+        record = next(built)
+        assert record.pop("_order") == tuple(s["_order"] for s in sources)
+        assert record == expected
     assert next(built, None) is None
     return batch.table.num_rows
 
@@ -56,6 +58,7 @@ def scans(draw):
                 "distance": draw(st.floats(0, 30, allow_nan=False)),
                 "heading": draw(st.floats(0, 6.28)),
                 "instructions": draw(st.lists(st.text("ab. ", max_size=3), max_size=3)),
+                "_order": (0, draw(st.integers(0, 9)), pid),
             }
         )
     k = draw(st.integers(2, 4))
@@ -78,7 +81,7 @@ def test_unreachable_junction_and_goal_are_reported_like_the_per_chain_builder()
         for i, p in enumerate(["ab", "ba", "c"])
     ]
     for x in r:
-        x["path"] = list(x["path"])
+        x["path"], x["_order"] = list(x["path"]), (0, x["path_id"])
     batch = build_chains(g, r, np.array([[0, 1], [0, 2], [1, 0]]))
     assert batch.table["path_id"].to_pylist() == [1, 1_000_000] and batch.chains.tolist() == [[0, 1], [1, 0]]
     assert batch.errors == [(1, "scan 's': 'c' is unreachable from 'b'")]
@@ -99,8 +102,8 @@ def test_batched_builder_equals_the_per_chain_builder_on_r2r_val_unseen(r2r_dir,
     from vlnkit.navigation.graph import GraphStore
 
     by_scan = defaultdict(list)
-    for r in json.loads((r2r_dir / "R2R_val_unseen.json").read_text()):
-        by_scan[r["scan"]].append(r)
+    for i, r in enumerate(json.loads((r2r_dir / "R2R_val_unseen.json").read_text())):
+        by_scan[r["scan"]].append({**r, "_order": (0, i)})
     store = GraphStore(connectivity_dir)
     built = 0
     for scan, group in sorted(by_scan.items()):
