@@ -132,7 +132,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     from transforms.read import ReadR2R, UniqueBy
     from transforms.run_summary import finish_run
     from transforms.tally import tally
-    from transforms.write import WriteJsonFile, WriteParquetShards
+    from transforms.write import WriteJsonFile, WriteTables
     from vlnkit.datasets.r4r import landmark_records
     from vlnkit.io.schemas import R4R_PATHS, schema_version
 
@@ -140,9 +140,13 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, reshuffle=False, batched=True)
     unique = read["records"] | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", files, batched=True)
-    join = unique["records"] | "JoinR4R" >> JoinR4R(connectivity_dir, config, batched=True)
+    # The joined paths come as one Arrow table per scan (Parquet), and as dicts only for the JSON files.
+    landmark = bool(opts.json_output and opts.landmark_layout)
+    join = unique["records"] | "JoinR4R" >> JoinR4R(
+        connectivity_dir, config, batched=True, landmark=landmark, records=bool(opts.json_output)
+    )
     joined = join["joined"]
-    joined | "WritePaths" >> WriteParquetShards(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards, batched=True)
+    join["tables"] | "WritePaths" >> WriteTables(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards)
     if opts.json_output:
         joined | "WriteR4RJson" >> WriteJsonFile(
             opts.json_output,

@@ -32,6 +32,7 @@ from vlnkit.navigation.graph import GraphError
 
 SCAN_RANK = "scan_rank"
 COUNTS = "counts"
+TABLES = "tables"
 JOINED_PER_LIST = 4096
 
 
@@ -42,9 +43,11 @@ def _scan(record: dict) -> str:
 class _JoinScan(GraphDoFn):
     """(scan, lists of its records) -> lists of joined records; dead letters, the scan's rank and counts."""
 
-    def __init__(self, connectivity_dir: str, config: JoinConfig):
+    def __init__(self, connectivity_dir: str, config: JoinConfig, landmark: bool = False, records: bool = True):
         super().__init__(connectivity_dir)
         self.config = config
+        self.landmark = landmark
+        self.records = records
         self.keyed = Metrics.counter("r4r", "paths_keyed")
         self.joined = Metrics.counter("r4r", "joined")
         self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
@@ -83,23 +86,19 @@ class _JoinScan(GraphDoFn):
         for sources, reason in result.errors:
             label = "chain (" + ", ".join(f"path_id={s['path_id']}" for s in sources) + ")"
             yield self._dead("join", sources[0], label, reason)
-        counts = dict(result.counts)
-        by_path_id = {r["path_id"]: r["_order"] for r in usable}
-        for start in range(0, len(result.joined), JOINED_PER_LIST):
-            part = result.joined[start : start + JOINED_PER_LIST]
-            for joined in part:
-                joined["_order"] = tuple(by_path_id[pid] for pid in joined["path_ids"])
-            yield from self._emit(part, counts)
+        table = result.batch.table
+        counts = add_totals(dict(result.counts), group_totals(table))
+        if table.num_rows:
+            yield beam.pvalue.TaggedOutput(TABLES, table)
+        if self.records:  # dicts only for the outputs that take them
+            joined = result.batch.records(usable, landmark=self.landmark, ordered=True)
+            for start in range(0, len(joined), JOINED_PER_LIST):
+                yield joined[start : start + JOINED_PER_LIST]
+        self.joined.inc(table.num_rows)
+        self.progress.tick(table.num_rows)
         self.heading_filtered.inc(counts["filtered_heading"])
         self.capped.inc(counts["chains_capped"])
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
-
-    def _emit(self, joined: list[dict], counts: dict):
-        if joined:
-            self.joined.inc(len(joined))
-            self.progress.tick(len(joined))
-            add_totals(counts, group_totals(joined))
-            yield joined
 
 
 class JoinR4R(beam.PTransform):
@@ -108,11 +107,13 @@ class JoinR4R(beam.PTransform):
 
     Takes single records, or with `batched=True` lists of records (as `ReadR2R(batched=True)` and
     `DedupeBy(batched=True)` give them). Returns a dict of PCollections:
-      `joined`: lists of record dicts (see `vlnkit.datasets.r4r.build_chain`), each with `_order` (the
-        tuple of its sources' `_order`),
+      `joined`: lists of record dicts (see `vlnkit.datasets.r4r_batch.build_chains`), each with `_order`
+        (the tuple of its sources' `_order`) and, with `landmark=True`, BabyWalk's `_landmark` layout,
         at most JOINED_PER_LIST per list (`beam.FlatMap(lambda batch: batch)` gives single records).
         Each list is one scan's, sorted by `_order`, and a scan's lists follow each other in `_order`
-        without interleaving (so `WriteJsonFile(runs=True)` can write them whole);
+        without interleaving (so `WriteJsonFile(runs=True)` can write them whole); none with
+        `records=False`;
+      `tables`: the same joined paths as one Arrow table (`R4R_PATHS`) per scan, for `WriteTables`;
       `dead_letter`: records and pairs that could not be used, with reasons;
       `scan_rank`: (scan, first `_order` of the scan), for the published output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
@@ -120,11 +121,20 @@ class JoinR4R(beam.PTransform):
         records' totals (see `vlnkit.datasets.r4r.join_chains` and `group_totals`).
     """
 
-    def __init__(self, connectivity_dir: str, config: JoinConfig = JoinConfig(), batched: bool = False):
+    def __init__(
+        self,
+        connectivity_dir: str,
+        config: JoinConfig = JoinConfig(),
+        batched: bool = False,
+        landmark: bool = False,
+        records: bool = True,
+    ):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.config = config
         self.batched = batched
+        self.landmark = landmark
+        self.records = records
 
     def expand(self, records):
         batches = records if self.batched else records | "AsLists" >> beam.Map(lambda r: [r])
@@ -133,12 +143,13 @@ class JoinR4R(beam.PTransform):
             | "SplitByScan" >> beam.FlatMap(split_by, _scan)
             | "GroupScans" >> beam.GroupByKey()
             | "JoinScans"
-            >> beam.ParDo(_JoinScan(self.connectivity_dir, self.config)).with_outputs(
-                SCAN_RANK, COUNTS, DEAD_LETTER, main="joined"
+            >> beam.ParDo(_JoinScan(self.connectivity_dir, self.config, self.landmark, self.records)).with_outputs(
+                SCAN_RANK, COUNTS, TABLES, DEAD_LETTER, main="joined"
             )
         )
         return {
             "joined": built.joined,
+            TABLES: built[TABLES],
             DEAD_LETTER: built[DEAD_LETTER],
             "scan_rank": built[SCAN_RANK],
             "stats": built[COUNTS],

@@ -9,7 +9,8 @@ square of the input. `join_paths` runs that join in memory; the Beam transform
 
 Longer joins (R6R, R8R; docs/design.md, "Longer joins"): `join_chains` chains K paths whose
 consecutive pairs pass the rule, no source twice for K >= 3, enumerated from the scan's pair table
-with numpy joins (`chain_blocks`) and sampled per scan by the lowest stable hash (`sample_chains`).
+with numpy joins (`chain_blocks`) and sampled per scan by the lowest stable hash (`sample_chains`);
+the kept chains of a scan are built at once, as Arrow columns (`vlnkit.datasets.r4r_batch`).
 
 Heading conventions
 -------------------
@@ -26,20 +27,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from vlnkit.hashing import stable_hash, stable_hash_array
+from vlnkit.datasets.r4r_batch import PAIR_ID_BASE, JoinedBatch, build_chains, chain_path_ids, pair_id_problem
+from vlnkit.hashing import stable_hash_array
 from vlnkit.io.exactsum import exact_mean, exact_sum
-from vlnkit.navigation.graph import GraphError, NavGraph, angle_difference, simulator_heading
+from vlnkit.navigation.graph import NavGraph, angle_difference, simulator_heading
 
 HEADING_CONVENTIONS = ("simulator", "published_generator")
-
-# path_id of a joined path = first_path_id * PAIR_ID_BASE + second_path_id: stable on any
-# runner, and both source ids can be read back from it.
-PAIR_ID_BASE = 1_000_000
 
 
 class JoinError(ValueError):
@@ -91,8 +90,8 @@ class JoinConfig:
 def pair_path_id(first_path_id: int, second_path_id: int) -> int:
     for pid in (first_path_id, second_path_id):
         if not 0 <= pid < PAIR_ID_BASE:
-            raise JoinError(f"path_id {pid} is outside [0, {PAIR_ID_BASE}); cannot form a stable joined path_id")
-    return first_path_id * PAIR_ID_BASE + second_path_id
+            raise JoinError(pair_id_problem(pid))
+    return chain_path_id([first_path_id, second_path_id])
 
 
 def final_heading(graph: NavGraph, record: dict) -> float:
@@ -141,81 +140,37 @@ def passes_heading(graph: NavGraph, first: dict, second: dict, config: JoinConfi
 
 
 def chain_path_id(path_ids: list[int]) -> int:
-    """The path_id of a joined path made of `path_ids` in order: stable on any runner and bundle order.
+    """The path_id of a joined path made of `path_ids` in order (see `r4r_batch.chain_path_ids`).
 
-    Two sources: `pair_path_id` (R4R's published numbering, both ids readable from it). Three or more:
-    a decimal composite would overflow int64 at four, so it is the 63-bit `stable_hash` of the ids
-    (the ids themselves are kept in the record's `path_ids`).
-
-        >>> chain_path_id([12, 34])
-        12000034
-        >>> chain_path_id([1, 2, 3]) == chain_path_id([1, 2, 3]) != chain_path_id([3, 2, 1])
-        True
+    >>> chain_path_id([12, 34])
+    12000034
+    >>> chain_path_id([1, 2, 3]) == chain_path_id([1, 2, 3]) != chain_path_id([3, 2, 1])
+    True
     """
-    if len(path_ids) == 2:
-        return pair_path_id(*path_ids)
-    return stable_hash(*path_ids) >> 1
+    return int(chain_path_ids(np.array([path_ids], dtype=np.int64))[0])
 
 
-def build_chain(graph: NavGraph, sources: list[dict]) -> dict:
-    """The joined record of `sources` (K >= 2 R2R records, in order), built as the published generator
-    builds a pair: each next source S is appended as `path[:-1] + C + S.path[1:]`, C the shortest path
-    from the path so far's end to S's start; distances add up left to right (d_1 + g_1 + d_2 + g_2 + ...),
-    so K = 2 gives R4R's record bit for bit; the instructions are every K-way concatenation, the first
-    source's instruction varying slowest (N_1 x ... x N_K strings). Besides R4R's fields it keeps
-    `path_ids` (the sources in order), `join_distances` (each junction's gap) and, for the landmark
-    layout, `_landmark` (sub-paths, their start headings and the sources' instructions).
+def build_chain(graph: NavGraph, sources: list[dict], landmark: bool = False) -> dict:
+    """The joined record of `sources` (K >= 2 R2R records, in order), as the published generator builds a
+    pair (`r4r_batch.build_chains` on one chain; raises JoinError when it cannot be built). Besides R4R's
+    fields it keeps `path_ids` and `join_distances`, and with `landmark` BabyWalk's `_landmark` layout.
 
         >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b", "c"), np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
         >>> r = lambda pid, path: {"path_id": pid, "path": path, "distance": 1.0, "heading": 0.0, "instructions": [f"{pid}."]}
-        >>> j = build_chain(g, [r(1, ["a", "b"]), r(2, ["c", "b"]), r(3, ["b", "c"])])
-        >>> j["path"], j["instructions"], j["join_distances"], j["_landmark"]["path"]
-        (['a', 'b', 'c', 'b', 'c'], ['1.2.3.'], [1.0, 0.0], [['a', 'b'], ['b', 'c', 'b'], ['b', 'c']])
+        >>> j = build_chain(g, [r(1, ["a", "b"]), r(2, ["c", "b"])])
+        >>> j["path"], j["instructions"], j["path_id"]
+        (['a', 'b', 'c', 'b'], ['1.2.'], 1000002)
     """
-    first = sources[0]
-    path, distance, gaps = list(first["path"]), first["distance"], []
-    sub_paths = [list(first["path"])]
-    for source in sources[1:]:
-        end, start = path[-1], source["path"][0]
-        gap = graph.distance(end, start)
-        if not math.isfinite(gap):
-            raise JoinError(f"scan {graph.scan!r}: {start!r} is unreachable from {end!r}")
-        leg = graph.shortest_path(end, start) + source["path"][1:]
-        path = path[:-1] + leg
-        sub_paths.append(leg)
-        distance = distance + gap + source["distance"]
-        gaps.append(gap)
-    start, goal = first["path"][0], sources[-1]["path"][-1]
-    sp_distance = graph.distance(start, goal)
-    if not math.isfinite(sp_distance):
-        raise JoinError(f"scan {graph.scan!r}: goal {goal!r} is unreachable from start {start!r}")
-    path_ids = [s["path_id"] for s in sources]
-    return {
-        "path_id": chain_path_id(path_ids),
-        "scan": graph.scan,
-        "path": path,
-        "distance": distance,
-        "heading": first["heading"],
-        "instructions": ["".join(parts) for parts in itertools.product(*(s["instructions"] for s in sources))],
-        "first_path_id": path_ids[0],
-        "second_path_id": path_ids[1],
-        "path_ids": path_ids,
-        "shortest_path": graph.shortest_path(start, goal),
-        "shortest_path_distance": sp_distance,
-        "join_distance": max(gaps),
-        "join_distances": gaps,
-        "_landmark": {
-            "path": sub_paths,
-            "headings": [s["heading"] for s in sources],
-            "instructions": [list(s["instructions"]) for s in sources],
-        },
-    }
+    batch = build_chains(graph, sources, np.arange(len(sources))[None, :])
+    if batch.errors:
+        raise JoinError(batch.errors[0][1])
+    return batch.records(sources, landmark=landmark)[0]
 
 
-def build_joined(graph: NavGraph, first: dict, second: dict) -> dict:
+def build_joined(graph: NavGraph, first: dict, second: dict, landmark: bool = False) -> dict:
     """The R4R record of the pair (first, second), exactly as the published generator builds it."""
-    return build_chain(graph, [first, second])
+    return build_chain(graph, [first, second], landmark)
 
 
 def landmark_records(joined: dict) -> list[dict]:
@@ -227,7 +182,7 @@ def landmark_records(joined: dict) -> list[dict]:
         >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
         >>> r = lambda pid, ins: {"path_id": pid, "path": ["a", "b"], "distance": 1.0, "heading": 0.0, "instructions": ins}
-        >>> [x["instructions"] for x in landmark_records(build_chain(g, [r(1, ["x", "y"]), r(2, ["z"])]))]
+        >>> [x["instructions"] for x in landmark_records(build_chain(g, [r(1, ["x", "y"]), r(2, ["z"])], True))]
         [['x', 'z'], ['y', 'z']]
     """
     layout = joined["_landmark"]
@@ -251,75 +206,36 @@ def landmark_records(joined: dict) -> list[dict]:
     return out
 
 
-@dataclass
-class FirstJoins:
-    """What one first path A made in its scan's join: the joined records and the pairs that failed."""
+def join_paths(
+    graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig(), landmark: bool = False
+) -> tuple[list[dict], dict]:
+    """Join every qualifying pair of one scan's records in memory (R4R: K = 2, no cap; the pairs in
+    the published order, first path, then second). Returns (joined records, counts).
 
-    first: dict
-    joined: list[dict]
-    seconds: list[dict]  # the second path B of each joined record
-    errors: list[tuple[dict, str]]  # (second path B, why A + B could not be built)
-    passed_distance: int = 0
-    filtered_heading: int = 0
-
-
-def join_firsts(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> Iterator[FirstJoins]:
-    """The keyed join of one scan's usable records, one `FirstJoins` per first path, in record order.
-
-    A is looked up under every viewpoint within the threshold of its end, B under its start, so
-    the work grows with the output, not with the square of the scan's paths. Records must have
-    passed `path_problem`; a pair that passes the rule but cannot be built is reported in
-    `errors`, not raised, so one bad pair never stops a scan.
+    A record whose path is unusable (see `path_problem`), or a pair that cannot be built, raises
+    JoinError: the Beam transform dead-letters such records and pairs instead.
 
         >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
         >>> recs = [{"path_id": 1, "path": ["a", "b"], "distance": 1.0, "heading": 0.0, "instructions": ["x"]},
         ...         {"path_id": 2, "path": ["b", "a"], "distance": 1.0, "heading": 0.0, "instructions": ["y"]}]
-        >>> [len(f.joined) for f in join_firsts(g, recs, JoinConfig(distance_threshold=0.5))]
-        [1, 1]
-    """
-    by_start: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        by_start[rec["path"][0]].append(rec)
-    for first in records:
-        out = FirstJoins(first, [], [], [])
-        for key in end_keys(graph, first, config.distance_threshold):
-            for second in by_start.get(key, ()):
-                out.passed_distance += 1
-                if not passes_heading(graph, first, second, config):
-                    out.filtered_heading += 1
-                    continue
-                try:
-                    joined = build_joined(graph, first, second)
-                except (JoinError, GraphError) as exc:
-                    out.errors.append((second, str(exc)))
-                    continue
-                out.joined.append(joined)
-                out.seconds.append(second)
-        yield out
-
-
-def join_paths(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> tuple[list[dict], dict]:
-    """Join every qualifying pair of one scan's records in memory. Returns (joined, counts).
-
-    A record whose path is unusable (see `path_problem`), or a pair that cannot be built, raises
-    JoinError: the Beam transform dead-letters such records and pairs instead.
+        >>> joined, counts = join_paths(g, recs, JoinConfig(distance_threshold=0.5))
+        >>> [j["path_id"] for j in joined], counts["filtered_distance"]
+        ([1000002, 2000001], 2)
     """
     for rec in records:
         problem = path_problem(graph, rec)
         if problem is not None:
             raise JoinError(f"path_id={rec.get('path_id')!r}: {problem}")
-    joined, passed_distance, filtered_heading = [], 0, 0
-    for part in join_firsts(graph, records, config):
-        if part.errors:
-            raise JoinError(part.errors[0][1])
-        joined += part.joined
-        passed_distance += part.passed_distance
-        filtered_heading += part.filtered_heading
+    table = pair_table(graph, records, config)
+    batch = build_chains(graph, records, np.stack([table.first, table.second], axis=1))
+    if batch.errors:
+        raise JoinError(batch.errors[0][1])
+    joined = batch.records(records, landmark=landmark)
     counts = {
         "pairs_considered": len(records) ** 2,
-        "filtered_distance": len(records) ** 2 - passed_distance,
-        "filtered_heading": filtered_heading,
+        "filtered_distance": len(records) ** 2 - table.passed_distance,
+        "filtered_heading": table.filtered_heading,
         "joined": len(joined),
     }
     return joined, counts
@@ -336,7 +252,7 @@ class PairTable:
 
 
 def pair_table(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> PairTable:
-    """Every pair (A, B) of `records` that passes the rule (the keyed lookup of `join_firsts`; records
+    """Every pair (A, B) of `records` that passes the rule (A under every viewpoint within the threshold of its end, B under its start; records
     must have passed `path_problem`). A path may pair with itself, as in R4R; chains drop reuse later.
 
         >>> import numpy as np
@@ -431,17 +347,24 @@ def sample_chains(blocks, path_ids: np.ndarray, cap: int | None, seed: int = 0) 
 
 @dataclass
 class ScanChains:
-    """One scan's longer join: the joined records (published order), the chains that failed, the counts."""
+    """One scan's longer join: the joined paths as columns (published order), the chains that failed, the counts."""
 
-    joined: list[dict]
+    batch: JoinedBatch
+    sources: list[dict]  # the records `batch.chains` index
     errors: list[tuple[list[dict], str]]  # (the chain's source records, why it could not be built)
     counts: dict
+
+    @property
+    def joined(self) -> list[dict]:
+        """The joined records as dicts (see `JoinedBatch.records`)."""
+        return self.batch.records(self.sources)
 
 
 def join_chains(graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig()) -> ScanChains:
     """Join one scan's usable records (passed `path_problem`, in `_order`) into chains of
     `config.num_paths` paths: the pair table, the chains enumerated from it in numpy, the seeded sample
-    under `config.cap`, then one record per kept chain (`build_chain`). K = 2 without a cap is R4R.
+    under `config.cap`, then every kept chain built at once (`r4r_batch.build_chains`). K = 2 without a
+    cap is R4R.
 
         >>> import numpy as np
         >>> g = NavGraph("s", ("a", "b"), np.array([[0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
@@ -454,14 +377,9 @@ def join_chains(graph: NavGraph, records: list[dict], config: JoinConfig = JoinC
     table = pair_table(graph, records, config)
     path_ids = np.array([r["path_id"] for r in records], dtype=np.int64)
     kept, valid = sample_chains(chain_blocks(table, len(records), config.num_paths), path_ids, config.cap, config.seed)
-    out = ScanChains([], [], {})
-    for row in kept.tolist():
-        sources = [records[i] for i in row]
-        try:
-            out.joined.append(build_chain(graph, sources))
-        except (JoinError, GraphError) as exc:
-            out.errors.append((sources, str(exc)))
-    out.counts = {
+    batch = build_chains(graph, records, kept.reshape(len(kept), config.num_paths))
+    errors = [([records[i] for i in kept[row].tolist()], reason) for row, reason in batch.errors]
+    counts = {
         "pairs_considered": len(records) ** 2,
         "passed_distance": table.passed_distance,
         "filtered_heading": table.filtered_heading,
@@ -469,18 +387,23 @@ def join_chains(graph: NavGraph, records: list[dict], config: JoinConfig = JoinC
         "chains_valid": valid,
         "chains_capped": valid - len(kept),
     }
-    return out
+    return ScanChains(batch, records, errors, counts)
 
 
-def group_totals(records: list[dict]) -> dict:
-    """Joined records' contribution to the dataset statistics (sums, distances exact; see `summarize`)."""
+def group_totals(joined: pa.Table) -> dict:
+    """Joined paths' (an R4R_PATHS table's) contribution to the dataset statistics (sums, distances
+    exact; see `summarize`), from the columns."""
+
+    def list_total(name: str) -> int:
+        return int(pc.sum(pc.list_value_length(joined[name])).as_py() or 0)
+
     return {
-        "paths": len(records),
-        "instructions": sum(len(r["instructions"]) for r in records),
-        "distance": exact_sum([r["distance"] for r in records]),
-        "shortest_path_distance": exact_sum([r["shortest_path_distance"] for r in records]),
-        "steps": sum(len(r["path"]) for r in records),
-        "shortest_path_steps": sum(len(r["shortest_path"]) for r in records),
+        "paths": joined.num_rows,
+        "instructions": list_total("instructions"),
+        "distance": exact_sum(joined["distance"].to_numpy()),
+        "shortest_path_distance": exact_sum(joined["shortest_path_distance"].to_numpy()),
+        "steps": list_total("path"),
+        "shortest_path_steps": list_total("shortest_path"),
     }
 
 
@@ -511,7 +434,6 @@ __all__ = [
     "HEADING_CONVENTIONS",
     "PAIR_ID_BASE",
     "JoinConfig",
-    "FirstJoins",
     "JoinError",
     "add_totals",
     "build_chain",
@@ -529,7 +451,6 @@ __all__ = [
     "final_heading",
     "group_totals",
     "heading_difference",
-    "join_firsts",
     "join_paths",
     "pair_path_id",
     "path_problem",

@@ -1,5 +1,6 @@
 import math
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from vlnkit.datasets.r4r import (
     path_problem,
     summarize,
 )
+from vlnkit.io.schemas import R4R_PATHS
 from vlnkit.navigation.graph import NavGraph
 from vlnkit.navigation.synthetic import grid_connectivity, grid_paths
 
@@ -109,7 +111,7 @@ def test_empty_input_and_summary():
     joined, counts = join_paths(line_graph(), [])
     assert joined == [] and counts["pairs_considered"] == 0
     assert summarize({})["mean_distance"] is None
-    totals = group_totals([build_joined(line_graph(), P1, P2)])
+    totals = group_totals(pa.Table.from_pylist([build_joined(line_graph(), P1, P2)], schema=R4R_PATHS))
     assert summarize(totals) == {
         "paths": 1,
         "instructions": 2,

@@ -113,7 +113,8 @@ def test_heading_rule_applies_at_every_junction():
 def test_landmark_layout_splits_each_instruction_into_its_sub_paths_and_sub_instructions():
     g = line_graph()
     sources = [rec(1, "ab", ["A1 ", "A2 "], heading=0.1), rec(2, "cd", ["B1 "], heading=0.2), rec(3, "ed", heading=3)]
-    joined = build_chain(g, sources)
+    joined = build_chain(g, sources, landmark=True)
+    assert "_landmark" not in build_chain(g, sources)  # built only when asked
     layout = landmark_records(joined)
     assert len(layout) == len(joined["instructions"]) == 2 * 1 * 3
     for k, item in enumerate(layout):
