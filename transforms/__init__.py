@@ -11,7 +11,7 @@ PCollections; `"dead_letter"` is always among them.
 | `ReadUniqueR2R(files, batched=False)` | pipeline | `records` unique by path_id (lists when batched); `dead_letter` |
 | `DedupeBy(key_fn, what, batched=False, buckets=1)` | dicts (or lists of dicts) | `records` (first of each key); `dead_letter` |
 | `UniqueBy(key_fn, what, files, batched=False)` | lists of dicts read from files | `records` (first of each key; single records unless batched); `dead_letter` |
-| `JoinR4R(connectivity_dir, config, batched=False)` | records (or lists) | `joined`: sorted lists of R4R records; `stats`; `scan_rank`; `dead_letter` |
+| `JoinR4R(connectivity_dir, config, batched=False, landmark=False, records=True)` | records (or lists) | `joined`: sorted lists of R4R records; `tables`: one Arrow table per scan; `stats`; `scan_rank`; `dead_letter` |
 | `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
 | `ReadScoringInputs(agents, dataset_files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch or ReferenceBatch); totals; `dead_letter` |

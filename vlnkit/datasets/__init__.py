@@ -22,6 +22,7 @@ __getattr__, __all__ = lazy_exports(
         "rxr": ("parse_dataset", "parse_followers", "record_format", "file_format", "episode_ids", "instructions"),
         "r2r": ("parse_r2r", "json_items", "require_usable_records", "NoUsableRecords"),
         "r4r": ("JoinConfig", "join_paths", "summarize", "HEADING_CONVENTIONS"),
+        "r4r_batch": ("build_chains", "JoinedBatch"),
         "trajectories": ("parse_predictions", "parse_predictions_parquet", "collapse_repeats"),
         "alignments": ("parse_fgr2r", "reader"),
         "pose_traces": ("load_pose_trace", "pose_trace_path", "PoseTrace", "PoseTraceError"),
