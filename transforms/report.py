@@ -310,3 +310,103 @@ class SampleEpisodes(beam.PTransform):
             return out
 
         return top | "AttachSources" >> beam.Map(attach, beam.pvalue.AsList(sources))
+
+
+# ----------------------------------------------------------------------------- the comparison page
+def _reference_paths(records: list[dict]) -> dict[str, list[str]]:
+    """{instr_id: reference path} of a list of dataset records (one dict per batch, not one element per episode)."""
+    from transforms.score_records import reference_episodes
+
+    return {i: ref["path"] for record in records for i, ref in reference_episodes(record)}
+
+
+class _WriteComparisonPage(GraphDoFn):
+    """The one step that reads every episode file (in Arrow batches), sets unusable rows aside as dead
+    letters and writes comparison.html; yields what the report's summary says of the page."""
+
+    def __init__(self, connectivity_dir: str, files: list[str], path: str, options: dict, prefixes: list[str]):
+        super().__init__(connectivity_dir)
+        self.files, self.path, self.options, self.prefixes = list(files), path, dict(options), list(prefixes)
+        self.bad = Metrics.counter("report", "dead_letter")
+
+    def process(self, _, reference_batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from vlnkit.reports.comparison_inputs import read_episodes, usable_episodes
+        from vlnkit.reports.comparison_page import comparison_page
+
+        references: dict[str, list[str]] = {}
+        for batch in reference_batches:
+            for instr_id, path in batch.items():
+                references.setdefault(instr_id, path)
+        readable, tables = [], []
+        for path in self.files:  # a file that cannot be read is one dead letter, like in ParquetStats
+            try:
+                tables.append(read_episodes([path], fileio.open_read))
+                readable.append(path)
+            except Exception as exc:  # noqa: BLE001 -- any read error makes the whole file unusable
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("comparison", path, "", str(exc)))
+        table = (
+            pa.concat_tables(
+                [
+                    t.set_column(t.column_names.index("_source"), "_source", pc.add(t["_source"], k))
+                    for k, t in enumerate(tables)
+                ],
+                promote_options="default",
+            )
+            if tables
+            else None
+        )
+        if table is not None and any(self.prefixes):  # agents of several score folders: named by folder too
+            prefix = pa.array([self.prefixes[self.files.index(p)] for p in readable])
+            names = pc.binary_join_element_wise(prefix.take(table["_source"]), table["agent"], "")
+            table = table.set_column(table.column_names.index("agent"), "agent", names)
+        kept, problems = (table, []) if table is None else usable_episodes(table, references, self.graphs, readable)
+        for p in problems:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("comparison", p["source"], p["record"], p["reason"])
+            )
+        if kept is None or kept.num_rows == 0:
+            yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
+            return
+        options = {k: v for k, v in self.options.items() if k != "title"}
+        page = comparison_page(
+            kept.drop_columns(["_source"]), references, self.graphs, title=self.options["title"], **options
+        )
+        with fileio.open_write(self.path) as f:
+            f.write(page.encode("utf-8"))
+        agents = list(dict.fromkeys(kept["agent"].to_pylist()))
+        yield {"written": True, "episodes": kept.num_rows, "agents": agents, "set_aside": len(problems)}
+
+
+class ComparisonPage(beam.PTransform):
+    """Score episode files + the dataset they were scored on -> `path` (comparison.html).
+
+    Output: {"page": one dict {"written", "episodes", "agents", "set_aside"}, dead_letter}. `options`
+    are `comparison_page` keyword arguments (baseline, replicates, seed, unit, confidence, title);
+    `prefixes[k]` is put before the agent names of `files[k]` ("" when one score folder is compared).
+    """
+
+    def __init__(self, files, dataset_files, connectivity_dir, path, options: dict, prefixes=None):
+        super().__init__()
+        self.files, self.dataset_files = list(files), list(dataset_files)
+        self.connectivity_dir, self.path, self.options = connectivity_dir, path, dict(options)
+        self.prefixes = list(prefixes or [""] * len(self.files))
+
+    def expand(self, pbegin):
+        read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
+        references = read["records"] | "ReferencePaths" >> beam.Map(_reference_paths)
+        page = (
+            pbegin
+            | "One" >> beam.Create([None])
+            | "Write"
+            >> beam.ParDo(
+                _WriteComparisonPage(self.connectivity_dir, self.files, self.path, self.options, self.prefixes),
+                beam.pvalue.AsList(references),
+            ).with_outputs(DEAD_LETTER, main="page")
+        )
+        dead = (read[DEAD_LETTER], page[DEAD_LETTER]) | "Dead" >> beam.Flatten()
+        return {"page": page.page, DEAD_LETTER: dead}
