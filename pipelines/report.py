@@ -164,7 +164,7 @@ def _scored_on(folder: str) -> list[str]:
 
 def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
-    agent, instr_id, scan and path): its episode files, agent name prefixes, dataset files and options."""
+    agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
     from vlnkit.reports.comparison_inputs import missing_columns
     from vlnkit.reports.stats import SCORES
 
@@ -177,9 +177,16 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         return None
     if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
         raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
-    several = len({i.label for i in files}) > 1  # agents of several score folders: named "<folder>/<agent>"
-    prefixes = [f"{i.label}/" if several else "" for i in files]
-    agents = sorted({p + a for i, p in zip(files, prefixes) for a in _agents(i.path)})
+    by_file = {i.path: _agents(i.path) for i in files}
+    names = [{} for _ in files]
+    if len({i.label for i in files}) > 1:  # several score folders: an agent is named by its folder too
+        per_label: dict[str, set] = {}
+        for i in files:
+            per_label.setdefault(i.label, set()).update(by_file[i.path])
+        for k, i in enumerate(files):  # a folder of one agent: the folder's name; else "<folder>/<agent>"
+            one = len(per_label[i.label]) == 1
+            names[k] = {a: i.label if one else f"{i.label}/{a}" for a in by_file[i.path]}
+    agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
     if opts.baseline is not None and opts.baseline not in agents:
         raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agents)}")
     if opts.dataset:
@@ -195,7 +202,7 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         "confidence": opts.confidence,
         "title": f"{opts.title}: agents compared",
     }
-    return {"files": [i.path for i in files], "prefixes": prefixes, "dataset": dataset, "options": options}
+    return {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -293,7 +300,7 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
     if plan:
         path = fileio.join(out, COMPARISON)
         page = pipeline | "Comparison" >> ComparisonPage(
-            plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["prefixes"]
+            plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["names"]
         )
         dead.append(page[DEAD_LETTER])
         pages = beam.pvalue.AsList(page["page"])

@@ -324,16 +324,15 @@ class _WriteComparisonPage(GraphDoFn):
     """The one step that reads every episode file (in Arrow batches), sets unusable rows aside as dead
     letters and writes comparison.html; yields what the report's summary says of the page."""
 
-    def __init__(self, connectivity_dir: str, files: list[str], path: str, options: dict, prefixes: list[str]):
+    def __init__(self, connectivity_dir: str, files: list[str], path: str, options: dict, names: list[dict]):
         super().__init__(connectivity_dir)
-        self.files, self.path, self.options, self.prefixes = list(files), path, dict(options), list(prefixes)
+        self.files, self.path, self.options, self.names = list(files), path, dict(options), list(names)
         self.bad = Metrics.counter("report", "dead_letter")
 
     def process(self, _, reference_batches):
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        from vlnkit.reports.comparison_inputs import read_episodes, usable_episodes
+        from vlnkit.reports.comparison_inputs import SOURCE, read_episodes, rename_agents, usable_episodes
         from vlnkit.reports.comparison_page import comparison_page
 
         references: dict[str, list[str]] = {}
@@ -341,29 +340,18 @@ class _WriteComparisonPage(GraphDoFn):
             for instr_id, path in batch.items():
                 references.setdefault(instr_id, path)
         readable, tables = [], []
-        for path in self.files:  # a file that cannot be read is one dead letter, like in ParquetStats
+        for path, names in zip(self.files, self.names):  # an unreadable file is one dead letter, as in ParquetStats
             try:
-                tables.append(read_episodes([path], fileio.open_read))
-                readable.append(path)
+                table = rename_agents(read_episodes([path], fileio.open_read), names)
             except Exception as exc:  # noqa: BLE001 -- any read error makes the whole file unusable
                 self.bad.inc()
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("comparison", path, "", str(exc)))
-        table = (
-            pa.concat_tables(
-                [
-                    t.set_column(t.column_names.index("_source"), "_source", pc.add(t["_source"], k))
-                    for k, t in enumerate(tables)
-                ],
-                promote_options="default",
-            )
-            if tables
-            else None
-        )
-        if table is not None and any(self.prefixes):  # agents of several score folders: named by folder too
-            prefix = pa.array([self.prefixes[self.files.index(p)] for p in readable])
-            names = pc.binary_join_element_wise(prefix.take(table["_source"]), table["agent"], "")
-            table = table.set_column(table.column_names.index("agent"), "agent", names)
-        kept, problems = (table, []) if table is None else usable_episodes(table, references, self.graphs, readable)
+                continue
+            source = pa.array([len(readable)] * table.num_rows, pa.int32())
+            tables.append(table.set_column(table.column_names.index(SOURCE), SOURCE, source))
+            readable.append(path)
+        table = pa.concat_tables(tables, promote_options="default") if tables else None
+        kept, problems = usable_episodes(table, references, self.graphs, readable) if tables else (None, [])
         for p in problems:
             self.bad.inc()
             yield beam.pvalue.TaggedOutput(
@@ -372,10 +360,7 @@ class _WriteComparisonPage(GraphDoFn):
         if kept is None or kept.num_rows == 0:
             yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
             return
-        options = {k: v for k, v in self.options.items() if k != "title"}
-        page = comparison_page(
-            kept.drop_columns(["_source"]), references, self.graphs, title=self.options["title"], **options
-        )
+        page = comparison_page(kept.drop_columns([SOURCE]), references, self.graphs, **self.options)
         with fileio.open_write(self.path) as f:
             f.write(page.encode("utf-8"))
         agents = list(dict.fromkeys(kept["agent"].to_pylist()))
@@ -387,14 +372,14 @@ class ComparisonPage(beam.PTransform):
 
     Output: {"page": one dict {"written", "episodes", "agents", "set_aside"}, dead_letter}. `options`
     are `comparison_page` keyword arguments (baseline, replicates, seed, unit, confidence, title);
-    `prefixes[k]` is put before the agent names of `files[k]` ("" when one score folder is compared).
+    `names[k]` renames the agents of `files[k]` ({} keeps them; see `comparison_inputs.rename_agents`).
     """
 
-    def __init__(self, files, dataset_files, connectivity_dir, path, options: dict, prefixes=None):
+    def __init__(self, files, dataset_files, connectivity_dir, path, options: dict, names=None):
         super().__init__()
         self.files, self.dataset_files = list(files), list(dataset_files)
         self.connectivity_dir, self.path, self.options = connectivity_dir, path, dict(options)
-        self.prefixes = list(prefixes or [""] * len(self.files))
+        self.names = list(names or [{}] * len(self.files))
 
     def expand(self, pbegin):
         read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
@@ -404,7 +389,7 @@ class ComparisonPage(beam.PTransform):
             | "One" >> beam.Create([None])
             | "Write"
             >> beam.ParDo(
-                _WriteComparisonPage(self.connectivity_dir, self.files, self.path, self.options, self.prefixes),
+                _WriteComparisonPage(self.connectivity_dir, self.files, self.path, self.options, self.names),
                 beam.pvalue.AsList(references),
             ).with_outputs(DEAD_LETTER, main="page")
         )

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.navigation.graph import GraphError
 
-__all__ = ["PAGE_COLUMNS", "missing_columns", "read_episodes", "usable_episodes"]
+__all__ = ["PAGE_COLUMNS", "missing_columns", "read_episodes", "rename_agents", "usable_episodes"]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
 SOURCE = "_source"  # the index of the file a row came from (for naming it in a problem)
@@ -74,6 +74,23 @@ def read_episodes(files, open_read=open, metrics=HEADLINE, batch_rows: int = BAT
             k = table.column_names.index("language")
             table = table.set_column(k, "language", pc.fill_null(language, "unknown"))
     return table
+
+
+def rename_agents(table: pa.Table, names: dict[str, str]) -> pa.Table:
+    """The table with each agent renamed by `names` (one vectorized lookup; agents not named keep theirs).
+
+    The report names the agents of several score folders by folder, so two folders' "random" stay apart.
+
+    >>> t = pa.table({"agent": ["a", "b", "a"]})
+    >>> rename_agents(t, {"a": "run1/a"})["agent"].to_pylist()
+    ['run1/a', 'b', 'run1/a']
+    """
+    if not names:
+        return table
+    agent = table["agent"]
+    found = pc.index_in(agent, value_set=pa.array(list(names), pa.string()))
+    renamed = pc.if_else(pc.is_null(found), agent, pa.array(list(names.values()), pa.string()).take(found))
+    return table.set_column(table.column_names.index("agent"), "agent", renamed)
 
 
 def _bad_rows(path_lists, nodes) -> np.ndarray:
