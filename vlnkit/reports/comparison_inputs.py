@@ -36,7 +36,11 @@ def missing_columns(columns) -> list[str]:
     return [c for c in PAGE_COLUMNS if c not in have]
 
 
-def read_episodes(files, open_read=open, metrics=HEADLINE, batch_rows: int = BATCH_ROWS) -> pa.Table:
+def _open_local(path: str):
+    return open(path, "rb")
+
+
+def read_episodes(files, open_read=_open_local, metrics=HEADLINE, batch_rows: int = BATCH_ROWS) -> pa.Table:
     """The page's columns of every file as one Arrow table, read in record batches of `batch_rows`.
 
     Keeps `PAGE_COLUMNS`, `language` (when some row has one; missing languages become "unknown") and
@@ -53,7 +57,7 @@ def read_episodes(files, open_read=open, metrics=HEADLINE, batch_rows: int = BAT
     """
     tables = []
     for k, path in enumerate(files):
-        with open_read(path, "rb") if open_read is open else open_read(path) as f:
+        with open_read(path) as f:
             parquet = pq.ParquetFile(f)
             names = parquet.schema_arrow.names
             missing = missing_columns(names)
