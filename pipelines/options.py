@@ -121,6 +121,37 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
             "help": "SPL reference length: shortest = d(q_1, r_last); path = the reference path's length",
         },
     ),
+    "bootstrap": (
+        ("--bootstrap",),
+        {
+            "type": int,
+            "default": 0,
+            "help": "Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 is "
+            "the usual choice, and costs about 5x the run time at 1M predictions today: benchmarks/RESULTS.md); "
+            "each episode's weights are a function of --seed and its id only, so results do not depend on workers",
+        },
+    ),
+    "confidence": (
+        ("--confidence",),
+        {
+            "type": float,
+            "default": 0.95,
+            "help": "Confidence of the intervals; 1 - it is the Holm-corrected significance level of the comparisons",
+        },
+    ),
+    "bootstrap_unit": (
+        ("--bootstrap_unit",),
+        {
+            "choices": ("episode", "path"),
+            "default": "episode",
+            "help": "What the bootstrap resamples: each episode, or each path with all its instructions together "
+            "(they share a trajectory target, so they are not independent)",
+        },
+    ),
+    "baseline": (
+        ("--baseline",),
+        {"default": None, "help": "Compare every agent with this agent only (default: every pair of agents)"},
+    ),
     "spacy_model": (
         ("--spacy_model",),
         {

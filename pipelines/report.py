@@ -1,13 +1,20 @@
 """Report: figures and one self-contained HTML page from the outputs of the other jobs.
 
     python -m pipelines.report --runner=DirectRunner --inputs=GLOB[,GLOB...] --connectivity_dir=DIR \
-        --output_dir=DIR [--compare=GLOB[,GLOB...]] [--draw=N] [--seed=S]
+        --output_dir=DIR [--compare=GLOB[,GLOB...]] [--draw=N] [--seed=S] \
+        [--dataset=FILES] [--bootstrap=N] [--confidence=C] [--bootstrap_unit=episode|path] [--baseline=AGENT]
 
 An input is a file, a glob or a job's output folder: R2R/R4R JSON datasets, build_r4r
 `paths-*.parquet`, score / random_baseline `episodes-*.parquet` (or only their `summary.json`),
 perturb `perturbations-*.parquet`, paraphrase `paraphrases-*.parquet`. Writes `index.html`,
 `figures/*.png`, `report_tables.json` (every number plotted), `dead_letter-00000-of-00001.jsonl`,
 `summary.json`, `manifest.json` and `_SUCCESS` into --output_dir.
+
+When --inputs hold a score job's episodes (`episodes-*.parquet` with agent, instr_id, scan and path),
+the report also writes `comparison.html`, linked from `index.html`: the agents' leaderboard with
+bootstrap intervals and tie marks, differences against --baseline, breakdowns, and a table of
+episodes that draws each one on its scan's graph (docs/jobs/report.md). Its reference paths come from
+the dataset the score job's summary.json names, or from --dataset.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
 
 
 INDEX = "index.html"
+COMPARISON = "comparison.html"
 TABLES = "report_tables.json"
 # What a job's output folder holds that a report reads (summary.json only for score-like jobs).
 FOLDER_PATTERNS = ("paths-*.parquet", "episodes-*.parquet", "perturbations-*.parquet", "paraphrases-*.parquet")
@@ -41,7 +49,22 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--compare", help="A second set of inputs shown side by side with --inputs (another dataset or agent)"
     )
-    add_shared(parser, "connectivity_dir", "seed", seed={"help": "Seeds the choice of drawn episodes (with their ids)"})
+    add_shared(
+        parser,
+        "connectivity_dir",
+        "seed",
+        "dataset",
+        "bootstrap",
+        "confidence",
+        "bootstrap_unit",
+        "baseline",
+        seed={"help": "Seeds the choice of drawn episodes and the comparison page's bootstrap (with each record's id)"},
+        dataset={
+            "help": "Reference dataset(s) of the comparison page: the score job's --dataset (R2R/R4R JSON or JSON "
+            "Lines, or build_r4r paths-*.parquet). Default: the files the score job's summary.json names"
+        },
+        bootstrap={"default": 1000},
+    )
     parser.add_argument("--draw", type=int, default=6, help="Episodes to draw on their navigation graph (0: none)")
     parser.add_argument("--title", default="vlnkit report", help="Page title")
 
@@ -115,6 +138,73 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
     return items, skipped
 
 
+# ----------------------------------------------------------------------------- the comparison page
+def _agents(path: str) -> list[str]:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with fileio.open_read(path) as f:
+        return pc.unique(pq.read_table(f, columns=["agent"])["agent"]).to_pylist()
+
+
+def _scored_on(folder: str) -> list[str]:
+    """The dataset files a score job's output folder was scored on, as its summary.json names them."""
+    path = fileio.join(folder, "summary.json")
+    named = _read_json(path).get("dataset") if fileio.exists(path) else None
+    if not named:
+        raise JobError(f"{folder}: no summary.json naming the dataset its episodes were scored on; pass --dataset")
+    gone = [f for f in named if not fileio.exists(f)]
+    if gone:
+        raise JobError(
+            f"{path}: names the dataset {gone[0]}, which does not exist (moved, or a path relative to where the "
+            "score job ran); pass --dataset"
+        )
+    return named
+
+
+def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
+    """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
+    agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
+    from vlnkit.reports.comparison_inputs import missing_columns
+    from vlnkit.reports.stats import SCORES
+
+    files = [i for i in inputs if i.kind == SCORES and not i.compare and not missing_columns(_parquet_columns(i.path))]
+    if not files:
+        if opts.dataset or opts.baseline:
+            print(
+                "No score episodes with agent, scan and path in --inputs: no comparison page (--dataset, --baseline unused)"
+            )
+        return None
+    if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
+        raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
+    by_file = {i.path: _agents(i.path) for i in files}
+    names = [{} for _ in files]
+    if len({i.label for i in files}) > 1:  # several score folders: an agent is named by its folder too
+        per_label: dict[str, set] = {}
+        for i in files:
+            per_label.setdefault(i.label, set()).update(by_file[i.path])
+        for k, i in enumerate(files):  # a folder of one agent: the folder's name; else "<folder>/<agent>"
+            one = len(per_label[i.label]) == 1
+            names[k] = {a: i.label if one else f"{i.label}/{a}" for a in by_file[i.path]}
+    agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
+    if opts.baseline is not None and opts.baseline not in agents:
+        raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agents)}")
+    if opts.dataset:
+        dataset = ctx.inputs("dataset", opts.dataset)
+    else:
+        named = [f for folder in dict.fromkeys(os.path.dirname(i.path) for i in files) for f in _scored_on(folder)]
+        dataset = ctx.inputs("dataset", list(dict.fromkeys(named)))
+    options = {
+        "baseline": opts.baseline,
+        "replicates": opts.bootstrap,
+        "seed": opts.seed,
+        "unit": opts.bootstrap_unit,
+        "confidence": opts.confidence,
+        "title": f"{opts.title}: agents compared",
+    }
+    return {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
+
+
 # ----------------------------------------------------------------------------- rendering
 def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
     """The paraphrase job's BLEU keep band, from the summary.json beside its shards (default otherwise)."""
@@ -130,7 +220,7 @@ def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
     return DEFAULT_KEEP_BAND
 
 
-def render(_, partial, episodes, *, opts, inputs, summaries, band):
+def render(_, partial, episodes, pages, *, opts, inputs, summaries, band):
     """The single drawing step: small merged tables in, figures, page and summary out."""
     from transforms.graphs import worker_graph_store
     from transforms.write import write_json
@@ -148,6 +238,7 @@ def render(_, partial, episodes, *, opts, inputs, summaries, band):
         inputs=[[i.path, i.kind, i.label, "compare" if i.compare else "inputs"] for i in inputs],
         title=opts.title,
         order=list(dict.fromkeys(i.label for i in inputs)),
+        links=[(COMPARISON, _page_link(p)) for p in pages if p["written"]],
     )
     fileio.remove_tree(fileio.join(out, FIGURES_DIR))  # figures of an earlier report must not linger
     for name, png in files.items():
@@ -170,15 +261,21 @@ def render(_, partial, episodes, *, opts, inputs, summaries, band):
         "seed": opts.seed,
         "index": fileio.join(out, INDEX),
     }
+    if pages:
+        summary["comparison"] = {**pages[0], "file": fileio.join(out, COMPARISON) if pages[0]["written"] else None}
     write_json(fileio.join(out, "summary.json"), summary, indent=True)
     return summary
 
 
-def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> None:
+def _page_link(page: dict) -> str:
+    return f"Agents compared: {len(page['agents'])} agents, {page['episodes']} episodes, with intervals"
+
+
+def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan: dict | None = None) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-    from transforms.report import DatasetStats, MergePartials, ParquetStats, SampleEpisodes
+    from transforms.report import ComparisonPage, DatasetStats, MergePartials, ParquetStats, SampleEpisodes
     from vlnkit.reports.stats import DATASET, SCORE_SUMMARY, SCORES
 
     out = opts.output_dir
@@ -200,6 +297,15 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> N
     outputs = pipeline | "Outputs" >> ParquetStats(parquet, opts.seed, sample_from, max(opts.draw, 0))
     partials.append(outputs["partials"])
     dead.append(outputs[DEAD_LETTER])
+    if plan:
+        path = fileio.join(out, COMPARISON)
+        page = pipeline | "Comparison" >> ComparisonPage(
+            plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["names"]
+        )
+        dead.append(page[DEAD_LETTER])
+        pages = beam.pvalue.AsList(page["page"])
+    else:
+        pages = beam.pvalue.AsList(pipeline | "NoPage" >> beam.Create([]))
     dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
     partials.append(dead_all | "CountDead" >> beam.Map(lambda d: {("count", "dead_letters", d["stage"], "records"): 1}))
     merged = tuple(partials) | "AllPartials" >> beam.Flatten() | "Merge" >> beam.CombineGlobally(MergePartials())
@@ -220,6 +326,7 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band) -> N
             render,
             beam.pvalue.AsSingleton(merged),
             episodes_side,
+            pages,
             opts=opts,
             inputs=inputs,
             summaries=summaries,
@@ -238,6 +345,11 @@ def print_summary(summary: dict, ctx: Run) -> None:
     rows += [("dead-lettered records", summary["dead_letters"])]
     print(format_table(rows, "Report"))
     print(f"Open {summary['index']}")
+    page = summary.get("comparison")
+    if page and page["file"]:
+        print(f"Agents compared: open {page['file']}")
+    elif page:
+        print("No comparison page: none of the scored episodes could be used (see the dead letters)")
     for failed in summary["drawings_failed"]:
         print(f"Could not draw path {failed['path_id']} ({failed['scan']}): {failed['reason']}")
 
@@ -275,13 +387,15 @@ def run(ctx: Run) -> dict:
     band = keep_band(inputs)
     for i in inputs:
         ctx.inputs("inputs" if not i.compare else "compare", i.path)
+    plan = comparison_plan(ctx, opts, inputs)
     return ctx.execute(
-        lambda p: build(p, inputs, opts, summaries, band),
+        lambda p: build(p, inputs, opts, summaries, band, plan),
         [],
         extra_outputs=(
             fileio.join(opts.output_dir, INDEX),
             fileio.join(opts.output_dir, TABLES),
             fileio.join(opts.output_dir, FIGURES_DIR, "*.png"),
+            *([fileio.join(opts.output_dir, COMPARISON)] if plan else []),
         ),
         outcome=outcome,
     )

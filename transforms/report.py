@@ -310,3 +310,88 @@ class SampleEpisodes(beam.PTransform):
             return out
 
         return top | "AttachSources" >> beam.Map(attach, beam.pvalue.AsList(sources))
+
+
+# ----------------------------------------------------------------------------- the comparison page
+def _reference_paths(records: list[dict]) -> dict[str, list[str]]:
+    """{instr_id: reference path} of a list of dataset records (one dict per batch, not one element per episode)."""
+    from transforms.score_records import reference_episodes
+
+    return {i: ref["path"] for record in records for i, ref in reference_episodes(record)}
+
+
+class _WriteComparisonPage(GraphDoFn):
+    """The one step that reads every episode file (in Arrow batches), sets unusable rows aside as dead
+    letters and writes comparison.html; yields what the report's summary says of the page."""
+
+    def __init__(self, connectivity_dir: str, files: list[str], path: str, options: dict, names: list[dict]):
+        super().__init__(connectivity_dir)
+        self.files, self.path, self.options, self.names = list(files), path, dict(options), list(names)
+        self.bad = Metrics.counter("report", "dead_letter")
+
+    def process(self, _, reference_batches):
+        import pyarrow as pa
+
+        from vlnkit.reports.comparison_inputs import SOURCE, read_episodes, rename_agents, usable_episodes
+        from vlnkit.reports.comparison_page import comparison_page
+
+        references: dict[str, list[str]] = {}
+        for batch in reference_batches:
+            for instr_id, path in batch.items():
+                references.setdefault(instr_id, path)
+        readable, tables = [], []
+        for path, names in zip(self.files, self.names):  # an unreadable file is one dead letter, as in ParquetStats
+            try:
+                table = rename_agents(read_episodes([path], fileio.open_read), names)
+            except Exception as exc:  # noqa: BLE001 -- any read error makes the whole file unusable
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("comparison", path, "", str(exc)))
+                continue
+            source = pa.array([len(readable)] * table.num_rows, pa.int32())
+            tables.append(table.set_column(table.column_names.index(SOURCE), SOURCE, source))
+            readable.append(path)
+        table = pa.concat_tables(tables, promote_options="default") if tables else None
+        kept, problems = usable_episodes(table, references, self.graphs, readable) if tables else (None, [])
+        for p in problems:
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("comparison", p["source"], p["record"], p["reason"])
+            )
+        if kept is None or kept.num_rows == 0:
+            yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
+            return
+        page = comparison_page(kept.drop_columns([SOURCE]), references, self.graphs, **self.options)
+        with fileio.open_write(self.path) as f:
+            f.write(page.encode("utf-8"))
+        agents = list(dict.fromkeys(kept["agent"].to_pylist()))
+        yield {"written": True, "episodes": kept.num_rows, "agents": agents, "set_aside": len(problems)}
+
+
+class ComparisonPage(beam.PTransform):
+    """Score episode files + the dataset they were scored on -> `path` (comparison.html).
+
+    Output: {"page": one dict {"written", "episodes", "agents", "set_aside"}, dead_letter}. `options`
+    are `comparison_page` keyword arguments (baseline, replicates, seed, unit, confidence, title);
+    `names[k]` renames the agents of `files[k]` ({} keeps them; see `comparison_inputs.rename_agents`).
+    """
+
+    def __init__(self, files, dataset_files, connectivity_dir, path, options: dict, names=None):
+        super().__init__()
+        self.files, self.dataset_files = list(files), list(dataset_files)
+        self.connectivity_dir, self.path, self.options = connectivity_dir, path, dict(options)
+        self.names = list(names or [{}] * len(self.files))
+
+    def expand(self, pbegin):
+        read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
+        references = read["records"] | "ReferencePaths" >> beam.Map(_reference_paths)
+        page = (
+            pbegin
+            | "One" >> beam.Create([None])
+            | "Write"
+            >> beam.ParDo(
+                _WriteComparisonPage(self.connectivity_dir, self.files, self.path, self.options, self.names),
+                beam.pvalue.AsList(references),
+            ).with_outputs(DEAD_LETTER, main="page")
+        )
+        dead = (read[DEAD_LETTER], page[DEAD_LETTER]) | "Dead" >> beam.Flatten()
+        return {"page": page.page, DEAD_LETTER: dead}

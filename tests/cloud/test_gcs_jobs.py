@@ -33,7 +33,7 @@ DOCUMENTED = {
     "paraphrase": [rf"paraphrases{SHARD}\.parquet"],
     "build_probes": [rf"probes{SHARD}\.parquet", r"episodes\.json"],
     "score_probes": [rf"scores{SHARD}\.parquet", r"missing_episodes\.txt"],
-    "report": [r"index\.html", r"figures/[a-z0-9_\-]+\.png", r"report_tables\.json"],
+    "report": [r"index\.html", r"comparison\.html", r"figures/[a-z0-9_\-]+\.png", r"report_tables\.json"],
 }
 # Outputs every run of the job must produce (the others are optional, e.g. dead letters when none).
 REQUIRED = {
@@ -209,6 +209,8 @@ def test_score_probes_and_report_read_job_outputs_from_the_bucket(gcs_emulator, 
     assert any(n.startswith("figures/") for n in names)
     html = b.get(f"{current(b, 'chain/report')}/index.html").decode()
     assert all(n in html for n in names if n.startswith("figures/"))
+    # the score run's episodes make a comparison page, its references read from the bucket, linked from the index
+    assert "comparison.html" in names and 'href="comparison.html"' in html
 
 
 @pytest.mark.real_data

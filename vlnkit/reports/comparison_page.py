@@ -2,8 +2,8 @@
 
 What it shows, from per-episode scores of several agents on one dataset:
 - the leaderboard, ranked as the score job ranks it (SPL, then SR), with bootstrap intervals
-  (`vlnkit.comparison`) and tie marks ("=": not significantly different on SPL from the agent ranked
-  just above);
+  (`vlnkit.comparison`) and tie marks ("≈" before a rank, as in the score job's leaderboard.md: not
+  significantly different on SPL from the agent ranked just above);
 - a forest plot of every agent's difference from the baseline agent, one panel per headline metric;
 - breakdowns (language, scan, reference path length) of the first metric shown (SR), with intervals;
 - a per-episode table, sortable and filterable by agent, scan and outcome; choosing a row draws the
@@ -61,6 +61,20 @@ def _scale(metric: str) -> float:
     return 100.0 if metric in RATES else 1.0
 
 
+def _round_ticks(low: float, high: float, most: int = 5) -> np.ndarray:
+    """Round axis values (multiples of 1, 2 or 5 times a power of ten) inside [low, high], `most` + 1 at most.
+
+    >>> _round_ticks(-3.2, 61.0).tolist(), _round_ticks(0.42, 0.47).tolist()
+    ([0.0, 20.0, 40.0, 60.0], [0.42, 0.43, 0.44, 0.45, 0.46, 0.47])
+    """
+    span = high - low
+    if not span > 0:
+        return np.array([low])
+    power = 10.0 ** np.floor(np.log10(span / most))
+    step = next(f * power for f in (1, 2, 5, 10) if span / (f * power) <= most)
+    return np.round(np.arange(np.ceil(low / step - 1e-9), np.floor(high / step + 1e-9) + 1) * step, 10) + 0.0
+
+
 @dataclass
 class _Series:
     label: str
@@ -86,7 +100,7 @@ def _interval_plot(title: str, groups: list[tuple[str, list[_Series]]], unit: st
         return left + (v - low) / (high - low) * width
 
     parts = [f'<text x="4" y="14" font-weight="bold">{html.escape(title)}</text>']
-    ticks = np.linspace(low + pad, high - pad, 4) if high - low > 2 * pad else [low, high]
+    ticks = _round_ticks(low, high)
     for t in ticks:
         parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="22" y2="{height - 14}" stroke="#eee"/>')
         parts.append(f'<text x="{x(t):.1f}" y="{height - 2}" text-anchor="middle">{t:.3g} {unit}</text>')
@@ -125,7 +139,7 @@ def _leaderboard(sums, order, tie, metrics, confidence) -> str:
             span = f' <span class="muted">[{_fmt(m, ci[0])}, {_fmt(m, ci[1])}]</span>' if ci else ""
             cells.append(f"<td>{_fmt(m, sums[agent].mean(m))}{span}</td>")
         rank_cell = (
-            f'<td class="tie" title="tied with the agent above">{k + 1}=</td>'
+            f'<td class="tie" title="not significantly different from the agent above">\u2248{k + 1}</td>'
             if tie.get(agent)
             else f"<td>{k + 1}</td>"
         )
@@ -265,11 +279,14 @@ def comparison_page(
     intro = (
         f"{len(sums)} agents, {n_ids} episodes. Intervals are {level} percentile intervals of a Poisson bootstrap "
         f"({replicates} replicates, seed {seed}, resampling unit: {unit}); every agent's episode gets the same "
-        f"weights, so differences are paired. '=' after a rank: not significantly different on "
+        f"weights, so differences are paired. \u2248 before a rank: not significantly different on "
         f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over all pairs, "
         f"at {1 - confidence:.2g}). Intervals assume independent episodes: instructions of one path share a "
         f"target (use the path unit), and on small subsets (tens of episodes) intervals are too narrow and "
         f"unstable."
+        if replicates
+        else f"{len(sums)} agents, {n_ids} episodes. No intervals, differences or tie marks: bootstrap turned off "
+        "(0 replicates)."
     )
     legend_rows = "".join(f'<span style="color:{c}">&#9632; {html.escape(a)}</span>' for a, c in colours.items())
     return (
@@ -402,5 +419,6 @@ controls.appendChild(select("scan", "scan", D.scans));
 controls.appendChild(select("outcome", "outcome", ["success", "failure", "unscored"]));
 render();
 const wanted = new URLSearchParams(location.search).get("episode");
-if (D.rows.length) draw(wanted && D.refs[wanted] ? wanted : D.rows[0][0]);
+const first = filtered()[0];  // the episode drawn at first: the one asked for in the URL, or the table's first row
+if (first) draw(wanted && D.refs[wanted] ? wanted : first[0]);
 """

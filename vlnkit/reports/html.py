@@ -74,8 +74,9 @@ def _figure(f: Figure) -> str:
     )
 
 
-def render_page(title: str, intro: str, sections: list[Section]) -> str:
-    """The whole page: a contents list linking every section, figure file and table, then the sections."""
+def render_page(title: str, intro: str, sections: list[Section], links: list[tuple[str, str]] = ()) -> str:
+    """The whole page: links to other pages of the report (`links`: (file, text) pairs), a contents list
+    linking every section, figure file and table, then the sections."""
     toc = []
     for s in sections:
         items = [f'<li><a href="{html.escape(f.file)}">{html.escape(f.caption)}</a></li>' for f in s.figures]
@@ -92,10 +93,13 @@ def render_page(title: str, intro: str, sections: list[Section]) -> str:
             + "".join(_table(t) for t in s.tables)
             + "</section>"
         )
+    pages = "".join(
+        f'<p class="page-link"><a href="{html.escape(file)}"><b>{html.escape(text)}</b></a></p>' for file, text in links
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>{pages}"
         f"<nav><ul>{''.join(toc)}</ul></nav>{''.join(body)}</body></html>\n"
     )
 
@@ -294,13 +298,15 @@ def assemble(
     inputs: list[list] | None = None,
     title: str = "vlnkit report",
     order: list[str] | None = None,
+    links: list[tuple[str, str]] = (),
 ):
     """Figures and page of a report. Returns ({relative file: PNG bytes}, index.html text, notes).
 
     `tables` is `report_stats.finalize` output; `episodes` the sampled drawings; `graphs.get(scan)`
     gives NavGraphs; `summaries` maps score-set labels to summary.json contents given without
     episode shards; `inputs` rows (file, kind, label, group) are listed in the page; `order` lists
-    labels in the order their series are drawn (others follow by name).
+    labels in the order their series are drawn (others follow by name); `links` (file, text) name other
+    pages of the report (the comparison page), linked at the top.
     """
     summaries = summaries or {}
     rank = {label: k for k, label in enumerate(order or [])}
@@ -342,5 +348,6 @@ def assemble(
         "Figures and tables made by `python -m pipelines.report` from the outputs listed at "
         "the end. Click a figure for its PNG file.",
         sections,
+        links,
     )
     return files, page, notes
