@@ -29,6 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def job_cmd(preds: str, dataset: str, data: str, out: str, *extra: str) -> list[str]:
+    """The score job's command: scoring only (`--bootstrap=0`, what the plain script does too) unless
+    `extra` sets --bootstrap (benchmarks.bench_score_bootstrap measures the bootstrap's cost)."""
+    if not any(flag.startswith("--bootstrap=") for flag in extra):
+        extra = ("--bootstrap=0", *extra)
     return [
         sys.executable,
         "-m",

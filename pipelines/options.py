@@ -125,10 +125,10 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
         ("--bootstrap",),
         {
             "type": int,
-            "default": 0,
-            "help": "Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 is "
-            "the usual choice, and costs about 5x the run time at 1M predictions today: benchmarks/RESULTS.md); "
-            "each episode's weights are a function of --seed and its id only, so results do not depend on workers",
+            "default": 1000,
+            "help": "Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 "
+            "costs the score job about 1.5x its run time at 1M predictions: benchmarks/RESULTS.md); each "
+            "episode's weights are a function of --seed and its id only, so results do not depend on workers",
         },
     ),
     "confidence": (
@@ -150,7 +150,12 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "baseline": (
         ("--baseline",),
-        {"default": None, "help": "Compare every agent with this agent only (default: every pair of agents)"},
+        {
+            "default": None,
+            "help": "Compare every agent with this agent (score: the comparisons reported, default every pair; "
+            "report: the reference of the page's forest plot, default the agent ranked last); tie marks always "
+            "compare each agent with the one ranked above it",
+        },
     ),
     "spacy_model": (
         ("--spacy_model",),

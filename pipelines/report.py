@@ -63,7 +63,6 @@ def declare_flags(parser) -> None:
             "help": "Reference dataset(s) of the comparison page: the score job's --dataset (R2R/R4R JSON or JSON "
             "Lines, or build_r4r paths-*.parquet). Default: the files the score job's summary.json names"
         },
-        bootstrap={"default": 1000},
     )
     parser.add_argument("--draw", type=int, default=6, help="Episodes to draw on their navigation graph (0: none)")
     parser.add_argument("--title", default="vlnkit report", help="Page title")

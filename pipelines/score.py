@@ -71,33 +71,7 @@ def declare_flags(parser) -> None:
         help="Success at exactly d_th: le = NE <= d_th (the R4R/nDTW papers' code), lt = NE < d_th (R2R eval.py, "
         "HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        default=0,
-        help="Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 is "
-        "the usual choice, and costs about 5x the run time at 1M predictions today: benchmarks/RESULTS.md); "
-        "each episode's weights are a function of --seed and its id only, so results do not depend on workers",
-    )
-    parser.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="Confidence of the intervals; 1 - it is the Holm-corrected significance level of the comparisons",
-    )
-    parser.add_argument(
-        "--bootstrap_unit",
-        choices=("episode", "path"),
-        default="episode",
-        help="What the bootstrap resamples: each episode, or each path with all its instructions together "
-        "(they share a trajectory target, so they are not independent)",
-    )
-    parser.add_argument(
-        "--baseline",
-        default=None,
-        help="Report comparisons of every agent with this agent only (default: every pair of agents); tie marks "
-        "still compare each agent with the one ranked above it",
-    )
+    add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
 
 
 JOB = Job("score", __doc__, declare_flags)

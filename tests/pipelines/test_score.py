@@ -285,8 +285,9 @@ def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, co
     board_md = (out / "leaderboard.md").read_text()
     assert (
         board_md.startswith("Success: NE <= 3.0 m (success_rule=le")
-        and board_md.count("\n") == 2 + 2 + 4  # header, table head, 4 agents; no intervals note (--bootstrap=0)
-    )  # header, intervals note, table head, 4 agents
+        and board_md.count("\n")
+        == 2 + 2 + 2 + 4  # header, intervals note (default --bootstrap=1000), table head, 4 agents
+    )
     named = run(tmp_path / "named", f"--predictions=short={files[2]}", f"--predictions=rand={files[1]}", *common)
     assert [r["agent"] for r in named["leaderboard"]] == ["short", "rand"]
 

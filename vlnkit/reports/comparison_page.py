@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, RANK_BY, agent_sums, breakdown, compare, rank, ties
+from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, RANK_BY, agent_sums, breakdown, compare, rank
 from vlnkit.comparison.episodes import LENGTH_EDGES, columns, length_buckets, length_labels
+from vlnkit.comparison.paired import adjacent_ties
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from vlnkit.evaluation import pack_viewpoints
 from vlnkit.hashing import stable_hash
@@ -233,7 +234,7 @@ def comparison_page(
     headline = metrics[0]  # the breakdowns' metric
     colours = {a: PALETTE[k % len(PALETTE)] for k, a in enumerate(sums)}
     rows = compare(cols, metrics, confidence=confidence, **options) if len(sums) > 1 else []
-    tie = ties(order, rows, ranking[0])
+    tie = adjacent_ties(order, rows, ranking[0], confidence)  # the score job's rule: Holm over adjacent pairs
     baseline = baseline or order[-1]
     against = compare(cols, metrics, baseline=baseline, confidence=confidence, **options) if len(sums) > 1 else []
 
