@@ -281,7 +281,7 @@ def comparison_page(
         f"{len(sums)} agents, {n_ids} episodes. Intervals are {level} percentile intervals of a Poisson bootstrap "
         f"({replicates} replicates, seed {seed}, resampling unit: {unit}); every agent's episode gets the same "
         f"weights, so differences are paired. \u2248 before a rank: not significantly different on "
-        f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over all pairs, "
+        f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over the adjacent pairs of the ranking, "
         f"at {1 - confidence:.2g}). Intervals assume independent episodes: instructions of one path share a "
         f"target (use the path unit), and on small subsets (tens of episodes) intervals are too narrow and "
         f"unstable."
