@@ -292,6 +292,9 @@ def episode_key(record: dict):
     return ("instruction_id", record["instruction_id"]) if is_rxr(record) else record["path_id"]
 
 
+EPISODE_KEYS = "path_id (R2R) or instruction_id (RxR)"  # what `episode_key` names, in duplicate dead letters
+
+
 class ReadUniqueR2R(beam.PTransform):
     """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
 
@@ -311,7 +314,7 @@ class ReadUniqueR2R(beam.PTransform):
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadR2R(self.files, **self.read_kwargs)
-        what = "path_id (R2R) or instruction_id (RxR)" if self.read_kwargs.get("rxr_guides") else "path_id"
+        what = EPISODE_KEYS if self.read_kwargs.get("rxr_guides") else "path_id"
         unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, what, self.files, self.batched)
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
         return {"records": unique["records"], DEAD_LETTER: dead}
