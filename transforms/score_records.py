@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.read import BATCH_RECORDS, EPISODE_KEYS, ReadR2R, UniqueBy, episode_key, in_lists
+from transforms.read import BATCH_RECORDS, ReadR2R, UniqueBy, episode_key, episode_key_text, in_lists
 from vlnkit.datasets.records import validate_record
 from vlnkit.datasets.rxr import episode_ids
 from vlnkit.datasets.trajectories import is_parquet
@@ -80,7 +80,7 @@ class ReadDataset(beam.PTransform):
             pieces.append(read.records)
             dead.append(read[DEAD_LETTER])
         records = tuple(pieces) | "AllRecords" >> beam.Flatten()
-        unique = records | "UniquePathIds" >> UniqueBy(episode_key, EPISODE_KEYS, self.files, self.batched)
+        unique = records | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
         dead.append(unique[DEAD_LETTER])
         return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
 
