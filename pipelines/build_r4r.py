@@ -247,12 +247,30 @@ def run(ctx: Run) -> dict:
         ctx.check_output_file("json_output", landmark_path(opts.json_output))
     dataset, connectivity_dir = resolve_inputs(opts)
     files = ctx.inputs("dataset", dataset)
+    refuse_rxr(files)
     ctx.graphs(connectivity_dir)
     return ctx.execute(
         lambda p: build(p, files, connectivity_dir, opts, config),
         ["paths"],
         extra_outputs=extra_outputs(opts),
     )
+
+
+def refuse_rxr(files: list[str]) -> None:
+    """Stop before the pipeline when a --dataset file is an RxR guide or follower file (told by content):
+    joining RxR paths is not defined (their instructions are in different languages), and every record
+    would otherwise be dead-lettered one by one."""
+    from vlnkit.datasets.rxr import R2R, file_format
+    from vlnkit.datasets.trajectories import is_parquet
+
+    for path in files:
+        fmt = "r2r" if is_parquet(path) else file_format(path)
+        if fmt != R2R:
+            kind = "guide" if fmt == "rxr_guide" else "follower"
+            raise JobError(
+                f"--dataset: {path} is an RxR {kind} file; build_r4r joins R2R-format paths (R2R JSON or JSON "
+                "Lines), and joining RxR paths is not defined (their instructions are in different languages)"
+            )
 
 
 def extra_outputs(opts) -> tuple[str, ...]:

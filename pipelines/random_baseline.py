@@ -5,6 +5,10 @@
         --connectivity_dir=../shared/data/connectivity --num_trajectories=1000000 --seed=0 \
         --output_dir=output/random_val_unseen [--write_episodes]
 
+Both flags take R2R/R4R files or RxR guide files (`rxr_{split}_guide.jsonl.gz`): each RxR instruction is
+one episode (instr_id `str(instruction_id)`), and walk lengths come from each distinct training path once
+(several RxR instructions share a path).
+
 Writes `summary.json` (mean of every metric over all walks), `dead_letter-00000-of-00001.jsonl`,
 `manifest.json`, `_SUCCESS`, and with --write_episodes `episodes-SSSSS-of-NNNNN.parquet`
 (instr_id, sample, scan, one column per metric).
@@ -34,12 +38,13 @@ def declare_flags(parser) -> None:
         "keep_repeats",
         "spl_reference",
         "num_shards",
-        dataset={"help": "Evaluation dataset: R2R/R4R JSON or JSON Lines, or build_r4r Parquet"},
+        dataset={"help": "Evaluation dataset: R2R/R4R JSON or JSON Lines, an RxR guide file, or build_r4r Parquet"},
         seed={"help": "Global seed (each episode also uses its instr_id)"},
     )
     parser.add_argument(
         "--steps_from",
-        help="Training split of the same dataset: walk lengths are drawn from its paths' edge counts",
+        help="Training split of the same dataset (R2R/R4R or RxR guide files): walk lengths are drawn from "
+        "its distinct paths' edge counts",
     )
     parser.add_argument("--num_trajectories", type=int, default=1_000_000, help="Total walks, shared by episodes")
     parser.add_argument("--write_episodes", action="store_true", help="Also write one Parquet row per walk")
@@ -50,6 +55,25 @@ JOB = Job("random_baseline", __doc__, declare_flags)
 
 def edge_count(record: dict) -> int:
     return len(record["path"]) - 1
+
+
+def one_per_path(records, name: str):
+    """Records -> (path key, (order, edge count)) of each distinct path: the first record (by `_order`) of each."""
+    import apache_beam as beam
+
+    from vlnkit.datasets.rxr import path_key
+
+    return (
+        records
+        | f"{name}PathKeys" >> beam.Map(lambda r: (path_key(r), (r["_order"], edge_count(r))))
+        | f"{name}FirstOfPath" >> beam.CombinePerKey(min)
+    )
+
+
+def episode_count(record: dict) -> dict:
+    from vlnkit.datasets.rxr import episode_ids
+
+    return {"evaluation_records": 1, "evaluation_episodes": len(episode_ids(record))}
 
 
 def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: ScoringConfig) -> None:
@@ -66,7 +90,7 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
     out = opts.output_dir
     dataset = pipeline | "ReadDataset" >> ReadDataset(dataset_files)
     train = pipeline | "ReadStepsFrom" >> ReadDataset(steps_files)
-    pool = train["records"] | "EdgeCounts" >> beam.Map(edge_count)
+    pool = one_per_path(train["records"], "Train") | "EdgeCounts" >> beam.Map(lambda kv: kv[1][1])
     walks = dataset["records"] | "RandomBaseline" >> RandomBaseline(
         connectivity_dir,
         pool,
@@ -86,7 +110,8 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
     tallies = (
         walks[TOTALS],
         step_hist,
-        dataset["records"] | "TallyPaths" >> tally("evaluation_paths"),
+        dataset["records"] | "TallyEpisodes" >> beam.Map(episode_count),
+        one_per_path(dataset["records"], "Evaluation") | "TallyPaths" >> tally("evaluation_paths"),
         dead | "TallyDead" >> tally("dead_letters"),
     )
     static = {
@@ -110,7 +135,9 @@ def finish_summary(static: dict, totals: dict) -> dict:
         "count": int(totals.get("count", 0)),
         "metrics": mean,
         "null_counts": nulls,
+        "evaluation_records": int(totals.get("evaluation_records", 0)),
         "evaluation_paths": int(totals.get("evaluation_paths", 0)),
+        "evaluation_episodes": int(totals.get("evaluation_episodes", 0)),
         "training_paths": paths,
         "steps_distribution": {str(k): steps[k] / paths for k in sorted(steps)},
         "dead_letters": int(totals.get("dead_letters", 0)),
@@ -125,6 +152,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
     output_dir = ctx.output_dir
     rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
     rows += [
+        ("evaluation episodes (instructions)", summary["evaluation_episodes"]),
         ("evaluation paths", summary["evaluation_paths"]),
         ("training paths (step counts)", summary["training_paths"]),
         ("dead-lettered records", summary["dead_letters"]),
@@ -136,7 +164,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def outcome(summary: dict) -> Outcome:
     from pipelines.job import Outcome
 
-    return Outcome(int(summary.get("evaluation_paths", 0)), int(summary.get("dead_letters", 0)))
+    return Outcome(int(summary.get("evaluation_records", 0)), int(summary.get("dead_letters", 0)))
 
 
 def run(ctx: Run) -> dict:

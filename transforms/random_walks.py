@@ -18,7 +18,7 @@ from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.score_batches import metric_columns
 from transforms.score_read import TOTALS
-from vlnkit.datasets.trajectories import episode_ids
+from vlnkit.datasets.rxr import episode_ids
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import collapse_repeats_padded, pack
 from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk

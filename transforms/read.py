@@ -144,12 +144,13 @@ def split_by(batch: list[dict], key) -> list[tuple]:
     return list(parts.items())
 
 
-def _duplicate(what: str, key, dup: dict, first: dict) -> dict:
+def _duplicate(what, key, dup: dict, first: dict) -> dict:
+    """`what`: the key's name ("path_id"), or a function giving the name and value of a key ("path_id 5")."""
     return dead_letter(
         "dedupe",
         dup.get("_source", ""),
         f"#{dup.get('_index', '?')}",
-        f"duplicate {what} {key!r} (kept {first.get('_source', '')} #{first.get('_index', '?')})",
+        f"duplicate {what(key) if callable(what) else f'{what} {key!r}'} (kept {first.get('_source', '')} #{first.get('_index', '?')})",
     )
 
 
@@ -184,7 +185,7 @@ class _KeepFirst(beam.DoFn):
     without, a group holds records and each kept record leaves alone.
     """
 
-    def __init__(self, what: str, key_fn, lists: bool):
+    def __init__(self, what, key_fn, lists: bool):
         super().__init__()
         self.what = what
         self.key_fn = key_fn
@@ -220,7 +221,7 @@ class DedupeBy(beam.PTransform):
     output list is one bucket's kept records in `_order`.
     """
 
-    def __init__(self, key_fn, what: str, batched: bool = False, buckets: int = 1):
+    def __init__(self, key_fn, what, batched: bool = False, buckets: int = 1):
         super().__init__()
         self.key_fn = key_fn
         self.what = what
@@ -275,7 +276,7 @@ class UniqueBy(beam.PTransform):
     records, spread over workers (`SpreadRecords`).
     """
 
-    def __init__(self, key_fn, what: str, files: list[str], batched: bool = False):
+    def __init__(self, key_fn, what, files: list[str], batched: bool = False):
         super().__init__()
         self.key_fn, self.what, self.batched = key_fn, what, batched
         self.buckets = fileio.bucket_count(list(files))
@@ -290,6 +291,14 @@ def episode_key(record: dict):
     """What makes a record's instruction ids unique: its path_id (R2R), or ("instruction_id", id) (RxR, where
     several instructions share a path)."""
     return ("instruction_id", record["instruction_id"]) if is_rxr(record) else record["path_id"]
+
+
+def episode_key_text(key) -> str:
+    """An `episode_key` as a person reads it in a duplicate's dead letter, as the score job words it:
+    "instruction_id 26" (RxR) or "path_id 4" (R2R)."""
+    if isinstance(key, tuple) and key[:1] == ("instruction_id",):
+        return f"instruction_id {key[1]!r}"
+    return f"path_id {key!r}"
 
 
 class ReadUniqueR2R(beam.PTransform):
@@ -311,7 +320,6 @@ class ReadUniqueR2R(beam.PTransform):
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadR2R(self.files, **self.read_kwargs)
-        what = "path_id (R2R) or instruction_id (RxR)" if self.read_kwargs.get("rxr_guides") else "path_id"
-        unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, what, self.files, self.batched)
+        unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
         return {"records": unique["records"], DEAD_LETTER: dead}

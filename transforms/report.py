@@ -17,21 +17,25 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
+from transforms.read import DedupeBy
 from transforms.score_records import ReadDataset
 from transforms.tally import MergeWith
-from vlnkit.datasets.trajectories import episode_ids
+from vlnkit.datasets.rxr import episode_ids, path_key
 from vlnkit.io import fileio
+from vlnkit.io.fileio import bucket_count
 from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
     PERTURBATIONS,
     SCORES,
-    dataset_partial,
+    instructions_partial,
     merge,
     paraphrases_partial,
+    paths_partial,
     perturbations_partial,
     sample_key,
     scores_partial,
+    unmeasurable,
 )
 
 BATCH_ROWS = 65536
@@ -56,13 +60,14 @@ class MergePartials(MergeWith):
 
 # ----------------------------------------------------------------------------- datasets
 def reference_lite(record: dict, label: str) -> dict:
-    """What a drawing needs of a dataset record (small, picklable)."""
+    """What a drawing needs of a dataset record (small, picklable): `instr_ids` are its episodes'
+    (`vlnkit.datasets.rxr.episode_ids`: "<path_id>_<k>" for R2R, str(instruction_id) for an RxR guide line)."""
     out = {
         "label": label,
         "path_id": record["path_id"],
         "scan": record["scan"],
         "path": list(record["path"]),
-        "instructions": len(record.get("instructions") or ()),
+        "instr_ids": episode_ids(record),
     }
     for key in ("first_path_id", "second_path_id", "join_distance"):
         if record.get(key) is not None:
@@ -70,7 +75,9 @@ def reference_lite(record: dict, label: str) -> dict:
     return out
 
 
-class _DatasetPartial(GraphDoFn):
+class _PathsPartial(GraphDoFn):
+    """A list of records, one per path -> its path statistics (`paths_partial`); unmeasurable ones are dead letters."""
+
     def __init__(self, connectivity_dir: str, label: str):
         super().__init__(connectivity_dir)
         self.label = label
@@ -78,7 +85,7 @@ class _DatasetPartial(GraphDoFn):
         self.bad = Metrics.counter("report", "dead_letter")
 
     def process(self, batch):
-        partial, bad = dataset_partial(self.label, batch, self.graphs)
+        partial, bad = paths_partial(self.label, batch, self.graphs)
         self.measured.inc(len(batch) - len(bad))
         for record, reason in bad:
             self.bad.inc()
@@ -88,8 +95,24 @@ class _DatasetPartial(GraphDoFn):
         yield partial
 
 
+class _InstructionsPartial(GraphDoFn):
+    """A list of records -> the statistics of the instructions of those whose path is on the graph."""
+
+    def __init__(self, connectivity_dir: str, label: str):
+        super().__init__(connectivity_dir)
+        self.label = label
+
+    def process(self, batch):
+        yield instructions_partial(self.label, [r for r in batch if unmeasurable(r, self.graphs) is None])
+
+
 class DatasetStats(beam.PTransform):
-    """Dataset files of one label -> {"partials", "references" (lite records), dead_letter}."""
+    """Dataset files of one label -> {"partials", "references" (lite records), dead_letter}.
+
+    Paths are measured once each (the first record of each `path_key`: several RxR guide lines share a
+    path), instructions and their languages on every record whose path is on the graph, both in lists (`stats.dataset_partial` is
+    the same computation on one list).
+    """
 
     def __init__(self, label: str, files: list[str], connectivity_dir: str):
         super().__init__()
@@ -98,19 +121,22 @@ class DatasetStats(beam.PTransform):
         self.connectivity_dir = connectivity_dir
 
     def expand(self, pbegin):
-        read = pbegin | "Read" >> ReadDataset(self.files)
-        records = read["records"]
-        measured = (
-            records
-            | "Batch" >> beam.BatchElements(min_batch_size=64, max_batch_size=4096)
-            | "Measure"
-            >> beam.ParDo(_DatasetPartial(self.connectivity_dir, self.dataset_label)).with_outputs(
-                DEAD_LETTER, main="partials"
-            )
+        read = pbegin | "Read" >> ReadDataset(self.files, batched=True)
+        lists = read["records"]
+        # The other records of a path are not errors: DedupeBy's dead letters are dropped on purpose.
+        paths = lists | "OnePerPath" >> DedupeBy(path_key, "path", batched=True, buckets=bucket_count(self.files))
+        measured = paths["records"] | "MeasurePaths" >> beam.ParDo(
+            _PathsPartial(self.connectivity_dir, self.dataset_label)
+        ).with_outputs(DEAD_LETTER, main="partials")
+        instructions = lists | "MeasureInstructions" >> beam.ParDo(
+            _InstructionsPartial(self.connectivity_dir, self.dataset_label)
         )
-        lite = records | "Lite" >> beam.Map(reference_lite, self.dataset_label)
+        partials = (measured.partials, instructions) | "Partials" >> beam.Flatten()
+        lite = lists | "Lite" >> beam.FlatMap(
+            lambda batch, label: [reference_lite(r, label) for r in batch], self.dataset_label
+        )
         dead = (read[DEAD_LETTER], measured[DEAD_LETTER]) | "Dead" >> beam.Flatten()
-        return {"partials": measured.partials, "references": lite, DEAD_LETTER: dead}
+        return {"partials": partials, "references": lite, DEAD_LETTER: dead}
 
 
 # ----------------------------------------------------------------------------- Parquet outputs
@@ -267,7 +293,7 @@ class SampleEpisodes(beam.PTransform):
             )
 
             def match(ref, wanted):
-                for instr_id in episode_ids({"path_id": ref["path_id"], "instructions": range(ref["instructions"])}):
+                for instr_id in ref["instr_ids"]:
                     if instr_id in wanted:
                         key, score = wanted[instr_id]
                         yield key, {"reference": ref, "score": score, "instr_id": instr_id}
@@ -285,6 +311,8 @@ class SampleEpisodes(beam.PTransform):
                 refs
                 | "OfLabel" >> beam.Filter(lambda r: r["label"] == label)
                 | "Keyed" >> beam.Map(lambda r: (sample_key(seed, r["label"], r["path_id"]), {"reference": r}))
+                # RxR: several guide lines (instructions) share a path, which is drawn once.
+                | "OnePerPath" >> beam.CombinePerKey(lambda vs: min(vs, key=lambda v: v["reference"]["instr_ids"]))
             )
         top = picked | "TopEpisodes" >> _smallest(n)
         wanted_sources = top | "SourceIds" >> beam.Map(

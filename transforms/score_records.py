@@ -1,8 +1,8 @@
 """Reading datasets as validated record dicts, for the jobs that walk records one by one.
 
-`ReadDataset`: PBegin -> {"records": record dicts unique by path_id (with `_source`, `_index`,
-`_order`), "dead_letter": dicts}. The random baseline and reports use it; the score job reads
-columnar batches instead (`transforms.score_read`).
+`ReadDataset`: PBegin -> {"records": record dicts unique by path_id (R2R) or instruction_id (RxR guide
+lines; `transforms.read.episode_key`), with `_source`, `_index`, `_order`; "dead_letter": dicts}. The
+random baseline and reports use it; the score job reads columnar batches instead (`transforms.score_read`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
-from transforms.read import BATCH_RECORDS, ReadR2R, UniqueBy, in_lists
+from transforms.read import BATCH_RECORDS, ReadR2R, UniqueBy, episode_key, episode_key_text, in_lists
 from vlnkit.datasets.records import validate_record
-from vlnkit.datasets.trajectories import episode_ids, is_parquet
+from vlnkit.datasets.rxr import episode_ids
+from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.io import fileio
 
 
@@ -47,7 +48,8 @@ class _ReadParquetPaths(beam.DoFn):
 
 
 class ReadDataset(beam.PTransform):
-    """Dataset files (R2R/R4R JSON or JSON Lines, or build_r4r Parquet) -> records unique by path_id.
+    """Dataset files (R2R/R4R JSON or JSON Lines, RxR guide files, or build_r4r Parquet) -> records unique
+    by `episode_key` (path_id for R2R-format records, instruction_id for RxR guide lines: one episode each).
 
     Records are read and deduplicated in lists (see `ReadUniqueR2R`); `batched=True` hands the lists
     on, otherwise single records, spread over workers.
@@ -64,7 +66,7 @@ class ReadDataset(beam.PTransform):
         parquet = [(r, p) for r, p in ranked if is_parquet(p)]
         pieces, dead = [], []
         if json_files:
-            read = pbegin | "ReadJson" >> ReadR2R(json_files, reshuffle=False, batched=True)
+            read = pbegin | "ReadJson" >> ReadR2R(json_files, reshuffle=False, batched=True, rxr_guides=True)
             pieces.append(read["records"])
             dead.append(read[DEAD_LETTER])
         if parquet:
@@ -78,7 +80,7 @@ class ReadDataset(beam.PTransform):
             pieces.append(read.records)
             dead.append(read[DEAD_LETTER])
         records = tuple(pieces) | "AllRecords" >> beam.Flatten()
-        unique = records | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", self.files, self.batched)
+        unique = records | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
         dead.append(unique[DEAD_LETTER])
         return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}
 

@@ -81,8 +81,8 @@ def test_full_report_renders_every_figure_type_and_links_them(outputs, tmp_path)
     out = tmp_path / "report"
     summary = run(out, inputs, conn, f"--compare={tmp / 'shortest'}", "--draw=4", "--seed=1")
     # Facts from ../shared/data/README.md: val_seen 340 paths / 1,021 instructions; its R4R 115 / 1,035.
-    assert summary["datasets"]["R2R_val_seen"] == {"instructions": 1021, "paths": 340}
-    assert summary["datasets"]["r4r"] == {"instructions": 1035, "paths": 115}
+    assert summary["datasets"]["R2R_val_seen"] == {"instructions": 1021, "instructions.en": 1021, "paths": 340}
+    assert summary["datasets"]["r4r"] == {"instructions": 1035, "instructions.en": 1035, "paths": 115}
     assert set(summary["score_sets"]) == {"random", "shortest"}
     assert summary["drawings"] == 4 and summary["dead_letters"] == 0
     figures = sorted((out / "figures").glob("*.png"))

@@ -114,7 +114,14 @@ def test_parquet_stats_and_score_sample(tmp_path):
 
 
 def lite(path_id, instructions=2, label="R2R", **extra):
-    return {"label": label, "path_id": path_id, "scan": "s", "path": ["a", "b"], "instructions": instructions, **extra}
+    return {
+        "label": label,
+        "path_id": path_id,
+        "scan": "s",
+        "path": ["a", "b"],
+        "instr_ids": [f"{path_id}_{k}" for k in range(instructions)],
+        **extra,
+    }
 
 
 def test_sample_episodes_without_scores_picks_smallest_keys_and_attaches_sources():

@@ -194,7 +194,10 @@ def _parquet_records(data: bytes, source: str) -> Iterator[dict | RecordError]:
 
 
 def require_usable_records(flag: str, paths: list[str], *, require_distance: bool = False) -> int:
-    """Raise NoUsableRecords unless the files hold at least one valid R2R-format record; return how many they hold.
+    """Raise NoUsableRecords unless the files hold at least one valid record; return how many they hold.
+
+    A record is an R2R-format one or an RxR guide line (`vlnkit.datasets.rxr.parse_dataset`, per file by
+    its first record; an RxR follower file is refused as a whole).
 
     For inputs a job cannot run without (a random baseline draws walk lengths from `--steps_from`;
     with no usable record it would fail deep in a worker with `ValueError: high <= 0`). JSON,
@@ -204,6 +207,7 @@ def require_usable_records(flag: str, paths: list[str], *, require_distance: boo
         require_usable_records("--steps_from", ["empty.json"])
         # NoUsableRecords: --steps_from: no usable record in empty.json (the files hold no records)
     """
+    from vlnkit.datasets.rxr import parse_dataset  # rxr builds on this module
     from vlnkit.io import fileio
 
     usable, refused, first_reason = 0, 0, None
@@ -217,7 +221,7 @@ def require_usable_records(flag: str, paths: list[str], *, require_distance: boo
         items = (
             _parquet_records(data, path)
             if data[:4] == b"PAR1"
-            else parse_r2r(data, path, require_distance=require_distance)
+            else parse_dataset(data, path, require_distance=require_distance)
         )
         for item in items:
             if isinstance(item, RecordError):

@@ -182,6 +182,16 @@ def is_rxr(record: dict) -> bool:
     return "instruction_id" in record and "instructions" not in record
 
 
+def path_key(record: dict) -> tuple:
+    """What makes records share one path: the same path_id within one format (an R2R record is one path;
+    several RxR guide lines, one per instruction, share their path_id).
+
+    >>> path_key({"instruction_id": 26, "path_id": 11}), path_key({"path_id": 11, "instructions": []})
+    ((True, 11), (False, 11))
+    """
+    return is_rxr(record), record["path_id"]
+
+
 def episode_ids(record: dict) -> list[str]:
     """The instr_ids of a record read by `parse_dataset`: `[str(instruction_id)]` for an RxR guide line,
     "<path_id>_<k>" per instruction for an R2R record.

@@ -74,8 +74,3 @@ def parse_predictions_parquet(data: bytes, source: str) -> Iterator[dict | Recor
 
 def is_parquet(path: str) -> bool:
     return path.lower().endswith((".parquet", ".pq"))
-
-
-def episode_ids(record: dict) -> list[str]:
-    """instr_ids of a dataset record: "<path_id>_<k>" for each of its instructions."""
-    return [f"{record['path_id']}_{k}" for k in range(len(record.get("instructions") or ()))]

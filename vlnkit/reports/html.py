@@ -112,6 +112,16 @@ def _fig_path(name: str) -> str:
     return f"{FIGURES_DIR}/{name}.png"
 
 
+def languages(counts: dict) -> str:
+    """A dataset's instructions per language tag, from its `instructions.<tag>` counts ("en-IN 3, hi-IN 1").
+
+    >>> languages({"instructions": 4, "instructions.hi-IN": 1, "instructions.en-IN": 3, "paths": 2})
+    'en-IN 3, hi-IN 1'
+    """
+    prefix = "instructions."
+    return ", ".join(f"{k[len(prefix) :]} {n}" for k, n in sorted(counts.items()) if k.startswith(prefix))
+
+
 def _dataset_section(datasets: dict) -> Section:
     from vlnkit.reports.plots import dataset_figure
 
@@ -134,6 +144,7 @@ def _dataset_section(datasets: dict) -> Section:
                 mean("shortest_m"),
                 mean("words"),
                 mean("words", "max"),
+                languages(c),
             ]
         )
     table = Table(
@@ -150,6 +161,7 @@ def _dataset_section(datasets: dict) -> Section:
             "start-goal distance (m)",
             "words",
             "max words",
+            "instructions per language",
         ],
         rows,
     )

@@ -79,7 +79,12 @@ class ReportInputError(ValueError):
 
 def detect_kind(path: str, columns: list[str] | None = None) -> str:
     """The kind of one input file, from its name (`<prefix>-SSSSS-of-NNNNN.parquet`, `summary.json`,
-    other `.json` / `.jsonl` = an R2R/R4R dataset), confirmed or decided by Parquet columns."""
+    other `.json` / `.jsonl`, also gzip or bzip2 compressed = an R2R/R4R dataset or an RxR guide file),
+    confirmed or decided by Parquet columns.
+
+    >>> detect_kind("rxr_val_unseen_guide.jsonl.gz"), detect_kind("runs/a/summary.json")
+    ('dataset', 'score_summary')
+    """
     name = os.path.basename(path)
     if name.endswith(".parquet"):
         prefix = re.sub(r"-\d+-of-\d+$", "", name[: -len(".parquet")])
@@ -101,9 +106,18 @@ def detect_kind(path: str, columns: list[str] | None = None) -> str:
         return kind
     if name == "summary.json":
         return SCORE_SUMMARY
-    if name.endswith((".json", ".jsonl")):
+    if _dataset_stem(name) != name:
         return DATASET
-    raise ReportInputError(f"{path}: not a report input (expected .json, .jsonl or .parquet)")
+    raise ReportInputError(f"{path}: not a report input (expected .json, .jsonl (or .gz, .bz2) or .parquet)")
+
+
+def _dataset_stem(name: str) -> str:
+    """A dataset file's name without its `.json` / `.jsonl` suffix and compression (`.gz`, `.bz2`)."""
+    for compression in ("", ".gz", ".bz2"):
+        for suffix in (".json", ".jsonl"):
+            if name.endswith(suffix + compression):
+                return name[: -len(suffix + compression)]
+    return name
 
 
 def input_label(path: str, kind: str) -> str:
@@ -111,7 +125,7 @@ def input_label(path: str, kind: str) -> str:
     output (shards and summary of one run share their folder, hence one label)."""
     name = os.path.basename(path.rstrip("/"))
     if kind == DATASET and not name.endswith(".parquet"):
-        return os.path.splitext(name)[0]
+        return _dataset_stem(name)
     folder = os.path.dirname(path.rstrip("/"))
     if os.path.basename(os.path.dirname(folder)) == "versions":  # a published version: name its output folder
         folder = os.path.dirname(os.path.dirname(folder))
@@ -175,12 +189,37 @@ def instruction_words(text: str) -> int:
 
 
 def dataset_partial(label: str, records: list[dict], graphs) -> tuple[dict, list[tuple[dict, str]]]:
-    """Dataset statistics of records (R2R/R4R dicts) using their scans' graphs.
+    """Dataset statistics of records (R2R/R4R dicts or RxR guide lines) using their scans' graphs: the
+    path statistics of each distinct path once (`paths_partial` of the first record of each `path_key`:
+    several RxR instructions share a path) and the instructions of every record whose path is on its
+    scan's graph (`instructions_partial`; a record that cannot be measured counts nowhere).
 
     `graphs.get(scan)` returns a NavGraph (a GraphStore). Returns the partial and the records that
     could not be measured, each with the reason (unknown scan or viewpoint).
     """
-    steps, length, shortest, words, bad = [], [], [], [], []
+    from vlnkit.datasets.rxr import path_key
+
+    first = {}
+    for record in records:
+        first.setdefault(path_key(record), record)
+    partial, bad = paths_partial(label, list(first.values()), graphs)
+    measured = [r for r in records if unmeasurable(r, graphs) is None]
+    return merge(partial, instructions_partial(label, measured)), bad
+
+
+def unmeasurable(record: dict, graphs) -> str | None:
+    """Why a record's path cannot be measured on its scan's graph (unknown scan or viewpoint), or None."""
+    try:
+        graphs.get(record["scan"]).indices(record["path"])
+    except ValueError as exc:  # GraphError
+        return str(exc)
+    return None
+
+
+def paths_partial(label: str, records: list[dict], graphs) -> tuple[dict, list[tuple[dict, str]]]:
+    """Path statistics (steps, length, start-to-goal distance, the count of paths) of records, one path
+    each, and the records that could not be measured with the reason."""
+    steps, length, shortest, bad = [], [], [], []
     for record in records:
         try:
             graph = graphs.get(record["scan"])
@@ -192,12 +231,29 @@ def dataset_partial(label: str, records: list[dict], graphs) -> tuple[dict, list
         steps.append(len(idx) - 1)
         length.append(float(dist[idx[:-1], idx[1:]].sum()) if len(idx) > 1 else 0.0)
         shortest.append(float(dist[idx[0], idx[-1]]))
-        words.extend(instruction_words(t) for t in record.get("instructions") or ())
-    arrays = {"steps": steps, "length_m": length, "shortest_m": shortest, "words": words}
+    arrays = {"steps": steps, "length_m": length, "shortest_m": shortest}
     partial = partial_from_arrays(DATASET, label, arrays, DATASET_QUANTITIES)
     partial[("count", DATASET, label, "paths")] = len(steps)
-    partial[("count", DATASET, label, "instructions")] = len(words)
     return partial, bad
+
+
+def instructions_partial(label: str, records: list[dict]) -> dict:
+    """Instruction statistics of records: words per instruction and the counts `instructions` and
+    `instructions.<language tag>` (`vlnkit.datasets.languages`: R2R's are "en", RxR's their own tag).
+
+    >>> p = instructions_partial("d", [{"instruction_id": 1, "instruction": "a b c", "language": "hi-IN"}])
+    >>> p[("count", "dataset", "d", "instructions.hi-IN")], p[("max", "dataset", "d", "words")]
+    (1, 3.0)
+    """
+    from vlnkit.datasets.languages import language_counts, record_instructions
+
+    words = [instruction_words(text) for record in records for _, text, _ in record_instructions(record)]
+    partial = partial_from_arrays(DATASET, label, {"words": words}, DATASET_QUANTITIES)
+    partial[("count", DATASET, label, "instructions")] = 0
+    for record in records:
+        for name, n in language_counts(record).items():
+            merge(partial, {("count", DATASET, label, name): n})
+    return partial
 
 
 def scores_partial(label: str, columns: dict[str, np.ndarray]) -> dict:

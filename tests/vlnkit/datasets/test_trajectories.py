@@ -9,9 +9,9 @@ import pytest
 
 from vlnkit.datasets.r2r import RecordError
 from vlnkit.datasets.records import TrajectoryError, flatten_trajectory
+from vlnkit.datasets.rxr import episode_ids  # the one definition (it moved from trajectories)
 from vlnkit.datasets.trajectories import (
     collapse_repeats,
-    episode_ids,
     parse_predictions,
     parse_predictions_parquet,
 )

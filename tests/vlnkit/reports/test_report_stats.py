@@ -175,16 +175,21 @@ def test_scores_partial_counts_nulls_per_metric():
 def test_dataset_partial_hand_worked():
     g = line_graph()
     records = [
-        {"scan": "line", "path": ["a", "b", "c", "d"], "instructions": ["go left", "walk to the end now"]},
-        {"scan": "line", "path": ["e", "b", "a"], "instructions": ["one"]},
-        {"scan": "line", "path": ["a", "zzz"], "instructions": ["bad"], "_source": "f.json"},
-        {"scan": "nope", "path": ["a"], "instructions": ["bad"]},
+        {
+            "path_id": 1,
+            "scan": "line",
+            "path": ["a", "b", "c", "d"],
+            "instructions": ["go left", "walk to the end now"],
+        },
+        {"path_id": 2, "scan": "line", "path": ["e", "b", "a"], "instructions": ["one"]},
+        {"path_id": 3, "scan": "line", "path": ["a", "zzz"], "instructions": ["bad"], "_source": "f.json"},
+        {"path_id": 4, "scan": "nope", "path": ["a"], "instructions": ["bad"]},
     ]
     partial, bad = dataset_partial("L", records, GraphStore("/nonexistent", {"line": g}))
     assert [reason for _, reason in bad][0].startswith("viewpoint 'zzz'")
     assert "nope" in bad[1][1]
     t = finalize(partial)[DATASET]["L"]
-    assert t["counts"] == {"instructions": 3, "paths": 2}
+    assert t["counts"] == {"instructions": 3, "instructions.en": 3, "paths": 2}
     q = t["quantities"]
     assert q["steps"]["hist"] == [[2, 1], [3, 1]]
     assert q["length_m"]["mean"] == pytest.approx((6.0 + (2.0 + 1.0)) / 2)
