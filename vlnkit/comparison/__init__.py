@@ -2,8 +2,11 @@
 
 - `resampling`: `episode_keys` (which episodes are resampled together) and `poisson_weights`
   (Poisson(1) weights that are a pure function of seed, key and replicate: Chamandy et al. 2012).
-- `replicates`: `ReplicateSums`, exact per-replicate weighted sums that merge across workers in any
-  order, and `percentile_interval`.
+- `replicates`: `ReplicateSums`, exact per-replicate weighted sums (of values on a 2**-26 grid) that
+  merge across workers in any order, `slot_sums` (many agents or groups in one pass), and
+  `percentile_interval`.
+- `kernels`, `threads`: the compiled passes behind the weights and the sums, and how they share a
+  worker's cores with the same bits.
 - `paired`: paired differences between agents with intervals, bootstrap p-values, Holm's
   correction (`holm`) and the leaderboard's tie marks (`adjacent_ties`: Holm over the adjacent pairs).
 - `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`
@@ -21,7 +24,7 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
-        "replicates": ("ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
+        "replicates": ("ReplicateSums", "slot_sums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
         "paired": (
             "HEADLINE",
             "RANK_BY",
@@ -33,7 +36,15 @@ __getattr__, __all__ = lazy_exports(
             "ties",
             "adjacent_ties",
         ),
-        "accumulate": ("slice_sums", "merge_sums", "agent_intervals", "comparisons", "breakdowns", "pairs_of"),
+        "accumulate": (
+            "slice_sums",
+            "merge_sums",
+            "paired_sums",
+            "agent_intervals",
+            "comparisons",
+            "breakdowns",
+            "pairs_of",
+        ),
         "episodes": ("columns", "episode_weights", "agent_sums", "compare", "breakdown", "length_buckets"),
     },
 )

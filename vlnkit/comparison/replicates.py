@@ -37,7 +37,7 @@ from vlnkit.comparison.resampling import episode_keys, poisson_weights  # noqa: 
 from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
 from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
 
-__all__ = ["ReplicateSums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"]
+__all__ = ["ReplicateSums", "slot_sums", "limbs_of", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"]
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_REPLICATES = 1000
