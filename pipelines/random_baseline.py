@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_shared, user_error
-from vlnkit.datasets.r2r import require_usable_records
+from vlnkit.datasets.usable import require_usable_records
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from vlnkit.datasets.r2r import NoUsableRecords, require_usable_records
+from vlnkit.datasets.usable import NoUsableRecords, require_usable_records
 from vlnkit.io.schemas import PROBE_EPISODES
 from vlnkit.probes.episodes import ProbeConfig
 from vlnkit.probes.scoring import PROBE_COLUMNS, ProbeFileError, validate_probe_file
