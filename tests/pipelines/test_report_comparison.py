@@ -10,7 +10,7 @@ import re
 import pytest
 
 from pipelines import report, score
-from tests.vlnkit.reports.browser import Browser, require_chromium
+from tests.vlnkit.reports.browser import Browser, draw_episode, require_chromium
 
 pytestmark = pytest.mark.real_data
 
@@ -122,12 +122,10 @@ def test_the_page_in_chromium_filters_and_draws(page, tmp_path):
         choose("agent", "")
         assert browser.evaluate(f"{shown}.length") > failures  # both agents' failures on the scan
         # choosing an episode draws its reference and both agents' paths on the scan's graph
-        episode = browser.evaluate(f"{shown}[1].dataset.episode")
-        browser.evaluate(f"{shown}[1].click()")
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.reference').length") == 1
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.agent-path').length") == 2
-        assert browser.evaluate("document.querySelectorAll('#drawing line').length") > 20  # the scan's edges
-        assert episode in browser.evaluate("document.getElementById('caption').textContent")
+        drawn = draw_episode(browser)
+        assert drawn["references"] == 1 and drawn["agent_paths"] == 2
+        assert drawn["edges"] > 20  # the scan's edges
+        assert drawn["episode"] in drawn["caption"]
         browser.evaluate("document.getElementById('episode-table').scrollIntoView()")
         browser.screenshot(os.path.join(shots, "report_comparison_episode.png"))
         browser.open((page["out"] / report.INDEX).as_uri())

@@ -8,7 +8,7 @@ import pytest
 
 from pipelines import build_r4r, report, score
 from tests.pipelines.test_report_comparison import run_report
-from tests.vlnkit.reports.browser import Browser, require_chromium
+from tests.vlnkit.reports.browser import Browser, draw_episode, require_chromium
 from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
 
 pytestmark = pytest.mark.real_data
@@ -71,10 +71,9 @@ def test_comparison_page_of_an_rxr_score_output_draws_rxr_episodes(rxr, connecti
         shown = "[...document.querySelectorAll('#episode-rows tbody tr')]"
         ids = browser.evaluate(f"{shown}.map(tr => tr.dataset.episode)")
         assert len(ids) == len(guides) and set(ids) == {str(g["instruction_id"]) for g in guides}
-        browser.evaluate(f"{shown}[1].click()")
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.reference').length") == 1
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.agent-path').length") == 1
-        assert ids[1] in browser.evaluate("document.getElementById('caption').textContent")
+        drawn = draw_episode(browser)
+        assert drawn["references"] == 1 and drawn["agent_paths"] == 1
+        assert drawn["episode"] == ids[1] and ids[1] in drawn["caption"]
         assert browser.errors == []
     finally:
         browser.close()

@@ -131,3 +131,21 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+SHOWN_ROWS = "[...document.querySelectorAll('#episode-rows tbody tr')]"
+
+
+def draw_episode(browser: Browser, row: int = 1) -> dict:
+    """Click the comparison page's visible episode row `row`; what the drawing then shows: the episode id,
+    how many reference and agent polylines and graph edges are drawn, and the caption's text."""
+    episode = browser.evaluate(f"{SHOWN_ROWS}[{row}].dataset.episode")
+    browser.evaluate(f"{SHOWN_ROWS}[{row}].click()")
+    count = "document.querySelectorAll('#drawing {}').length"
+    return {
+        "episode": episode,
+        "references": browser.evaluate(count.format("polyline.reference")),
+        "agent_paths": browser.evaluate(count.format("polyline.agent-path")),
+        "edges": browser.evaluate(count.format("line")),
+        "caption": browser.evaluate("document.getElementById('caption').textContent"),
+    }

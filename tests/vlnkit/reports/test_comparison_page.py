@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.vlnkit.comparison.real_agents import load_val_unseen
-from tests.vlnkit.reports.browser import Browser, require_chromium
+from tests.vlnkit.reports.browser import Browser, draw_episode, require_chromium
 from vlnkit.reports.comparison_page import comparison_page
 
 pytestmark = pytest.mark.real_data
@@ -85,13 +85,11 @@ def test_page_in_chromium(page_file, tmp_path):
         values = browser.evaluate(f"{shown}.map(tr => parseFloat(tr.children[6].textContent))")
         assert values == sorted(values, reverse=True) and len(values) > 1
         # choosing an episode draws the reference and every agent's path on its scan
-        episode = browser.evaluate(f"{shown}[1].dataset.episode")
-        browser.evaluate(f"{shown}[1].click()")
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.reference').length") == 1
-        assert browser.evaluate("document.querySelectorAll('#drawing polyline.agent-path').length") == 3
-        assert browser.evaluate("document.querySelectorAll('#drawing line').length") > 20  # the scan's edges
-        assert episode in browser.evaluate("document.getElementById('caption').textContent")
-        assert browser.evaluate("document.querySelector('#episode-rows tr.sel').dataset.episode") == episode
+        drawn = draw_episode(browser)
+        assert drawn["references"] == 1 and drawn["agent_paths"] == 3
+        assert drawn["edges"] > 20  # the scan's edges
+        assert drawn["episode"] in drawn["caption"]
+        assert browser.evaluate("document.querySelector('#episode-rows tr.sel').dataset.episode") == drawn["episode"]
         browser.evaluate("document.getElementById('episode-table').scrollIntoView()")
         browser.screenshot(os.path.join(shots, "comparison_page_episode.png"))
         assert browser.errors == []
