@@ -146,9 +146,12 @@ def slot_sums(
     plain = {name: exact_sums_by(slot, values[name], n_slots) for name in names}
     if fold:
         out = np.concatenate([out, out.reshape(n_slots // fold, fold, *out.shape[1:]).sum(axis=0)])
-        for name in names:
-            folded = exact_sums_by(slot % fold, values[name], fold)
-            plain[name] = (plain[name][0] + folded[0], plain[name][1] + folded[1])
+        for name in names:  # each agent's exact totals: its groups' integers added up
+            totals, counts = plain[name]
+            plain[name] = (
+                totals + [sum(totals[a::fold]) for a in range(fold)],
+                counts + [sum(counts[a::fold]) for a in range(fold)],
+            )
     result = []
     for s in range(len(out)):
         sums = ReplicateSums(replicates)
