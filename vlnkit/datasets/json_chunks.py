@@ -306,14 +306,18 @@ def _json_lines(
 
 
 def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes):
-    """`_json_lines` with a compiled scanner: blocks of whole lines go to `scan` as buffers (no copy), and a
-    block it refuses is read in chunks of `chunk_bytes` the general way. The scanner refuses every line
-    break but "\n" and invalid UTF-8 itself, so a block it accepts needs no other check."""
+    """`_json_lines` with a compiled scanner: blocks of whole lines, at most SCAN_BYTES each, go to `scan` as
+    buffers (no copy), and a block it refuses is read in chunks of `chunk_bytes` the general way. The
+    scanner refuses every line break but "\n" and invalid UTF-8 itself, so a block it accepts needs no
+    other check."""
     buf = bytearray(block)
     eof = not block
     while True:
-        cut = len(buf) if eof else buf.rfind(b"\n") + 1
-        if cut:
+        while buf:
+            end = len(buf) if eof else buf.rfind(b"\n") + 1
+            if not end:
+                break
+            cut = end if end <= SCAN_BYTES else (buf.rfind(b"\n", 0, SCAN_BYTES) + 1 or end)
             view = memoryview(buf)[:cut]
             scanned = scan(view)
             if scanned is not None:
