@@ -75,7 +75,14 @@ def declare_flags(parser) -> None:
     add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
 
 
-JOB = Job("score", __doc__, declare_flags)
+def warm_up():
+    """Load the compiled kernels on a thread while the job imports Beam (`vlnkit.scoring.warm`)."""
+    from vlnkit.scoring.warm import warm_up_in_background
+
+    return warm_up_in_background()
+
+
+JOB = Job("score", __doc__, declare_flags, warm_up)
 
 
 def build(

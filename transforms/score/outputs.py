@@ -3,7 +3,7 @@
 `WriteEpisodeTables(prefix, schema)`: Arrow tables -> `<prefix>-SSSSS-of-NNNNN.parquet`, each bundle's tables
 into one file written on a background thread while the step before it goes on computing the next table
 (the score step and this one run fused), renamed to their final names once every bundle is done.
-`WriteEpisodeLists(paths)`: (list name, line) pairs -> one sorted text file per list name in `paths` (an
+`WriteEpisodeLists(paths)`: (list name, lines) pairs -> one sorted text file per list name in `paths` (an
 empty file for a list without lines). `MergeBootstrap()` and `MergeFollowerComparisons()`: the score step's
 per-bucket partials -> one dict each, added exactly in any order (`MergeWith`), for the summary.
 """
@@ -141,8 +141,8 @@ class WriteEpisodeTables(beam.PTransform):
 
 def _write_lists(pairs: list, paths: dict[str, str]) -> dict[str, int]:
     lines: dict[str, list[str]] = {name: [] for name in paths}
-    for name, line in pairs:
-        lines[name].append(line)
+    for name, part in pairs:
+        lines[name] += part
     for name, path in paths.items():
         with fileio.open_write(path) as f:
             f.write("".join(x + "\n" for x in sorted(lines[name])).encode("utf-8"))
@@ -151,7 +151,7 @@ def _write_lists(pairs: list, paths: dict[str, str]) -> dict[str, int]:
 
 @dataclass
 class WriteEpisodeLists(beam.PTransform):
-    """(list name, line) -> one sorted text file per name of `paths` ({name: file path}), one line each."""
+    """(list name, lines) -> one sorted text file per name of `paths` ({name: file path}), one line each."""
 
     paths: dict[str, str]
 
