@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from pipelines.flags import SHARED, add_shared
+from pipelines.runners import one_worker_process
+from pipelines.verdict import JobError, user_error
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
@@ -125,8 +127,9 @@ def build(
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.datasets.json_chunks import RANGE_BYTES
     from vlnkit.evaluation.leaderboard import write_leaderboard
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
     from vlnkit.evaluation.score_summary import finish_summary
-    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+    from vlnkit.io.schemas import schema_version
     from vlnkit.reports.published_metrics import finish_differences
 
     if not isinstance(agents, dict):
@@ -256,7 +259,7 @@ def run(ctx: Run) -> dict:
         config = scoring_config(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    agent_files = agent_inputs(ctx, opts.predictions)
+    agent_files = ctx.agents(opts.predictions)
     if opts.baseline is not None and opts.baseline not in agent_files:
         raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agent_files)}")
     if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:

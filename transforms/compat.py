@@ -19,29 +19,14 @@ from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.perturb import instruction_items
 from vlnkit.perturbations.compat import (
     GROUND_TRUTH,
-    INSTRUCTION,
-    INSTRUCTION_METHODS,
-    TRAJECTORY,
-    TRAJECTORY_METHODS,
     compat_row,
+    family_methods,
     family_of,
     method_quota,
     select_negatives,
 )
 
 AVAILABLE = "available"
-
-
-def family_methods(methods) -> dict[str, tuple[str, ...]]:
-    """The requested methods of each family, in request order.
-
-    >>> family_methods(["random_walk", "direction_swap"])["trajectory"]
-    ('random_walk',)
-    """
-    return {
-        INSTRUCTION: tuple(m for m in methods if m in INSTRUCTION_METHODS),
-        TRAJECTORY: tuple(m for m in methods if m in TRAJECTORY_METHODS),
-    }
 
 
 def ground_truth(item: dict) -> dict:
@@ -94,7 +79,7 @@ class AssembleCompat(beam.PTransform):
       `paraphrases` (optional): paraphrase rows {instr_id, paraphrase, kept, ...}, e.g.
         `RoundTripParaphrase(...)["rows"]`; only kept rows with a text become positives.
     Returns a dict of PCollections:
-      `rows`: COMPAT rows (`vlnkit.io.schemas.COMPAT`: instr_id, scan, language, path, instruction,
+      `rows`: COMPAT rows (`vlnkit.perturbations.schemas.COMPAT`: instr_id, scan, language, path, instruction,
         label, family, method; a paraphrase has its source instruction's language);
       `items`: the instruction items used;
       `available`: (method, number of candidate perturbations);

@@ -19,10 +19,6 @@ def dead_letter(stage: str, source: str, record: str, reason: str) -> dict:
     return RecordError(source=source, record=record, reason=reason, stage=stage).to_dict()
 
 
-def record_label(record: dict) -> str:
-    return f"#{record.get('_index', '?')} (path_id={record.get('path_id')!r})"
-
-
 class WriteDeadLetters(beam.PTransform):
     """Flatten dead-letter PCollections into one JSON Lines file (empty when there are none).
 

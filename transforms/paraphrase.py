@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.progress import Progress
 from transforms.worker_cache import per_worker
+from vlnkit.datasets.r2r import record_label
 from vlnkit.paraphrases.bleu_filter import BleuBounds, ComposeError, compose, judge, r4r_sources
 from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
 from vlnkit.paraphrases.pivots import instruction_sources, pivots_for
-from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_translator
+from vlnkit.paraphrases.translation import GoogleConfig, TranslationJob, Translator, make_translator
 
 BY_TEXT = "by_text"
 STATS = "stats"
@@ -129,9 +130,10 @@ class _RoundTrip(beam.DoFn):
         """The texts of one source language through every pivot but that language, and back into it."""
         languages = pivots_for(self.languages, src)
         texts = tuple(text for (_, text), _ in batch)
-        forward = self.translator.translate([Job(texts, src, lang) for lang in languages])
+        forward = self.translator.translate([TranslationJob(texts, src, lang) for lang in languages])
         back_jobs = [
-            Job(tuple(o.translation for o in outs if o.ok), lang, src) for lang, outs in zip(languages, forward)
+            TranslationJob(tuple(o.translation for o in outs if o.ok), lang, src)
+            for lang, outs in zip(languages, forward)
         ]
         backward = [iter(outs) for outs in self.translator.translate(back_jobs)]
         # per text: [(language, back-translation)] and [(language, error)]

@@ -17,17 +17,16 @@ from functools import partial
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from vlnkit.datasets.languages import primary_language, record_instructions
+from vlnkit.datasets.r2r import record_label
 from vlnkit.navigation.graph import GraphError
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
 from vlnkit.perturbations.compat import (
-    INSTRUCTION,
     INSTRUCTION_METHODS,
-    TRAJECTORY,
     TRAJECTORY_METHODS,
     NotApplicable,
     perturbation_row,
@@ -301,36 +300,3 @@ class Perturb(beam.PTransform):
             STATS: tuple(stats) | "AllStats" >> beam.Flatten(pipeline=p),
             DEAD_LETTER: tuple(dead) | "AllDeadLetters" >> beam.Flatten(pipeline=p),
         }
-
-
-def applicability(totals: dict, methods, instructions: int, prefix: str = "") -> dict:
-    """Per method: instructions it applied to, the share of all instructions, rows emitted, reasons it did not.
-    `prefix` ("language.<tag>.") reads one language's tallies instead of all instructions'."""
-    out = {}
-    for m in methods:
-        reason = f"{prefix}{m}.not_applicable."
-        applied = totals.get(f"{prefix}{m}.applied", 0)
-        out[m] = {
-            "applied": applied,
-            "applicability": round(applied / instructions, 4) if instructions else None,
-            "emitted": totals.get(f"{prefix}{m}.emitted", 0),
-            "duplicates_skipped": totals.get(f"{prefix}{m}.duplicate", 0),
-            "not_applicable": {k[len(reason) :]: v for k, v in sorted(totals.items()) if k.startswith(reason)},
-        }
-    return out
-
-
-def by_language(totals: dict, methods, families=(INSTRUCTION, TRAJECTORY)) -> dict:
-    """{language tag: {"instructions", "rows" per family, "methods_applicability"}} from the summed tallies
-    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>").
-    `families` names the row counts: perturb's two, or build_compat's three (ground truth first)."""
-    head = "instructions."
-    out = {}
-    for language in sorted(k[len(head) :] for k in totals if k.startswith(head)):
-        n = totals[head + language]
-        out[language] = {
-            "instructions": n,
-            "rows": {f: totals.get(f"rows.{language}.{f}", 0) for f in families},
-            "methods_applicability": applicability(totals, methods, n, prefix=f"language.{language}."),
-        }
-    return out

@@ -17,10 +17,11 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import record_order, split_by
+from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.r4r import (
     JoinConfig,
     add_totals,
@@ -82,7 +83,7 @@ class _JoinScan(GraphDoFn):
             return
         self.keyed.inc(len(usable))
         yield beam.pvalue.TaggedOutput(SCAN_RANK, (scan, usable[0]["_order"]))
-        result = join_chains(graph, usable, self.config)  # joined records in the published order
+        result = join_chains(graph, usable, self.config)  # joined records in the R4R generator's order
         for sources, reason in result.errors:
             label = "chain (" + ", ".join(f"path_id={s['path_id']}" for s in sources) + ")"
             yield self._dead("join", sources[0], label, reason)
@@ -115,7 +116,7 @@ class JoinR4R(beam.PTransform):
         `records=False`;
       `tables`: the same joined paths as one Arrow table (`R4R_PATHS`) per scan, for `WriteTables`;
       `dead_letter`: records and pairs that could not be used, with reasons;
-      `scan_rank`: (scan, first `_order` of the scan), for the published output order;
+      `scan_rank`: (scan, first `_order` of the scan), for the R4R generator's output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
         filtered by heading, valid pairs, valid chains and chains left out by the cap, and the joined
         records' totals (see `vlnkit.datasets.r4r.join_chains` and `group_totals`).

@@ -22,8 +22,8 @@ from vlnkit.datasets.rxr import episode_ids
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import collapse_repeats_padded, pack
 from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk
+from vlnkit.evaluation.schemas import RANDOM_EPISODE_SCORES
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.io.schemas import RANDOM_EPISODE_SCORES
 from vlnkit.navigation.graph import GraphError
 
 

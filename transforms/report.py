@@ -9,20 +9,21 @@ histograms, counts) and the N sampled episodes ever reach the single step that d
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.read import DedupeBy
 from transforms.score_records import ReadDataset
 from transforms.tally import MergeWith
 from vlnkit.datasets.buckets import bucket_count
+from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.rxr import episode_ids, path_key
 from vlnkit.io import fileio
+from vlnkit.reports.report_inputs import ReportInput
 from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
@@ -39,16 +40,6 @@ from vlnkit.reports.stats import (
 )
 
 BATCH_ROWS = 65536
-
-
-@dataclass(frozen=True)
-class ReportInput:
-    """One input file: its kind, the data set it belongs to (`label`) and whether it came from --compare."""
-
-    path: str
-    kind: str
-    label: str
-    compare: bool = False
 
 
 class MergePartials(MergeWith):

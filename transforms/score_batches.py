@@ -25,9 +25,9 @@ from transforms.score_read import TOTALS, dataset_ranks, worker_vocabulary
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import METRICS, collapse_repeats_padded, non_adjacent_steps
+from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.io.schemas import EPISODE_SCORES
 
 MISSING = "missing"
 UNUSABLE = "unusable"

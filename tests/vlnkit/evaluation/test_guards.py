@@ -12,8 +12,8 @@ from vlnkit.evaluation import batch, metrics
 from vlnkit.evaluation.common import ALL, METRICS, collapse_repeats_padded, non_adjacent_steps, pack
 from vlnkit.evaluation.rewards import RewardBatch, RewardEpisode
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.navigation.graph import NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 
 LINE = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])  # 0 - 1 - 2, 1 m apart
 PUBLIC = [getattr(metrics, name) for name in ALL] + [metrics.score]

