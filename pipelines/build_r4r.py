@@ -157,7 +157,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
             project=json_record,
             sort_key=json_order,
             final_key=r4r_order,
-            side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+            side={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
             batched=True,
             runs=True,  # JoinR4R's lists are sorted runs of one scan each
         )
@@ -171,7 +171,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
                 project=landmark_json,
                 sort_key=landmark_order,
                 final_key=r4r_landmark_order,
-                side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+                side={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
                 batched=True,
                 runs=True,
             )

@@ -13,6 +13,8 @@ of (method, instr_id), so any runner picks the same rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
@@ -68,6 +70,7 @@ def choose(kv, positives: int, available: dict, methods, seed: int):
         yield compat_row({**row, "instr_id": row["source_instr_id"]}, 0, family, method)
 
 
+@dataclass
 class AssembleCompat(beam.PTransform):
     """Instructions, perturbations and (optionally) paraphrases -> a 2:1:1 compatibility set.
 
@@ -88,10 +91,8 @@ class AssembleCompat(beam.PTransform):
         compat = {"records": records, "perturbations": perturbed["rows"]} | AssembleCompat(methods, seed=0)
     """
 
-    def __init__(self, methods, seed: int = 0):
-        super().__init__()
-        self.methods = tuple(methods)
-        self.seed = seed
+    methods: tuple[str, ...]
+    seed: int = 0
 
     def expand(self, inputs):
         inputs = dict(inputs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -19,6 +20,7 @@ def dead_letter(stage: str, source: str, record: str, reason: str) -> dict:
     return RecordError(source=source, record=record, reason=reason, stage=stage).to_dict()
 
 
+@dataclass
 class WriteDeadLetters(beam.PTransform):
     """Flatten dead-letter PCollections into one JSON Lines file (empty when there are none).
 
@@ -26,9 +28,7 @@ class WriteDeadLetters(beam.PTransform):
     sharding machinery. Returns the flattened PCollection (for counting).
     """
 
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
+    path: str
 
     def expand(self, pcolls):
         # One PCollection (e.g. already flattened) or several.

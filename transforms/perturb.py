@@ -12,6 +12,7 @@ applied to, the rows emitted, and the reasons it did not apply.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import partial
 
 import apache_beam as beam
@@ -61,14 +62,14 @@ def instruction_items(record: dict) -> list[dict]:
     ]
 
 
+@dataclass
 class _Perturber:
     """Runs the requested methods on one item and keeps the per-method tallies (shared by both DoFns)."""
 
-    def __init__(self, methods, per_instruction: int, seed: int, namespace: str):
-        self.methods = tuple(methods)
-        self.per_instruction = per_instruction
-        self.seed = seed
-        self.namespace = namespace
+    methods: tuple[str, ...]
+    per_instruction: int
+    seed: int
+    namespace: str  # of the per-method counters
 
     def start(self):
         self.applied = {m: Metrics.counter(self.namespace, f"{m}_applied") for m in self.methods}
@@ -124,6 +125,7 @@ def _perturb_instruction(doc, language: str, method: str, rng):
     return perturb(doc, rng)
 
 
+@dataclass
 class _PerturbInstructionBatch(beam.DoFn):
     """A batch of instruction items -> perturbed-instruction rows (one `nlp.pipe` pass per batch).
 
@@ -132,10 +134,9 @@ class _PerturbInstructionBatch(beam.DoFn):
     of the batch is still parsed and perturbed (`vlnkit.perturbations.nlp.parse_batch`).
     """
 
-    def __init__(self, model: str | None, methods, per_instruction: int, seed: int, pipe_batch_size: int):
-        self.model = model
-        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_instruction")
-        self.pipe_batch_size = pipe_batch_size
+    model: str | None
+    perturber: _Perturber
+    pipe_batch_size: int
 
     def setup(self):
         self.nlp = worker_pipeline(self.model, self.perturber.methods)
@@ -187,12 +188,11 @@ class _PerturbInstructionBatch(beam.DoFn):
         return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, item.get("_source", ""), label, reason))
 
 
+@dataclass
 class _PerturbTrajectories(GraphDoFn):
     """An R2R record -> perturbed-trajectory rows for each of its instructions (graph looked up once)."""
 
-    def __init__(self, connectivity_dir: str, methods, per_instruction: int, seed: int):
-        super().__init__(connectivity_dir)
-        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_trajectory")
+    perturber: _Perturber
 
     def setup(self):
         super().setup()
@@ -219,18 +219,21 @@ class _PerturbTrajectories(GraphDoFn):
         yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
+@dataclass
 class PerturbInstructions(beam.PTransform):
-    """Instruction items -> PERTURBATIONS rows of the instruction family, dead letters, summary tallies."""
+    """Instruction items -> PERTURBATIONS rows of the instruction family, dead letters, summary tallies.
 
-    def __init__(self, methods, model: str | None, per_instruction: int = 1, seed: int = 0, batch_size: int = 512):
-        super().__init__()
-        self.methods = [m for m in methods if m in INSTRUCTION_METHODS]
-        self.model = model
-        self.per_instruction = per_instruction
-        self.seed = seed
-        self.batch_size = batch_size
+    `methods` may name trajectory methods too: this family runs its own."""
+
+    methods: tuple[str, ...]
+    model: str | None
+    per_instruction: int = 1
+    seed: int = 0
+    batch_size: int = 512
 
     def expand(self, items):
+        methods = tuple(m for m in self.methods if m in INSTRUCTION_METHODS)
+        perturber = _Perturber(methods, self.per_instruction, self.seed, "perturb_instruction")
         out = (
             items
             | "Batch" >> beam.BatchElements(min_batch_size=min(64, self.batch_size), max_batch_size=self.batch_size)
@@ -238,44 +241,44 @@ class PerturbInstructions(beam.PTransform):
             >> beam.ParDo(
                 # nlp.pipe minibatches of 64: as fast as 256 with the small English pipeline and about
                 # 110 MB less peak memory (benchmarks/RESULTS.md, instruction perturbations, issue 15).
-                _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 64)
+                _PerturbInstructionBatch(self.model, perturber, 64)
             ).with_outputs(STATS, DEAD_LETTER, main="rows")
         )
         return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
 
 
+@dataclass
 class PerturbTrajectories(beam.PTransform):
-    """R2R records -> PERTURBATIONS rows of the trajectory family, dead letters, and summary tallies."""
+    """R2R records -> PERTURBATIONS rows of the trajectory family, dead letters, and summary tallies.
 
-    def __init__(self, connectivity_dir: str, methods, per_instruction: int = 1, seed: int = 0):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.methods = [m for m in methods if m in TRAJECTORY_METHODS]
-        self.per_instruction = per_instruction
-        self.seed = seed
+    `methods` may name instruction methods too: this family runs its own."""
+
+    connectivity_dir: str
+    methods: tuple[str, ...]
+    per_instruction: int = 1
+    seed: int = 0
 
     def expand(self, records):
-        out = records | "Perturb" >> beam.ParDo(
-            _PerturbTrajectories(self.connectivity_dir, self.methods, self.per_instruction, self.seed)
-        ).with_outputs(STATS, DEAD_LETTER, main="rows")
+        methods = tuple(m for m in self.methods if m in TRAJECTORY_METHODS)
+        perturber = _Perturber(methods, self.per_instruction, self.seed, "perturb_trajectory")
+        out = records | "Perturb" >> beam.ParDo(_PerturbTrajectories(self.connectivity_dir, perturber)).with_outputs(
+            STATS, DEAD_LETTER, main="rows"
+        )
         return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
 
 
+@dataclass
 class Perturb(beam.PTransform):
     """R2R records -> every requested perturbation (both families) as PERTURBATIONS rows.
 
     Returns {"rows", "stats", "dead_letter"}; a family with no requested method adds nothing.
     """
 
-    def __init__(
-        self, methods, model: str | None, connectivity_dir: str | None, per_instruction: int = 1, seed: int = 0
-    ):
-        super().__init__()
-        self.methods = tuple(methods)
-        self.model = model
-        self.connectivity_dir = connectivity_dir
-        self.per_instruction = per_instruction
-        self.seed = seed
+    methods: tuple[str, ...]
+    model: str | None
+    connectivity_dir: str | None
+    per_instruction: int = 1
+    seed: int = 0
 
     def expand(self, records):
         rows, stats, dead = [], [], []

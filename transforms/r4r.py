@@ -14,6 +14,8 @@ JOINED_PER_LIST records.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
@@ -41,19 +43,18 @@ def _scan(record: dict) -> str:
     return record["scan"]
 
 
+@dataclass
 class _JoinScan(GraphDoFn):
     """(scan, lists of its records) -> lists of joined records; dead letters, the scan's rank and counts."""
 
-    def __init__(self, connectivity_dir: str, config: JoinConfig, landmark: bool = False, records: bool = True):
-        super().__init__(connectivity_dir)
-        self.config = config
-        self.landmark = landmark
-        self.records = records
-        self.keyed = Metrics.counter("r4r", "paths_keyed")
-        self.joined = Metrics.counter("r4r", "joined")
-        self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
-        self.bad = Metrics.counter("r4r", "dead_letter")
-        self.capped = Metrics.counter("r4r", "chains_capped")
+    config: JoinConfig
+    landmark: bool = False
+    records: bool = True
+    keyed = Metrics.counter("r4r", "paths_keyed")
+    joined = Metrics.counter("r4r", "joined")
+    heading_filtered = Metrics.counter("r4r", "filtered_heading")
+    bad = Metrics.counter("r4r", "dead_letter")
+    capped = Metrics.counter("r4r", "chains_capped")
 
     def setup(self):
         super().setup()
@@ -102,6 +103,7 @@ class _JoinScan(GraphDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
 
+@dataclass
 class JoinR4R(beam.PTransform):
     """Validated R2R records (unique path ids) -> joined records (R4R, or chains of `config.num_paths`
     paths), plus dead letters and join statistics.
@@ -122,20 +124,11 @@ class JoinR4R(beam.PTransform):
         records' totals (see `vlnkit.datasets.r4r.join_chains` and `group_totals`).
     """
 
-    def __init__(
-        self,
-        connectivity_dir: str,
-        config: JoinConfig = JoinConfig(),
-        batched: bool = False,
-        landmark: bool = False,
-        records: bool = True,
-    ):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.config = config
-        self.batched = batched
-        self.landmark = landmark
-        self.records = records
+    connectivity_dir: str
+    config: JoinConfig = field(default_factory=JoinConfig)
+    batched: bool = False
+    landmark: bool = False
+    records: bool = True
 
     def expand(self, records):
         batches = records if self.batched else records | "AsLists" >> beam.Map(lambda r: [r])
