@@ -26,8 +26,9 @@ PACKAGES = ("vlnkit", "transforms", "pipelines")
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 EVERY_FLOOR_BELOW = "every floor below"
 
-# Imports the lead's score-path rewrite still has to remove: (importing module, imported module, why).
-# Empty it as they go; the test fails when an entry is no longer needed, so the list cannot go stale.
+# Imports known to break the floors that are waiting for a change in progress: {(importing module, imported
+# module)}, each with a comment saying whose change removes it. Empty today. The test fails when an entry is
+# not needed any more, so the list cannot go stale.
 PENDING: set[tuple[str, str]] = set()
 
 

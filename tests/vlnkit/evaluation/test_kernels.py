@@ -4,7 +4,7 @@ Tolerances, and why:
 - vs the textbook formulas of test_metrics.simple_scores (Python loops, sums left to right): every
   metric bit-identical. AD and MD read d(r, q) as the numpy implementation always did; the scipy
   distance matrix is not bit-symmetric, so they are compared with the oracle run on the transpose.
-- vs the numpy implementation (`tests.oracles.numpy_metrics`, what the library ran before):
+- vs the numpy implementation (`tests.oracles.numpy_metrics`, written as whole-batch array operations):
   NE, ONE, SR, OSR, SED, DTW and MD bit-identical. nDTW and SDTW (= SR * nDTW) within one unit in the
   last place: the kernels call the C library's exp, as the textbook formulas do, but numpy's float64
   exp is its own SIMD routine on CPUs with AVX-512F, which differs from the C library's in the last
