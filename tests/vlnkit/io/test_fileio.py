@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from vlnkit.io import fileio
-
-
-@pytest.fixture
-def files(tmp_path):
-    for name, text in {"a.json": "[]", "b.json": "[1]", "c.txt": "x"}.items():
-        (tmp_path / name).write_text(text)
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "d.json").write_text("[2,3]")
-    return tmp_path
 
 
 def test_match_is_lenient_and_skips_folders(files):
