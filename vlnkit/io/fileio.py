@@ -131,7 +131,7 @@ def remove_tree(path: str) -> None:
 
 def rename(src: str, dst: str) -> None:
     """Move one file to another name on the same filesystem (a copy and a delete on object stores)."""
-    if _has_scheme(src):
+    if is_remote(src):
         from apache_beam.io.filesystems import FileSystems
 
         FileSystems.rename([src], [dst])
