@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from pipelines.flags import SHARED, add_shared
+from pipelines.runners import one_worker_process
+from pipelines.verdict import JobError, user_error
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
@@ -123,8 +125,9 @@ def build(
     from transforms.write import write_json
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.evaluation.leaderboard import write_leaderboard
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
     from vlnkit.evaluation.score_summary import bootstrap_pairs, finish_summary
-    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+    from vlnkit.io.schemas import schema_version
     from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
     followers = followers or {}
@@ -246,7 +249,7 @@ def run(ctx: Run) -> dict:
         bootstrap = BootstrapConfig.from_flags(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    agent_files = agent_inputs(ctx, opts.predictions)
+    agent_files = ctx.agents(opts.predictions)
     with user_error():
         bootstrap.check_agents(agent_files)
     followers = follower_agents(agent_files)

@@ -11,9 +11,9 @@ from vlnkit.evaluation.batch import score_batch
 from vlnkit.evaluation.common import ALL, METRICS
 from vlnkit.evaluation.score_summary import SEP, agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.io.exactsum import SUM_SCALE, exact_sum
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 from vlnkit.scoring.join import join_bucket
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket, score_pairs
