@@ -56,7 +56,7 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
         {
             "action": "append",
             "help": "Agent outputs: a path, glob or comma-separated list (local or gs://); repeatable. NAME=FILES "
-            "makes FILES one agent called NAME; an unnamed file is its own agent, named by its path",
+            "makes FILES one agent called NAME (given once); an unnamed file is its own agent, named by its stem",
         },
     ),
     "connectivity_dir": (

@@ -51,6 +51,7 @@ from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 
 __all__ = [
+    "file_agent_name",
     "BEFORE_READ",
     "JobError",
     "Outcome",
@@ -67,8 +68,26 @@ MANIFEST = layout.MANIFEST
 SUMMARY = "summary.json"
 DEAD_LETTER_PREFIX = "dead_letter"
 log = logging.getLogger("vlnkit")
-# `--predictions NAME=PATTERNS`: the agent's name, then its files.
-AGENT_NAME = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
+# `--predictions NAME=PATTERNS`: the agent's name (any text but "=" and the characters that separate an
+# agent from an id in the job's outputs: tab, line breaks, and the summary keys' unit separator), then its files.
+AGENT_NAME = re.compile(r"([^=\t\n\r\x1f]*[^=\s\x1f][^=\t\n\r\x1f]*)=(.+)", re.S)
+COMPRESSED = (".gz", ".bz2")
+
+
+def file_agent_name(path: str) -> str:
+    """The name of an agent given as a file without NAME=: the file's stem (its name without its extension,
+    and without a compression suffix before that).
+
+    >>> file_agent_name("runs/dagger/val_unseen_preds.jsonl.gz"), file_agent_name("gs://b/rl.json")
+    ('val_unseen_preds', 'rl')
+    """
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in COMPRESSED:
+        name = name.removesuffix(suffix) if len(name) > len(suffix) else name
+    stem = name.rsplit(".", 1)[0]
+    return stem or name
+
+
 # An OSError with one of these numbers means the output's storage is full (or a file size limit).
 OUT_OF_SPACE = {28: "no space left on the device", 27: "file too large for the file size limit", 122: "disk quota"}
 
@@ -159,22 +178,34 @@ class Run:
         """--predictions values -> {agent: [files]} in flag order, the same way in every job.
 
         `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
-        every file is an agent named by its path. The files are listed and recorded as `inputs`; a
-        value that matches no file is a JobError.
+        every file is an agent named by the file's stem (`file_agent_name`; the
+        summary keeps the full paths). A name is given once: two values naming one agent, or two files
+        that would get one name, are a JobError (an agent's files go in one value, comma-separated or as
+        a glob). The files are listed and recorded as `inputs`; a value that matches no file is a JobError.
 
-            ctx.agents(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": ["rl.json"]}
+            ctx.agents(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl": ["rl.json"]}
         """
         values = [values] if isinstance(values, str) else list(values or [])
         agents: dict[str, list[str]] = {}
+        given: dict[str, str] = {}  # agent -> the value that named it
+
+        def add(name: str, files: list[str], value: str) -> None:
+            if name in agents:
+                raise JobError(
+                    f"--{flag}: two values name the agent {name!r} ({given[name]!r} and {value!r}); give each "
+                    f"agent once, with all its files in one value (comma-separated or a glob), or name them "
+                    f"apart with --{flag}=NAME=FILES"
+                )
+            agents[name], given[name] = files, value
+
         for value in values:
             m = AGENT_NAME.fullmatch(value)
             if m and not fileio.exists(value):
                 files = self.inputs(f"{flag}={m.group(1)}", m.group(2))
-                known = agents.setdefault(m.group(1), [])
-                known += [f for f in files if f not in known]
+                add(m.group(1), list(dict.fromkeys(files)), value)
             else:
                 for path in self.inputs(flag, value):
-                    agents.setdefault(path, [path])
+                    add(file_agent_name(path), [path], path)
         return agents
 
     def graphs(self, connectivity_dir: str | None, flag: str = "connectivity_dir") -> str:

@@ -91,26 +91,21 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
                 "No score episodes with agent, scan and path in --inputs: no comparison page (--dataset, --baseline unused)"
             )
         return None
-    if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
-        raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
+    from vlnkit.comparison.config import BootstrapConfig
+
+    with user_error():
+        bootstrap = BootstrapConfig.from_flags(opts)
     by_file = {i.path: _agents(i.path) for i in files}
     names = agent_names([(i.label, by_file[i.path]) for i in files])
     agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
-    if opts.baseline is not None and opts.baseline not in agents:
-        raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agents)}")
+    with user_error():
+        bootstrap.check_agents(agents)
     if opts.dataset:
         dataset = ctx.inputs("dataset", opts.dataset)
     else:
         named = [f for folder in dict.fromkeys(os.path.dirname(i.path) for i in files) for f in scored_on(folder)]
         dataset = ctx.inputs("dataset", list(dict.fromkeys(named)))
-    options = {
-        "baseline": opts.baseline,
-        "replicates": opts.bootstrap,
-        "seed": opts.seed,
-        "unit": opts.bootstrap_unit,
-        "confidence": opts.confidence,
-        "title": f"{opts.title}: agents compared",
-    }
+    options = {"bootstrap": bootstrap, "title": f"{opts.title}: agents compared"}
     return {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
 
 

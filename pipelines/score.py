@@ -126,7 +126,7 @@ def build(
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.evaluation.leaderboard import write_leaderboard
     from vlnkit.evaluation.schemas import EPISODE_SCORES
-    from vlnkit.evaluation.score_summary import bootstrap_pairs, finish_summary
+    from vlnkit.evaluation.score_summary import bootstrap_pairs, score_summary
     from vlnkit.io.schemas import schema_version
     from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
@@ -158,7 +158,7 @@ def build(
     }
 
     def finish(totals: dict, compared: dict | None = None, bootstrap_sums: dict | None = None) -> dict:
-        summary = finish_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict())
+        summary = score_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict())
         write_leaderboard(output_dir, summary)
         if compared is not None:
             report = {agent: finish_differences(compared.get(agent, {})) for agent in followers}

@@ -65,7 +65,8 @@ def declare_flags(parser) -> None:
 JOB = Job("score_probes", __doc__, declare_flags)
 
 
-def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") -> None:
+def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str = "agent") -> None:
+    """Wire the job; `bootstrap` is the run's `BootstrapConfig` (replicates and seed of the skills' intervals)."""
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -85,7 +86,7 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
     scored = (episodes, agent["outputs"]) | "Score" >> ScoreProbeEpisodes()
     scored["scored"] | "WriteScores" >> WriteParquetShards(fileio.join(out, "scores"), SCORES, opts.num_shards)
     dead = (agent[DEAD_LETTER], scored[DEAD_LETTER])
-    skills = scored["scored"] | "Skills" >> SummarizeSkills(opts.seed, opts.bootstrap)
+    skills = scored["scored"] | "Skills" >> SummarizeSkills(bootstrap)
     missing = scored[MISSING] | "MissingList" >> beam.combiners.ToList()
     tallies = (
         episodes | "TallyEpisodes" >> beam.Map(lambda _: {"episodes": 1}),
@@ -94,8 +95,8 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
     static = {
         "job": JOB.name,
         "agent": agent_name,
-        "seed": opts.seed,
-        "bootstrap": opts.bootstrap,
+        "seed": bootstrap.seed,
+        "bootstrap": bootstrap.replicates,
         "level": LEVEL,
         "options": redact(fingerprinted_settings(opts)),
     }
@@ -168,16 +169,20 @@ def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
 
 
 def run(ctx: Run) -> dict:
+    from vlnkit.comparison.config import BootstrapConfig
+
     opts = ctx.args
-    if opts.bootstrap < 1:
-        raise JobError(f"--bootstrap must be >= 1, got {opts.bootstrap}")
+    with user_error():
+        bootstrap = BootstrapConfig.from_flags(opts)
+    if not bootstrap.enabled:
+        raise JobError("--bootstrap must be above 0 here: the skills' intervals are this job's output")
     probe_files = ctx.inputs("probes", opts.probes)
     with user_error():
         for path in probe_files:
             validate_probe_file(path, "--probes")
     agent, output_files = one_agent(ctx, opts)
     return ctx.execute(
-        lambda p: build(p, probe_files, output_files, opts, agent),
+        lambda p: build(p, probe_files, output_files, opts, bootstrap, agent),
         ["scores"],
         extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
         outcome=outcome,

@@ -16,6 +16,7 @@ from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import SPREAD_RECORDS, ReadFiles, in_lists
+from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.datasets.alignments import reader
 from vlnkit.datasets.languages import R2R_LANGUAGE
 from vlnkit.datasets.rxr import is_rxr, parse_dataset
@@ -344,11 +345,10 @@ class ScoreProbeEpisodes(beam.PTransform):
 class SummarizeSkills(beam.PTransform):
     """Scored rows -> one {skill: summary} dict (each skill's bootstrap runs on its own worker)."""
 
-    seed: int
-    bootstrap: int  # replicates per skill
+    bootstrap: BootstrapConfig  # its replicates (per skill) and seed
 
     def expand(self, scored):
-        seed, n_boot = self.seed, self.bootstrap
+        seed, n_boot = self.bootstrap.seed, self.bootstrap.replicates
 
         def one(kv):
             skill, rows = kv

@@ -386,7 +386,7 @@ class ComparisonPage(beam.PTransform):
     """Score episode files + the dataset they were scored on -> `path` (comparison.html).
 
     Output: {"page": one dict {"written", "episodes", "agents", "set_aside"}, dead_letter}. `options`
-    are `comparison_page` keyword arguments (baseline, replicates, seed, unit, confidence, title);
+    are `comparison_page` keyword arguments (`bootstrap`, a `BootstrapConfig`, and `title`);
     `names[k]` renames the agents of `files[k]` ({} keeps them; see `comparison_inputs.rename_agents`).
     """
 

@@ -220,7 +220,7 @@ def test_unscored_episodes_are_counted_and_listed(env, tmp_path):
     assert s["missing_predictions"] == episodes_total - 2  # 1_0's empty trajectory never reached the join
     unusable = (out / score.UNUSABLE_FILE).read_text().split()
     assert "0_1" in unusable and "1_0" in unusable and "0_0" not in unusable and len(unusable) == episodes_total - 1
-    assert s["agents"] == {str(f): {k: s[k] for k in s["agents"][str(f)]} | {"dead_letters": 2}}
+    assert s["agents"] == {"p": {k: s[k] for k in s["agents"]["p"]} | {"dead_letters": 2}}
 
 
 def test_a_start_only_dataset_is_refused(env, tmp_path):
@@ -268,9 +268,9 @@ def test_agent_flags():
 
     ctx = Run("score", None, score.JOB.parse([])[1])
     here = __file__
-    agents = ctx.agents([f"mine={here}", here, f"mine={here}"])
-    assert list(agents) == ["mine", fileio.match(here)[0][0]] and len(agents["mine"]) == 1
-    assert ctx._inputs == [(here, os.path.getsize(here))] * 3  # every file listed is an input of the run
+    agents = ctx.agents([f"mine={here},{here}", here])
+    assert agents == {"mine": [here], "test_score": [fileio.match(here)[0][0]]}  # a file listed twice counts once
+    assert ctx._inputs == [(here, os.path.getsize(here))] * 2  # every file listed is an input of the run
     with pytest.raises(score.JobError, match="matches no file"):
         ctx.agents(["x=/nonexistent/*.json"])
 
@@ -282,17 +282,19 @@ def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, co
     common = [f"--dataset={dataset}", f"--connectivity_dir={connectivity_dir}"]
     out = tmp_path / "all"
     both = run(out, f"--predictions={folder}/val_unseen_*_agent.json", *common)
-    files = sorted(str(p) for p in folder.glob("val_unseen_*_agent.json"))
+    paths = sorted(str(p) for p in folder.glob("val_unseen_*_agent.json"))
+    files = [p.rsplit("/", 1)[-1].removesuffix(".json") for p in paths]  # unnamed agents: their file names
     assert sorted(both["agents"]) == files and both["dead_letters"] == 0  # no "duplicates" across agents
+    assert both["predictions"] == paths
     assert "count" not in both and both["reference_episodes"] == 2349
     rows = pq.read_table(sorted(out.glob("episodes-*-of-*.parquet"))).to_pylist()
     assert len(rows) == 4 * 2349 and {r["agent"] for r in rows} == set(files)
-    alone = run(tmp_path / "one", f"--predictions=stop={files[-1]}", *common)
+    alone = run(tmp_path / "one", f"--predictions=stop={paths[-1]}", *common)
     block = both["agents"][files[-1]]
     assert block["metrics"] == alone["metrics"] and block["count"] == alone["count"] == 2349
     assert list(alone["agents"]) == ["stop"] and alone["count"] == 2349
     board = both["leaderboard"]
-    assert board[0]["agent"].endswith("val_unseen_shortest_agent.json") and board[0]["spl"] == 1.0
+    assert board[0]["agent"] == "val_unseen_shortest_agent" and board[0]["spl"] == 1.0
     assert [r["rank"] for r in board] == [1, 2, 3, 4]
     csv_lines = (out / "leaderboard.csv").read_text().splitlines()
     assert csv_lines[0].startswith("rank,agent,episodes") and len(csv_lines) == 5
@@ -302,7 +304,7 @@ def test_four_agents_in_one_run_each_scored_on_its_own(tmp_path, shared_data, co
         and board_md.count("\n")
         == 2 + 2 + 2 + 4  # header, intervals note (default --bootstrap=1000), table head, 4 agents
     )
-    named = run(tmp_path / "named", f"--predictions=short={files[2]}", f"--predictions=rand={files[1]}", *common)
+    named = run(tmp_path / "named", f"--predictions=short={paths[2]}", f"--predictions=rand={paths[1]}", *common)
     assert [r["agent"] for r in named["leaderboard"]] == ["short", "rand"]
 
     # Every episode row of an agent is the same, bit for bit, whichever agents it is scored with (the
@@ -364,7 +366,7 @@ def test_console_summary_prints_a_table_per_language(capsys):
     from types import SimpleNamespace
 
     from vlnkit.evaluation.batch import totals
-    from vlnkit.evaluation.score_summary import agent_key, finish_summary, language_key
+    from vlnkit.evaluation.score_summary import agent_key, language_key, score_summary
 
     summed = {"reference_episodes": 5}
     for agent, sr in (("low", [0.0, 1.0, 0.0]), ("high", [1.0, 1.0, 0.0])):
@@ -374,7 +376,7 @@ def test_console_summary_prints_a_table_per_language(capsys):
         summed.update({agent_key(agent, k): v for k, v in totals({m: np.asarray(sr) for m in METRICS}).items()})
     options = {"success_distance": 3.0, "keep_repeats": False, "spl_reference": "shortest"}
     ctx = SimpleNamespace(output_dir="out")
-    summary = finish_summary({"options": options}, summed, ["low", "high"])
+    summary = score_summary({"options": options}, summed, ["low", "high"])
     summary["bootstrap"] = {"bootstrap": 200, "confidence": 0.95}
     summary["leaderboard"][0]["sr_ci"] = [0.5, 1.0]
     score.print_summary(summary, ctx)
@@ -400,6 +402,38 @@ def test_console_summary_prints_a_table_per_language(capsys):
         ["te-IN", "high", "2", "100.00"],
         ["te-IN", "low", "2", "50.00"],
     ]
-    score.print_summary(finish_summary({"options": options}, summed, ["low"]), ctx)
+    score.print_summary(score_summary({"options": options}, summed, ["low"]), ctx)
     one = capsys.readouterr().out.split("By language (rates in %)\n")[1].splitlines()
     assert one[0].split()[:2] == ["language", "episodes"] and one[3].split()[:3] == ["te-IN", "2", "50.00"]
+
+
+def test_agents_are_named_by_their_files_and_each_name_is_given_once(env, tmp_path, capsys):
+    """An agent given without NAME= is named by its file's name without extensions (the summary keeps the
+    path); a name may hold any text but '=', tabs and line breaks; two values naming one agent are refused."""
+    _, r2r_path, conn_dir, records = env
+    preds = [{"instr_id": f"{r['path_id']}_0", "trajectory": r["path"]} for r in records]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):
+        (tmp_path / folder / "preds.jsonl").write_text("\n".join(json.dumps(p) for p in preds))
+    data = [f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}", "--bootstrap=0"]
+    one = tmp_path / "a" / "preds.jsonl"
+    summary = run(tmp_path / "one", f"--predictions={one}", *data)
+    assert list(summary["agents"]) == ["preds"] and summary["predictions"] == [str(one)]
+    assert (
+        "preds" in (tmp_path / "one" / "leaderboard.md").read_text()
+        and str(one) not in (tmp_path / "one" / "leaderboard.md").read_text()
+    )
+    names = ["ma méthode", "runs/dagger v2"]
+    summary = run(tmp_path / "named", *(f"--predictions={n}={one}" for n in names), *data)
+    assert list(summary["agents"]) == names
+    for flags in (
+        [f"--predictions={one}", f"--predictions={tmp_path / 'b' / 'preds.jsonl'}"],  # two files named preds
+        [f"--predictions=x={one}", f"--predictions=x={one}"],  # one name twice
+        [f"--predictions=preds={one}", f"--predictions={one}"],
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            run(tmp_path / "refused", *flags, *data)
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and "name the agent" in error[0] and "NAME=FILES" in error[0]

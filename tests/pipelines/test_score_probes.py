@@ -171,7 +171,7 @@ def test_predictions_name_the_agent_as_in_score_and_the_old_flag_still_works(tmp
     assert "--agent_outputs is deprecated and goes in the next release: use --predictions" in capsys.readouterr().err
     assert old["skills"] == named["skills"] and old["scored"] == len(episodes)
     single = score(tmp_path / "single", pattern, halves[0])
-    assert single["agent"] == str(halves[0]) and single["scored"] == len(episodes[::2])
+    assert single["agent"] == "a" and single["scored"] == len(episodes[::2])  # an unnamed agent is its file's name
 
 
 def test_two_agents_in_one_run_are_refused_with_the_way_out(tmp_path, probes, capsys):

@@ -16,6 +16,7 @@ from transforms.probes import (
     SummarizeSkills,
 )
 from transforms.tally import SumDicts
+from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.datasets.alignments import parse_fgr2r
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.probes.episodes import ProbeConfig, hop_matrix, probe_episodes, truncation_candidates
@@ -119,7 +120,7 @@ def test_scoring_transforms_match_the_core_and_report_missing_and_bad_outputs(tm
             equal_to(["duplicate agent output"] + ["agent output for an episode id that is in no probe file"] * 2),
             label="dead",
         )
-        skills = scored["scored"] | SummarizeSkills(seed=3, bootstrap=100)
+        skills = scored["scored"] | SummarizeSkills(BootstrapConfig(replicates=100, seed=3))
         assert_that(skills, equal_to([expected]), label="skills")
 
 

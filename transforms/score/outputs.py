@@ -94,7 +94,7 @@ class _WriteTables(beam.DoFn):
             yield WindowedValue(found, MIN_TIMESTAMP, [GlobalWindow()])
 
 
-def _publish_shards(written: list, prefix: str, schema: pa.Schema, shards: int) -> int:
+def _name_shards(written: list, prefix: str, schema: pa.Schema, shards: int) -> int:
     """Rename the temporary files to their shard names (in a stable order) and remove every other temporary
     file (of a retried bundle); with no table at all, or fewer files than `shards`, empty files with the
     schema stand for the rest, so a reader always finds the declared shards. Returns the rows written."""
@@ -135,7 +135,7 @@ class WriteEpisodeTables(beam.PTransform):
         return (
             written
             | "GatherFiles" >> GatherToOne()
-            | "Publish" >> beam.Map(_publish_shards, self.prefix, self.schema, self.num_shards)
+            | "NameShards" >> beam.Map(_name_shards, self.prefix, self.schema, self.num_shards)
         )
 
 

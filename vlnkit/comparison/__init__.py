@@ -1,5 +1,7 @@
 """Comparing agents with confidence: Poisson bootstrap intervals, paired comparisons, breakdowns.
 
+- `config`: `BootstrapConfig`, how a job resamples (replicates, seed, unit, confidence, baseline), checked
+  once and passed whole.
 - `resampling`: `episode_keys` (which episodes are resampled together) and `poisson_weights`
   (Poisson(1) weights that are a pure function of seed, key and replicate: Chamandy et al. 2012).
 - `replicates`: `ReplicateSums`, exact per-replicate weighted sums (of values on a 2**-26 grid) that
@@ -15,7 +17,8 @@
 - `accumulate`: the same from slices of the table (the score job's buckets), merged exactly: `slice_sums`,
   `merge_sums`, then `agent_intervals`, `comparisons`, `breakdowns`.
 
-Beam-free: the score job's transforms only compute `ReplicateSums` per bundle and add them.
+Beam-free: the score job's transforms only compute `ReplicateSums` per bundle and add them. Each public
+name is declared here, once (the modules declare no `__all__` of their own).
 """
 
 from vlnkit._exports import lazy_exports
@@ -23,6 +26,7 @@ from vlnkit._exports import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
+        "config": ("BootstrapConfig", "min_replicates", "MAX_REPLICATES"),
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
         "replicates": ("ReplicateSums", "slot_sums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
         "paired": (

@@ -33,17 +33,6 @@ from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, slot_sums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
-__all__ = [
-    "slice_sums",
-    "merge_sums",
-    "paired_sums",
-    "agent_intervals",
-    "comparisons",
-    "breakdowns",
-    "pairs_of",
-    "GROUP_COLUMNS",
-]
-
 GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
 
 

@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from vlnkit.comparison.resampling import UNITS
 
-__all__ = ["BootstrapConfig", "min_replicates", "MAX_REPLICATES"]
-
 MAX_REPLICATES = 10_000
 
 

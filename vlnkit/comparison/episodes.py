@@ -24,17 +24,6 @@ from vlnkit.comparison.paired import PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, ReplicateSums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
-__all__ = [
-    "columns",
-    "episode_weights",
-    "agent_sums",
-    "compare",
-    "breakdown",
-    "length_labels",
-    "length_buckets",
-    "LENGTH_EDGES",
-]
-
 LENGTH_EDGES = (8.0, 10.0, 12.0, 14.0)  # metres: R2R reference paths are 5 to 25 m, half of them 8 to 12 m
 
 

@@ -28,8 +28,6 @@ from numba import njit
 
 from vlnkit.hashing import GOLDEN, TAG_INT
 
-__all__ = ["poisson_weight_rows", "weighted_limb_sums", "TILE", "CHUNK_ROWS", "SPLIT"]
-
 TILE = 1024  # replicates per accumulator tile: one slot's columns x 1,024 float64 stay in the L2 cache
 SPLIT = 64  # replicate ranges of threads are cut at multiples of this
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact

@@ -32,18 +32,6 @@ import numpy as np
 
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, percentile_interval
 
-__all__ = [
-    "HEADLINE",
-    "RANK_BY",
-    "LOWER_IS_BETTER",
-    "PairedSums",
-    "holm",
-    "comparison_rows",
-    "rank",
-    "ties",
-    "adjacent_ties",
-]
-
 HEADLINE = ("sr", "spl", "ndtw", "sdtw", "ne")  # the leaderboard's headline metrics, SR first
 RANK_BY = ("spl", "sr")  # the score job's leaderboard order; ties are judged on the first
 LOWER_IS_BETTER = frozenset({"ne", "one", "dtw", "ad", "md"})  # distances to the goal or reference

@@ -37,8 +37,6 @@ from vlnkit.comparison.resampling import episode_keys, poisson_weights  # noqa: 
 from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 
-__all__ = ["ReplicateSums", "slot_sums", "limbs_of", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"]
-
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_REPLICATES = 1000
 REPLICATE_BITS = 26  # replicate sums add values rounded to multiples of 2**-26

@@ -33,8 +33,6 @@ import pyarrow.compute as pc
 from vlnkit.hashing import integer_key_hashes, seed_state, stable_hash, stable_hash_array
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 
-__all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF"]
-
 UNITS = ("episode", "path")
 
 # P(X <= j) for X ~ Poisson(1), j = 0, 1, ...; past j = 18 the float is 1.0 (no uniform below 1 reaches it).

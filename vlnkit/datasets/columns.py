@@ -96,7 +96,7 @@ class Vocabulary:
         """Read the included viewpoint ids of every `<scan>_connectivity.json` in the folder.
 
         A file that cannot be read is left out: its scan's graph fails to load when scored and
-        the predictions on it are dead-lettered with that error, as before.
+        the predictions on it are dead-lettered with that error.
         """
         from vlnkit.io import fileio
         from vlnkit.navigation.graph import connectivity_path, list_scans

@@ -8,7 +8,7 @@
   `RewardEpisode` for one), each step O(|R|).
 - `random_baseline`: the R2R paper's random-walk baseline, generated in vectorized batches.
 - `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
-  (`finish_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
+  (`score_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
 - `leaderboard`: agents ranked (SPL, then SR) and the same rows as `leaderboard.csv`/`.md` and the
   console's tables (`leaderboard`, `leaderboard_text`, `write_leaderboard`, `language_rows`).
 - `schemas`: the Parquet schemas of scored episodes (`EPISODE_SCORES`, `RANDOM_EPISODE_SCORES`).
@@ -35,7 +35,7 @@ _HOME = {
     **dict.fromkeys(("SUCCESS_RULES", "DEFAULT_SUCCESS_RULE", "check_distances"), "common"),
     **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
     **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
-    **dict.fromkeys(("finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
+    **dict.fromkeys(("score_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
     **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
     **dict.fromkeys(("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"), "schemas"),
 }
@@ -65,7 +65,7 @@ __all__ = [
     # random baseline
     "step_pool", "allocate", "neighbour_table", "draw", "walk",
     # the score job's summary and leaderboard
-    "finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
+    "score_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
     "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
     # the Parquet schemas of scored episodes
     "EPISODE_SCORES", "RANDOM_EPISODE_SCORES",

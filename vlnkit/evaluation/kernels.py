@@ -6,7 +6,7 @@ In numpy those cost a Python-level call per row or diagonal; here one pass over 
 DTW, every reference node's distance to the query (PC) and every query node's distance to the
 reference (AD, MD) together, for one pair or for a whole batch in one call.
 
-The arithmetic is the retired numpy implementation's (the test oracle `tests.oracles.numpy_metrics`), operation
+The arithmetic is that of a plain numpy formulation (the test oracle `tests.oracles.numpy_metrics`), operation
 for operation: the same distance-matrix orientation d[r, q], DTW cells as cost + min(...) (min is
 exact, so the traversal order does not matter), sums added left to right. Results are therefore
 bit-identical to it except where numpy's own summation order differs (see the tests for the bound).

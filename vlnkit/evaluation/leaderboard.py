@@ -98,12 +98,14 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
 def cell(metric: str, value, interval=None) -> str:
     """A Markdown or console cell: rates in % and distances in m with two decimals, "n/a" for no value.
 
-    >>> cell("sr", 0.25, [0.125, 0.5]), cell("ne", 1.5), cell("spl", None)
-    ('25.00 [12.50, 50.00]', '1.50', 'n/a')
+    A per-language column (`language_column`) is shown as its metric.
+
+    >>> cell("sr", 0.25, [0.125, 0.5]), cell("ne", 1.5), cell("spl", None), cell("sr_hi-IN", 0.25)
+    ('25.00 [12.50, 50.00]', '1.50', 'n/a', '25.00')
     """
     if value is None:
         return "n/a"
-    scale = 100.0 if metric in RATES else 1.0
+    scale = 100.0 if metric.split("_", 1)[0] in RATES else 1.0
     text = f"{scale * value:.2f}"
     if interval:
         text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"

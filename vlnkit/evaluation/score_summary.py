@@ -9,7 +9,7 @@ from plain dicts; the job only wires it (`pipelines.score`).
 >>> import numpy as np
 >>> from vlnkit.evaluation.batch import totals
 >>> summed = {agent_key("a", k): v for k, v in totals({"sr": np.array([1.0, 0.0])}).items()}
->>> summary = finish_summary({"dataset": ["d.json"]}, summed, ["a"])
+>>> summary = score_summary({"dataset": ["d.json"]}, summed, ["a"])
 >>> summary["count"], summary["metrics"]["sr"], summary["leaderboard"][0]["agent"]
 (2, 0.5, 'a')
 """
@@ -27,7 +27,7 @@ __all__ = [
     "agent_key",
     "language_key",
     "agent_summary",
-    "finish_summary",
+    "score_summary",
     "add_bootstrap",
     "bootstrap_pairs",
     "tie_marks",
@@ -97,7 +97,7 @@ def agent_summary(totals: dict, agent: str) -> dict:
     }
 
 
-def finish_summary(
+def score_summary(
     static: dict,
     totals: dict,
     agents: list[str] | None = None,
@@ -113,7 +113,7 @@ def finish_summary(
     "unscorable" (the reason) and no metrics: success would be trivially 100%.
 
     >>> totals = {"reference_episodes": 2, "single_viewpoint_episodes": 2}
-    >>> summary = finish_summary({"dataset": ["test.json"]}, totals, ["a"])
+    >>> summary = score_summary({"dataset": ["test.json"]}, totals, ["a"])
     >>> summary["metrics"]["sr"], summary["unscorable"].startswith("every one of the 2 reference episodes")
     (None, True)
     """

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from vlnkit.comparison import HEADLINE, LOWER_IS_BETTER, RANK_BY, agent_sums, breakdown, compare, rank
+from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.episodes import LENGTH_EDGES, columns, length_buckets, length_labels
 from vlnkit.comparison.paired import adjacent_ties
-from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from vlnkit.evaluation import pack_viewpoints
 from vlnkit.hashing import stable_hash
 from vlnkit.reports.html import STYLE
@@ -188,11 +188,7 @@ def comparison_page(
     *,
     metrics=HEADLINE,
     rank_by=RANK_BY,
-    baseline: str | None = None,
-    replicates: int = DEFAULT_REPLICATES,
-    seed: int = 0,
-    unit: str = "episode",
-    confidence: float = DEFAULT_CONFIDENCE,
+    bootstrap: BootstrapConfig | None = None,
     title: str = "Agent comparison",
     max_episodes: int = MAX_TABLE_EPISODES,
 ) -> str:
@@ -211,10 +207,13 @@ def comparison_page(
     >>> line = NavGraph("s", ("a", "b", "c"), np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]]))
     >>> table = {"agent": ["x", "y"], "instr_id": ["1_0", "1_0"], "scan": ["s", "s"],
     ...          "path": [["a", "b", "c"], ["a"]], "sr": [1.0, 0.0]}
-    >>> page = comparison_page(table, {"1_0": ["a", "b", "c"]}, {"s": line}, metrics=("sr",), replicates=20)
+    >>> page = comparison_page(table, {"1_0": ["a", "b", "c"]}, {"s": line}, metrics=("sr",),
+    ...                        bootstrap=BootstrapConfig(replicates=40))
     >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")  # forest, length and scan breakdowns, drawing
     (True, 4)
     """
+    bootstrap = bootstrap or BootstrapConfig()
+    confidence, baseline = bootstrap.confidence, bootstrap.baseline
     cols = columns(episodes)
     metrics = [m for m in metrics if m in cols]
     if not metrics:
@@ -227,7 +226,7 @@ def comparison_page(
         steps = graph.distances[paths[:, :-1], paths[:, 1:]] * (np.arange(1, paths.shape[1]) < n[:, None])
         length[rows] = steps.sum(axis=1)
     cols["length_bucket"] = length_buckets(length)
-    options = {"replicates": replicates, "seed": seed, "unit": unit}
+    options = {"replicates": bootstrap.replicates, "seed": bootstrap.seed, "unit": bootstrap.unit}
     sums = agent_sums(cols, metrics, **options)
     ranking = tuple(m for m in rank_by if m in metrics) or (metrics[0],)
     order = rank({a: {m: s.mean(m) for m in ranking} for a, s in sums.items()}, ranking)
@@ -279,13 +278,13 @@ def comparison_page(
     level = f"{100 * confidence:g}%"
     intro = (
         f"{len(sums)} agents, {n_ids} episodes. Intervals are {level} percentile intervals of a Poisson bootstrap "
-        f"({replicates} replicates, seed {seed}, resampling unit: {unit}); every agent's episode gets the same "
+        f"({bootstrap.replicates} replicates, seed {bootstrap.seed}, resampling unit: {bootstrap.unit}); every agent's episode gets the same "
         f"weights, so differences are paired. \u2248 before a rank: not significantly different on "
         f"{ranking[0].upper()} from the agent ranked just above (bootstrap p-value, Holm-corrected over the adjacent pairs of the ranking, "
         f"at {1 - confidence:.2g}). Intervals assume independent episodes: instructions of one path share a "
         f"target (use the path unit), and on small subsets (tens of episodes) intervals are too narrow and "
         f"unstable."
-        if replicates
+        if bootstrap.replicates
         else f"{len(sums)} agents, {n_ids} episodes. No intervals, differences or tie marks: bootstrap turned off "
         "(0 replicates)."
     )

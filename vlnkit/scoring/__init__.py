@@ -8,6 +8,9 @@
   pair scored by one compiled call (`score_pairs`) on the worker's flat scan tables (`scans`).
 - `bootstrap`: a bucket's rows -> mergeable bootstrap sums (`bucket_sums`).
 - `followers`: RxR follower files' released metrics against ours (`follower_agents`, `differences`).
+- `warm`: the job's compiled kernels loaded on a thread at start-up (`warm_up_in_background`).
+
+Each public name is declared here, once (the modules declare no `__all__` of their own).
 
 `transforms/score/` runs these on Beam; `pipelines/score.py` wires it (docs/architecture.md follows one
 episode through it).
@@ -23,6 +26,7 @@ __getattr__, __all__ = lazy_exports(
         "score": ("score_bucket", "score_pairs", "BucketScores", "PairScores", "metric_columns"),
         "scans": ("ScanTables",),
         "bootstrap": ("bucket_sums",),
+        "warm": ("warm_up", "warm_up_in_background"),
         "followers": (
             "follower_agents",
             "load_follower_metrics",

@@ -17,8 +17,6 @@ from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.episodes import length_buckets
 from vlnkit.evaluation.common import METRICS
 
-__all__ = ["bucket_sums", "LENGTH_COLUMN", "BREAKDOWN_COLUMNS"]
-
 LENGTH_COLUMN = "reference_length"  # the breakdown by reference path length (buckets in metres)
 BREAKDOWN_COLUMNS = (*GROUP_COLUMNS, LENGTH_COLUMN)
 

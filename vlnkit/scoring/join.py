@@ -48,8 +48,6 @@ from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
 from vlnkit.scoring.reading import MATCH, unknown_id
 
-__all__ = ["join_bucket", "BucketJoin", "AgentMatch", "instr_ids", "to_scan_nodes"]
-
 
 def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
     """ "<path_id>_<k>" strings as an Arrow array, written by one compiled pass; "<path_id>" alone where k is -1

@@ -43,8 +43,6 @@ from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, predict
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
 
-__all__ = ["read_predictions", "read_references", "in_buckets", "dataset_ranks", "BATCH_ROWS", "MATCH"]
-
 PARQUET_BATCH = 65536
 BATCH_ROWS = 32768  # rows gathered from the small parsed chunks before a batch is split by bucket
 MATCH = "match"  # the dead-letter stage of a prediction that matches no episode

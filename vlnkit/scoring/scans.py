@@ -21,8 +21,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["ScanTables"]
-
 
 class ScanTables:
     """Distance matrices, adjacency and viewpoint names of the scans loaded so far, by slot."""

@@ -29,8 +29,6 @@ from vlnkit.parallel import parts, run_in_parallel, thread_count
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables
 
-__all__ = ["score_bucket", "score_pairs", "BucketScores", "PairScores", "metric_columns"]
-
 PAIR_WORK = 1 << 12  # about how many pairs cost one unit of `thread_count` work (a few us each)
 
 

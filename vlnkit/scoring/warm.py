@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["warm_up", "warm_up_in_background"]
-
 
 def warm_up() -> None:
     """Call each kernel of the score job once on a tiny input (loads or compiles it)."""

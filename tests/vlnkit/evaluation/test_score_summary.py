@@ -11,9 +11,9 @@ from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.score_summary import (
     agent_key,
     bootstrap_pairs,
-    finish_summary,
     language_key,
     ordered_breakdowns,
+    score_summary,
     tie_marks,
 )
 
@@ -26,7 +26,7 @@ def test_agent_blocks_and_languages_from_totals():
         summed.update({agent_key(agent, language_key(language, k)): v for k, v in own.items()})
     summed[agent_key("a", "predictions_read")] = 3
     summed["reference_episodes"] = 3
-    summary = finish_summary({"dataset": ["d.json"]}, summed, ["a", "b"])
+    summary = score_summary({"dataset": ["d.json"]}, summed, ["a", "b"])
     a, b = summary["agents"]["a"], summary["agents"]["b"]
     assert a["metrics"]["sr"] == pytest.approx(2 / 3) and a["predictions_read"] == 3 and b["predictions_read"] == 0
     assert b["metrics"]["ne"] == 0.0 and b["null_counts"]["ne"] == 1
@@ -69,7 +69,7 @@ def test_tie_marks_use_holm_over_the_adjacent_pairs_whatever_the_baseline(baseli
         own = totals({m: np.asarray(table[m])[rows] for m in METRICS})
         summed.update({agent_key(agent, k): v for k, v in own.items()})
     options = {"confidence": 0.95, "baseline": baseline}
-    summary = finish_summary({"dataset": []}, summed, agents, sums, options)
+    summary = score_summary({"dataset": []}, summed, agents, sums, options)
     ranking = [r["agent"] for r in summary["leaderboard"]]
     assert ranking == ["a", "b", "c", "d"]
     tied = {r["agent"]: r["tied_with_above"] for r in summary["leaderboard"]}

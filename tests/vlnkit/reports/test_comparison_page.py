@@ -9,6 +9,7 @@ import pytest
 
 from tests.vlnkit.comparison.real_agents import load_val_unseen
 from tests.vlnkit.reports.browser import Browser, draw_episode, require_chromium
+from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.reports.comparison_page import comparison_page
 
 pytestmark = pytest.mark.real_data
@@ -20,7 +21,9 @@ SCREENSHOTS = os.environ.get("VLNKIT_SCREENSHOTS")  # a folder to keep the scree
 def page_file(shared_data, r2r_dir, connectivity_dir, tmp_path_factory):
     data = load_val_unseen(str(shared_data), str(r2r_dir), connectivity_dir)
     references = {i: r["path"] for i, r in data["references"].items()}
-    text = comparison_page(data["table"], references, data["graphs"], replicates=300, title="R2R val_unseen")
+    text = comparison_page(
+        data["table"], references, data["graphs"], bootstrap=BootstrapConfig(replicates=300), title="R2R val_unseen"
+    )
     path = tmp_path_factory.mktemp("page") / "comparison.html"
     path.write_text(text, encoding="utf-8")
     return path
@@ -41,7 +44,9 @@ def test_tie_marks(shared_data, r2r_dir, connectivity_dir):
     for name, values in table.items():  # an identical copy of the random agent, which must tie with it
         values += [values[i] for i in rows] if name != "agent" else ["random again"] * len(rows)
     references = {i: r["path"] for i, r in data["references"].items()}
-    text = comparison_page(table, references, data["graphs"], replicates=200, baseline="stop")
+    text = comparison_page(
+        table, references, data["graphs"], bootstrap=BootstrapConfig(replicates=200, baseline="stop")
+    )
     leaderboard = text.split('id="leaderboard"')[1].split("</table>")[0]
     ranks = re.findall(r"<tr>(<td[^>]*>\u2248?\d+</td>)<td>([^<]+)</td>", leaderboard)
     assert [(re.sub("<[^>]+>", "", cell), agent) for cell, agent in ranks] == [
