@@ -217,7 +217,7 @@ def _load_episode_file(path: str):
     except OSError as exc:
         return RecordError(path, "", f"cannot read the episode file ({exc})")
     try:
-        return msgspec.json.decode(data, type=_EpisodeFile).episodes, []
+        return list(enumerate(msgspec.json.decode(data, type=_EpisodeFile).episodes)), []
     except msgspec.DecodeError:
         pass
     doc = documents.parse(data, path)
@@ -230,7 +230,7 @@ def _load_episode_file(path: str):
     for n, item in enumerate(doc.value["episodes"]):
         reason = EPISODE.reason(item)
         if reason is None:
-            structs.append(msgspec.convert(item, Episode))
+            structs.append((n, msgspec.convert(item, Episode)))
         else:
             eid = item.get("episode_id") if isinstance(item, dict) else None
             errors.append(RecordError(path, f"#{n}" + (f" (episode_id={eid!r:.20})" if eid is not None else ""), reason))
@@ -238,10 +238,10 @@ def _load_episode_file(path: str):
 
 
 def _columns(path: str, structs: list, errors: list[RecordError]) -> Episodes:
-    """Check ids and flavour per episode, then build the columns of the valid ones."""
-    rxr = bool(structs) and not isinstance(structs[0].instruction.instruction_id, msgspec.UnsetType)
+    """Check ids and flavour per episode ((index in the file, Episode) pairs), then build the columns."""
+    rxr = bool(structs) and not isinstance(structs[0][1].instruction.instruction_id, msgspec.UnsetType)
     good, ids, trajectories, instruction_ids, seen = [], [], [], [], {}
-    for n, ep in enumerate(structs):
+    for n, ep in structs:
         eid, tid = episode_key(ep.episode_id), episode_key(ep.trajectory_id)
         label = f"#{n} (episode_id={ep.episode_id!r:.20})"
         reason = None
