@@ -72,7 +72,7 @@ class Episodes:
 
     @property
     def flavour(self) -> str:
-        """"rxr" (RxR-Habitat: instruction ids and languages) or "r2r" (R2R-CE)."""
+        """ "rxr" (RxR-Habitat: instruction ids and languages) or "r2r" (R2R-CE)."""
         return "rxr" if self.instruction_id is not None else "r2r"
 
     def rows_of(self, episode_ids: np.ndarray) -> np.ndarray:
@@ -166,7 +166,9 @@ def read_episodes(path: str, gt: str | None = AUTO) -> tuple[Episodes, list[Reco
         errors.append(RecordError(path, f"episode_id={eid}", f"no ground-truth path for episode {eid} in {gt_file}"))
     for n in np.flatnonzero(episodes.rows_of(keys) < 0):
         eid = int(keys[n])
-        errors.append(RecordError(gt_file, f"episode_id={eid}", f"ground truth for episode {eid}, which {path} does not have"))
+        errors.append(
+            RecordError(gt_file, f"episode_id={eid}", f"ground truth for episode {eid}, which {path} does not have")
+        )
     kept = _select(episodes, rows >= 0)
     return (
         Episodes(**{**_fields(kept), "gt_locations": paths.take(rows[rows >= 0]), "gt_source": gt_file}),
@@ -187,7 +189,11 @@ def read_ground_truth(path: str) -> tuple[tuple[np.ndarray, PointPaths] | None, 
     except msgspec.DecodeError:
         doc = documents.parse(data, path) if data else None
         if doc is None or doc.error is not None or doc.kind != "ground_truth":
-            why = doc.error.reason if doc is not None and doc.error else f"not a ground-truth file ({doc.kind if doc else 'empty'})"
+            why = (
+                doc.error.reason
+                if doc is not None and doc.error
+                else f"not a ground-truth file ({doc.kind if doc else 'empty'})"
+            )
             return None, [RecordError(path, "", why)]
         items, errors = [], []
         for key, value in doc.value.items():
@@ -200,7 +206,9 @@ def read_ground_truth(path: str) -> tuple[tuple[np.ndarray, PointPaths] | None, 
     for key, entry in items:
         eid = episode_key(key)
         if eid is None:
-            errors.append(RecordError(path, f"key {key!r:.40}", "a ground-truth key must be an episode id (an integer)"))
+            errors.append(
+                RecordError(path, f"key {key!r:.40}", "a ground-truth key must be an episode id (an integer)")
+            )
         elif eid in seen:
             errors.append(RecordError(path, f"episode_id={eid}", f"episode {eid} appears twice"))
         else:
@@ -233,7 +241,9 @@ def _load_episode_file(path: str):
             structs.append((n, msgspec.convert(item, Episode)))
         else:
             eid = item.get("episode_id") if isinstance(item, dict) else None
-            errors.append(RecordError(path, f"#{n}" + (f" (episode_id={eid!r:.20})" if eid is not None else ""), reason))
+            errors.append(
+                RecordError(path, f"#{n}" + (f" (episode_id={eid!r:.20})" if eid is not None else ""), reason)
+            )
     return structs, errors
 
 
@@ -252,7 +262,11 @@ def _columns(path: str, structs: list, errors: list[RecordError]) -> Episodes:
         elif eid in seen:
             reason = f"episode_id {eid} appears again (first at #{seen[eid]})"
         elif rxr:
-            iid = episode_key(ep.instruction.instruction_id) if ep.instruction.instruction_id is not msgspec.UNSET else None
+            iid = (
+                episode_key(ep.instruction.instruction_id)
+                if ep.instruction.instruction_id is not msgspec.UNSET
+                else None
+            )
             if iid is None:
                 reason = "an RxR-Habitat episode needs 'instruction.instruction_id' (an integer)"
             elif isinstance(ep.instruction.language, msgspec.UnsetType):
@@ -290,8 +304,12 @@ def _columns(path: str, structs: list, errors: list[RecordError]) -> Episodes:
         goal=np.array([ep.goals[0].position for ep in good], dtype=np.float64).reshape(-1, 3),
         goal_radius=np.array([np.nan if ep.goals[0].radius is None else ep.goals[0].radius for ep in good]),
         geodesic_distance=np.array(
-            [np.nan if isinstance(ep.info, msgspec.UnsetType) or ep.info.geodesic_distance is msgspec.UNSET
-             else ep.info.geodesic_distance for ep in good],
+            [
+                np.nan
+                if isinstance(ep.info, msgspec.UnsetType) or ep.info.geodesic_distance is msgspec.UNSET
+                else ep.info.geodesic_distance
+                for ep in good
+            ],
             dtype=np.float64,
         ),  # fmt: skip
         reference_path=PointPaths.from_lists([ep.reference_path for ep in good]),
@@ -299,13 +317,13 @@ def _columns(path: str, structs: list, errors: list[RecordError]) -> Episodes:
 
 
 def _scan(scene_id: str) -> str:
-    """"mp3d/<scan>/<scan>.glb" -> "<scan>" (the folder; a bare name is its own scan)."""
+    """ "mp3d/<scan>/<scan>.glb" -> "<scan>" (the folder; a bare name is its own scan)."""
     parts = scene_id.replace("\\", "/").split("/")
     return parts[-2] if len(parts) >= 2 else parts[-1].removesuffix(".glb")
 
 
 def _r2r_instr_ids(episode_id: np.ndarray, trajectory_id: np.ndarray) -> np.ndarray:
-    """"<trajectory_id>_<k>", k the episode's rank within its trajectory in episode_id order."""
+    """ "<trajectory_id>_<k>", k the episode's rank within its trajectory in episode_id order."""
     order = np.lexsort((episode_id, trajectory_id))
     sorted_t = trajectory_id[order]
     first = np.r_[True, sorted_t[1:] != sorted_t[:-1]] if len(order) else np.zeros(0, dtype=bool)
@@ -316,11 +334,7 @@ def _r2r_instr_ids(episode_id: np.ndarray, trajectory_id: np.ndarray) -> np.ndar
 
 
 def _fields(episodes: Episodes) -> dict:
-    return {
-        name: getattr(episodes, name)
-        for name in Episodes.__dataclass_fields__
-        if not name.startswith("_")
-    }
+    return {name: getattr(episodes, name) for name in Episodes.__dataclass_fields__ if not name.startswith("_")}
 
 
 def _select(episodes: Episodes, mask: np.ndarray) -> Episodes:

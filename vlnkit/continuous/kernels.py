@@ -295,6 +295,4 @@ def fastdtw_many(ref, ref_off, qry, qry_off, pairs, radius, rules, out):
     """fastdtw(query, reference) of every pair (reference row, query row), into out."""
     for b in range(pairs.shape[0]):
         r, q = pairs[b, 0], pairs[b, 1]
-        out[b] = fastdtw_cost(
-            qry[qry_off[q] : qry_off[q + 1]], ref[ref_off[r] : ref_off[r + 1]], radius, rules
-        )
+        out[b] = fastdtw_cost(qry[qry_off[q] : qry_off[q + 1]], ref[ref_off[r] : ref_off[r + 1]], radius, rules)

@@ -86,7 +86,11 @@ def join(episodes, positions: Positions, stage: str = "join") -> tuple[Join, lis
     """
     if positions.key_kind == "instruction_id":
         rows = episodes.rows_of_instructions(positions.keys)
-        what = "RxR instruction" if episodes.flavour == "rxr" else "instruction (the episodes are R2R-CE, without instruction ids)"
+        what = (
+            "RxR instruction"
+            if episodes.flavour == "rxr"
+            else "instruction (the episodes are R2R-CE, without instruction ids)"
+        )
     else:
         rows = episodes.rows_of(positions.keys)
         what = "episode"
@@ -180,7 +184,9 @@ def _record_by_record(path: str, doc) -> tuple[Positions, list[RecordError]]:
             stopped.append(stop)
     key_kind = "instruction_id" if doc.kind == "path_lines" else "episode_id"
     flags = np.array(stopped, dtype=bool) if doc.kind == "vlnce_inference" else None
-    return Positions(path, doc.kind, key_kind, np.asarray(keys, dtype=np.int64), PointPaths.from_lists(paths), flags), errors
+    return Positions(
+        path, doc.kind, key_kind, np.asarray(keys, dtype=np.int64), PointPaths.from_lists(paths), flags
+    ), errors
 
 
 def _points(value) -> str | None:

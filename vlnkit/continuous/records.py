@@ -207,9 +207,7 @@ class PathLine(msgspec.Struct, kw_only=True):
     path: Points
 
 
-PATH_LINE = RecordKind(
-    PathLine, {"instruction_id": _id_refused("instruction_id"), "path": _points_refused("path")}
-)
+PATH_LINE = RecordKind(PathLine, {"instruction_id": _id_refused("instruction_id"), "path": _points_refused("path")})
 
 
 # ----------------------------------------------------------------------------- simulator results

@@ -56,7 +56,14 @@ _STATS_KEYS = (
 RESULT_METRICS = {
     "vlnce_stats": _STATS_KEYS,
     "navid_stats": _STATS_KEYS,
-    "result_lines": (("ne", "ne"), ("success", "sr"), ("os", "osr"), ("spl", "spl"), ("ndtw", "ndtw"), ("steps", "steps")),
+    "result_lines": (
+        ("ne", "ne"),
+        ("success", "sr"),
+        ("os", "osr"),
+        ("spl", "spl"),
+        ("ndtw", "ndtw"),
+        ("steps", "steps"),
+    ),
 }
 FLAGS = frozenset(("sr", "osr"))  # 0 or 1
 LAYOUTS = tuple(RESULT_METRICS)

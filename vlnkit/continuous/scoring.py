@@ -204,4 +204,3 @@ def _euclidean(query: PointPaths, goal, shortest, stopped, pl, ndtw, th: float, 
         "spl_euclidean": sr * ratio,
         "sdtw_euclidean": sr * ndtw,
     }
-

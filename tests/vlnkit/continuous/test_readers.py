@@ -116,7 +116,9 @@ def test_simulator_results_give_the_authors_means(shared_data, folder, agent, sp
 
 
 def test_third_party_positions_join_val_unseen(shared_data):
-    positions, errors = read_positions(str(shared_data / "vlnce" / "third_party_positions" / "mln_ce_val_unseen_v1-2_positions.json"))
+    positions, errors = read_positions(
+        str(shared_data / "vlnce" / "third_party_positions" / "mln_ce_val_unseen_v1-2_positions.json")
+    )
     assert errors == [] and positions.layout == "positions" and len(positions) == 420
     lengths = positions.paths.lengths()
     assert lengths.min() == 1 and lengths.max() == 500
@@ -188,7 +190,11 @@ def test_a_ground_truth_that_does_not_match_the_episodes(tmp_path):
     path = write_gz(tmp_path / "val.json.gz", {"episodes": [small_episode(1), small_episode(2)]})
     gt = write_gz(
         tmp_path / "val_gt.json.gz",
-        {"1": {"locations": [[0, 0, 0], [1, 0, 0]]}, "9": {"locations": [[0, 0, 0]]}, "7": {"locations": [[0, "a", 0]]}},
+        {
+            "1": {"locations": [[0, 0, 0], [1, 0, 0]]},
+            "9": {"locations": [[0, 0, 0]]},
+            "7": {"locations": [[0, "a", 0]]},
+        },
     )
     assert gt == gt_path_for(path)
     episodes, errors = read_episodes(path)
