@@ -3,22 +3,11 @@ toolkit's metric names.
 
 The simulator measures what positions alone cannot: geodesic distances on the scene's navigation
 mesh (NE, success, oracle success, SPL). Three layouts are known, told by content
-(`documents.kind_of`); `RESULT_METRICS` maps each one's keys to the toolkit's names (one definition,
-also the table in docs/design.md, "Continuous environments"):
-
-| toolkit | `vlnce_stats` (VLN-CE, CWP, ETPNav `stats_ep_ckpt_*.json`) | `result_lines` (StreamVLN, InternNav `result.json`) | `navid_stats` (NaVid `stats_<id>.json`) |
-| --- | --- | --- | --- |
-| `ne` | `distance_to_goal` | `ne` | `distance_to_goal` |
-| `sr` | `success` | `success` | `success` |
-| `osr` | `oracle_success` | `os` | `oracle_success` |
-| `spl` | `spl` | `spl` | `spl` |
-| `ndtw` | `ndtw` | `ndtw` (when written) | |
-| `sdtw` | `sdtw` (ETPNav) | | |
-| `pl` | `path_length` | | `path_length` |
-| `steps` | `steps_taken` | `steps` | |
-| `collisions` | `collisions` (a rate; see the docs) | | |
-| `one` | `oracle_navigation_error` | | |
-| `oracle_spl` | `oracle_spl` | | |
+(`documents.kind_of`): `vlnce_stats` (VLN-CE, CWP, ETPNav `stats_ep_ckpt_*.json`, keyed by episode
+id), `result_lines` (StreamVLN, InternNav `result.json`, JSON Lines with `episode_id`) and
+`navid_stats` (NaVid's `stats_<id>.json`, one object with `id`). `RESULT_METRICS` maps each one's keys
+to the toolkit's names: the one definition, shown (and checked by a test) in docs/design.md,
+"Continuous environments", with each codebase's conventions (success `<` or `<=`, STOP check, DTW kind).
 
 `sr` and `osr` must be 0 or 1 (true/false too); `spl`, `ndtw`, `sdtw` in [0, 1]; distances, lengths,
 steps and collisions finite and >= 0. A record with a value of another type is a RecordError (file,

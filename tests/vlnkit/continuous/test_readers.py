@@ -291,3 +291,24 @@ def test_result_lines_and_navid_stats(tmp_path):
     results, errors = read_results(str(navid))
     assert errors == [] and results.layout == "navid_stats" and results.episode_id.tolist() == [9]
     assert results.metrics["pl"].tolist() == [9.0]
+
+
+def test_the_design_page_shows_the_result_mapping_of_the_code():
+    """docs/design.md's table of result keys is RESULT_METRICS, layout by layout."""
+    from pathlib import Path
+
+    from vlnkit.continuous.results import RESULT_METRICS
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "design.md").read_text()
+    head = next(line for line in page.splitlines() if line.startswith("| toolkit | `vlnce_stats`"))
+    layouts = [cell.strip().split("`")[1] for cell in head.strip("|").split("|")[1:]]
+    lines = page.splitlines()
+    rows = lines[lines.index(head) + 2 :]
+    rows = rows[: next(n for n, line in enumerate(rows) if not line.startswith("|"))]
+    shown = {layout: set() for layout in layouts}
+    for row in rows:
+        cells = [cell.strip().strip("`") for cell in row.strip("|").split("|")]
+        for layout, key in zip(layouts, cells[1:]):
+            if key:
+                shown[layout].add((key, cells[0]))
+    assert shown == {layout: set(pairs) for layout, pairs in RESULT_METRICS.items()}
