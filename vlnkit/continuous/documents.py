@@ -59,10 +59,11 @@ def gunzip(data: bytes) -> bytes:
 def read_bytes(path: str) -> bytes:
     """The file's bytes, gunzipped when they start with gzip's magic number, whatever the name says.
 
-    A local file is read as stored; a path with a scheme (gs://...) goes through `vlnkit.io.fileio`
-    (whose filesystems gunzip a `.gz` by its name; anything still gzipped is gunzipped here).
+    A local file is read as stored (a `.bz2` one is decompressed); a path with a scheme (gs://...) goes
+    through `vlnkit.io.fileio`, whose filesystems gunzip a `.gz` by its name (anything still gzipped
+    is gunzipped here).
     """
-    if "://" in path:
+    if "://" in path or path.endswith(".bz2"):
         data = fileio.read_bytes(path)
     else:
         with open(os.path.expanduser(path), "rb") as f:
@@ -142,18 +143,22 @@ def parse(data: bytes, source: str) -> Document:
     return Document(source, kind_of(values), values, lines, tuple(errors))
 
 
-def load(path: str, expected: tuple[str, ...], what: str) -> Document:
-    """Read and parse `path`; a file that cannot be read, parsed, or is not of an `expected` layout is
-    a Document with `error` set (naming the layout it is, when it is another known one)."""
+def read(path: str, what: str) -> tuple[bytes | None, RecordError | None]:
+    """(the file's bytes, None), or (None, the RecordError saying why `what` cannot be read)."""
     try:
-        data = read_bytes(path)
-    except (OSError, EOFError) as exc:
-        return Document(path, None, error=RecordError(path, "", f"cannot read the file ({exc})"))
+        return read_bytes(path), None
+    except (OSError, EOFError, zlib.error) as exc:
+        return None, RecordError(path, "", f"cannot read the {what} ({exc})")
+
+
+def parse_expecting(data: bytes, source: str, expected: tuple[str, ...], what: str) -> Document:
+    """`parse`, with `error` set when the file is not of an `expected` layout (naming the layout it is,
+    when it is another known one) or not UTF-8 text."""
     try:
-        doc = parse(data, path)
+        doc = parse(data, source)
     except UnicodeDecodeError as exc:
-        return Document(path, None, error=RecordError(path, "", f"not UTF-8 text ({exc})"))
+        return Document(source, None, error=RecordError(source, "", f"not UTF-8 text ({exc})"))
     if doc.error is not None or doc.kind in expected:
         return doc
-    found = f"a {doc.kind} file" if doc.kind else "none of the known continuous layouts"
-    return Document(path, doc.kind, error=RecordError(path, "", f"expected {what}, but the file is {found}"))
+    found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
+    return Document(source, doc.kind, error=RecordError(source, "", f"expected {what}, but the file is {found}"))

@@ -28,7 +28,7 @@ path) and a ground-truth entry for an episode the file does not have.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 import numpy as np
@@ -65,7 +65,6 @@ class Episodes:
     reference_path: PointPaths
     gt_locations: PointPaths | None = None
     gt_source: str | None = None
-    _index: dict = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.episode_id)
@@ -178,23 +177,16 @@ def read_episodes(path: str, gt: str | None = AUTO) -> tuple[Episodes, list[Reco
 
 def read_ground_truth(path: str) -> tuple[tuple[np.ndarray, PointPaths] | None, list[RecordError]]:
     """A `{episode_id: {"locations": ...}}` file as (episode ids, their locations), and its RecordErrors."""
+    data, error = documents.read(path, "ground-truth file")
+    if error is not None:
+        return None, [error]
     try:
-        data = documents.read_bytes(path)
-    except OSError as exc:
-        return None, [RecordError(path, "", f"cannot read the ground-truth file ({exc})")]
-    try:
-        typed = msgspec.json.decode(data, type=dict[str, GroundTruth])
-        items = list(typed.items())
+        items = list(msgspec.json.decode(data, type=dict[str, GroundTruth]).items())
         errors: list[RecordError] = []
     except msgspec.DecodeError:
-        doc = documents.parse(data, path) if data else None
-        if doc is None or doc.error is not None or doc.kind != "ground_truth":
-            why = (
-                doc.error.reason
-                if doc is not None and doc.error
-                else f"not a ground-truth file ({doc.kind if doc else 'empty'})"
-            )
-            return None, [RecordError(path, "", why)]
+        doc = documents.parse_expecting(data, path, ("ground_truth",), "a ground-truth file {episode_id: {locations}}")
+        if doc.error is not None:
+            return None, [doc.error]
         items, errors = [], []
         for key, value in doc.value.items():
             reason = GROUND_TRUTH.reason(value)
@@ -220,20 +212,18 @@ def read_ground_truth(path: str) -> tuple[tuple[np.ndarray, PointPaths] | None, 
 
 # ----------------------------------------------------------------------------- internals
 def _load_episode_file(path: str):
-    try:
-        data = documents.read_bytes(path)
-    except OSError as exc:
-        return RecordError(path, "", f"cannot read the episode file ({exc})")
+    data, error = documents.read(path, "episode file")
+    if error is not None:
+        return error
     try:
         return list(enumerate(msgspec.json.decode(data, type=_EpisodeFile).episodes)), []
     except msgspec.DecodeError:
         pass
-    doc = documents.parse(data, path)
+    doc = documents.parse_expecting(data, path, ("episodes",), "an episode file {'episodes': [...]}")
     if doc.error is not None:
         return doc.error
-    if doc.kind != "episodes" or not isinstance(doc.value.get("episodes"), list):
-        found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
-        return RecordError(path, "", f"expected an episode file {{'episodes': [...]}}, but the file is {found}")
+    if not isinstance(doc.value["episodes"], list):
+        return RecordError(path, "", "'episodes' must be a list of episodes")
     structs, errors = [], []
     for n, item in enumerate(doc.value["episodes"]):
         reason = EPISODE.reason(item)

@@ -60,7 +60,7 @@ class PointPaths:
 
     @classmethod
     def from_arrow(cls, array) -> PointPaths:
-        """From an Arrow `list<fixed_size_list<float64, 3>>` array (or chunked array) without nulls."""
+        """From an Arrow `list<fixed_size_list<float64, 3>>` (or large_list) array or chunked array, without nulls."""
         import pyarrow as pa
 
         if isinstance(array, pa.ChunkedArray):
@@ -77,6 +77,8 @@ class PointPaths:
         import pyarrow as pa
 
         values = pa.FixedSizeListArray.from_arrays(pa.array(self.points.reshape(-1)), 3)
+        if self.offsets[-1] >= 2**31:  # beyond 32-bit list offsets
+            return pa.LargeListArray.from_arrays(pa.array(self.offsets), values)
         return pa.ListArray.from_arrays(pa.array(self.offsets.astype(np.int32)), values)
 
     def take(self, rows) -> PointPaths:

@@ -61,20 +61,15 @@ class Join:
 
 def read_positions(path: str) -> tuple[Positions, list[RecordError]]:
     """Read a prediction file of any layout of the module docstring."""
-    try:
-        data = documents.read_bytes(path)
-    except OSError as exc:
-        return _empty(path), [RecordError(path, "", f"cannot read the prediction file ({exc})")]
+    data, error = documents.read(path, "prediction file")
+    if error is not None:
+        return _empty(path), [error]
     fast = _typed(path, data)
     if fast is not None:
         return fast, []
-    doc = documents.parse(data, path)
+    doc = documents.parse_expecting(data, path, LAYOUTS, f"agent positions ({', '.join(LAYOUTS)})")
     if doc.error is not None:
         return _empty(path), [doc.error]
-    if doc.kind not in LAYOUTS:
-        found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
-        reason = f"expected agent positions ({', '.join(LAYOUTS)}), but the file is {found}"
-        return _empty(path), [RecordError(path, "", reason)]
     return _record_by_record(path, doc)
 
 

@@ -80,22 +80,17 @@ class Results:
 
 def read_results(path: str) -> tuple[Results, list[RecordError]]:
     """Read a per-episode result file of any layout of the module docstring."""
-    try:
-        data = documents.read_bytes(path)
-    except OSError as exc:
-        return _empty(path), [RecordError(path, "", f"cannot read the result file ({exc})")]
+    data, error = documents.read(path, "result file")
+    if error is not None:
+        return _empty(path), [error]
     rows = _typed(data)
     if rows is not None:
         layout, items = rows
         errors: list[RecordError] = []
     else:
-        doc = documents.parse(data, path)
+        doc = documents.parse_expecting(data, path, LAYOUTS, f"per-episode results ({', '.join(LAYOUTS)})")
         if doc.error is not None:
             return _empty(path), [doc.error]
-        if doc.kind not in LAYOUTS:
-            found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
-            reason = f"expected per-episode results ({', '.join(LAYOUTS)}), but the file is {found}"
-            return _empty(path), [RecordError(path, "", reason)]
         layout, items, errors = doc.kind, [], list(doc.line_errors)
         kind = RESULT_LINE if layout == "result_lines" else STATS
         struct = ResultLine if layout == "result_lines" else Stats
