@@ -45,6 +45,7 @@ import numpy as np
 from vlnkit.continuous import kernels
 from vlnkit.continuous.points import PointPaths
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, DEFAULT_THRESHOLD, check_options
+from vlnkit.parallel import parts, run_in_parallel, thread_count
 
 DTW_MODES = ("exact", "fastdtw")
 FASTDTW_RULES = {"compiled": kernels.RULES_COMPILED, "python": kernels.RULES_PYTHON}
@@ -101,14 +102,29 @@ def score_paths(
     dist = np.empty(n)
     pc = np.empty(n)
     exact = dtw == "exact"
-    kernels.dtw_and_coverage(
-        reference.points, reference.offsets, query.points, query.offsets, pairs, exact, float(threshold), dist, pc
-    )
-    if not exact:
-        rules = FASTDTW_RULES[fastdtw_rules]
-        kernels.fastdtw_many(
-            reference.points, reference.offsets, query.points, query.offsets, pairs, int(radius), rules, dist
+    rules = FASTDTW_RULES[fastdtw_rules]
+    ref, qry = reference, query
+
+    def score_range(first: int, stop: int) -> None:  # the kernels release the GIL: ranges run on threads
+        part = pairs[first:stop]
+        kernels.dtw_and_coverage(
+            ref.points,
+            ref.offsets,
+            qry.points,
+            qry.offsets,
+            part,
+            exact,
+            float(threshold),
+            dist[first:stop],
+            pc[first:stop],
         )
+        if not exact:
+            kernels.fastdtw_many(
+                ref.points, ref.offsets, qry.points, qry.offsets, part, int(radius), rules, dist[first:stop]
+            )
+
+    cells = int(np.dot(reference.lengths(), query.lengths()))
+    run_in_parallel(score_range, parts(n, thread_count(cells), step=64))
     ndtw = np.exp(-dist / (reference.lengths() * float(threshold)))
     epl = pc * pl_ref
     denom = epl + np.abs(epl - pl)

@@ -188,3 +188,19 @@ def test_rxr_habitat_fixture_scores_as_its_r2r_ce_source(shared_data, tmp_path):
     # R2R-CE episodes cannot take a submission keyed by RxR instruction ids
     _, _, unknown = score_episodes(r2r, by_instruction)
     assert len(unknown) == len(r2r) and "without instruction ids" in unknown[0].reason
+
+
+def test_threads_give_the_same_bits(monkeypatch):
+    """Large batches are split over threads (`vlnkit.parallel`); each range writes its own rows."""
+    import vlnkit.parallel
+
+    cases = list(walks(3, 300))
+    reference = PointPaths.from_lists([r.tolist() for r, _ in cases])
+    query = PointPaths.from_lists([q.tolist() for _, q in cases])
+    for mode in ("exact", "fastdtw"):
+        one = score_paths(reference, query, dtw=mode)
+        monkeypatch.setattr(vlnkit.parallel, "PARALLEL_WORK", 1)
+        monkeypatch.setattr(vlnkit.parallel, "MAX_THREADS", 3)
+        many = score_paths(reference, query, dtw=mode)
+        monkeypatch.undo()
+        assert all(np.array_equal(one[name], many[name]) for name in one)
