@@ -29,7 +29,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "points": ("PointPaths",),
         "records": ("episode_key", "Episode", "GroundTruth", "Step", "PathLine", "Stats", "ResultLine"),
-        "documents": ("read_bytes", "kind_of", "KINDS"),
+        "documents": ("read_bytes", "kind_of", "file_kind", "KINDS"),
         "episodes": ("Episodes", "read_episodes", "read_ground_truth", "gt_path_for"),
         "positions": ("Positions", "Join", "read_positions", "join"),
         "results": ("Results", "read_results", "RESULT_METRICS"),

@@ -162,3 +162,15 @@ def parse_expecting(data: bytes, source: str, expected: tuple[str, ...], what: s
         return doc
     found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
     return Document(source, doc.kind, error=RecordError(source, "", f"expected {what}, but the file is {found}"))
+
+
+def file_kind(path: str) -> str | None:
+    """The layout of a file (one of KINDS), or None when it is unreadable or none of them: for a job
+    that takes either agent positions or simulator results under one flag. Parses the whole file."""
+    data, error = read(path, "file")
+    if error is not None:
+        return None
+    try:
+        return parse(data, path).kind
+    except UnicodeDecodeError:
+        return None

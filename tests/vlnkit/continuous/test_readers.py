@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from vlnkit.continuous.documents import kind_of
+from vlnkit.continuous.documents import file_kind, kind_of
 from vlnkit.continuous.episodes import gt_path_for, read_episodes, read_ground_truth
 from vlnkit.continuous.positions import join, read_positions
 from vlnkit.continuous.results import read_results
@@ -141,6 +141,14 @@ def test_every_layout_is_told_by_content():
     assert kind_of([{"instruction_id": 1, "path": [[0, 0, 0]]}]) == "path_lines"
     assert kind_of([{"episode_id": 1, "success": 1}]) == "result_lines"
     assert kind_of({}) is None and kind_of([]) is None
+
+
+def test_file_kind_reads_the_file(shared_data, tmp_path):
+    vlnce = shared_data / "vlnce"
+    assert file_kind(str(vlnce / "cwp_results" / "cma" / "stats_ep_ckpt_0_val_unseen_r0_w1.json")) == "vlnce_stats"
+    assert file_kind(str(vlnce / "third_party_positions" / "mln_ce_val_unseen_v1-2_positions.json")) == "positions"
+    assert file_kind(episode_file(shared_data, "1-2", "val_seen")) == "episodes"
+    assert file_kind(str(tmp_path / "missing.json")) is None
 
 
 def test_gzip_is_told_by_its_magic_number_and_wrong_files_are_named(tmp_path):
