@@ -81,8 +81,8 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
     from transforms.random_walks import RandomBaseline
-    from transforms.score_read import TOTALS
-    from transforms.score_records import ReadDataset
+    from transforms.read import ReadDataset
+    from transforms.score.read import TOTALS
     from transforms.tally import tally
     from transforms.write import WriteSummary, WriteTables
     from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
@@ -147,7 +147,7 @@ def finish_summary(static: dict, totals: dict) -> dict:
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table, print_outputs
     from vlnkit.evaluation.common import METRICS
-    from vlnkit.evaluation.scoring_config import metric_rows
+    from vlnkit.evaluation.leaderboard import metric_rows
 
     output_dir = ctx.output_dir
     rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]

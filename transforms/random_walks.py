@@ -1,6 +1,6 @@
 """The random baseline as a transform: dataset record dicts in, random walks scored per scan out.
 
-`RandomBaseline`: dataset records (dicts from `score_read.ReadDataset`) -> {"tables": pyarrow
+`RandomBaseline`: dataset records (dicts from `transforms.read.ReadDataset`) -> {"tables": pyarrow
 Tables in the RANDOM_EPISODE_SCORES schema (if asked), "totals": summable dicts, "dead_letter":
 dicts}. Walks are `vlnkit.evaluation.random_baseline`; they are grouped by scan and scored in
 vectorized chunks with `score_batch`.
@@ -16,8 +16,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from transforms.score_batches import metric_columns
-from transforms.score_read import TOTALS
+from transforms.score.read import TOTALS
 from vlnkit.datasets.rxr import episode_ids
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import collapse_repeats_padded, pack
@@ -25,6 +24,7 @@ from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, w
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.schemas import RANDOM_EPISODE_SCORES
 from vlnkit.navigation.graph import GraphError
+from vlnkit.scoring.score import metric_columns
 
 
 def allocation(episodes: list[tuple], num_trajectories: int) -> dict[str, int]:

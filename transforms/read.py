@@ -15,8 +15,11 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
+from vlnkit.datasets.buckets import bucket_count
 from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.datasets.records import validate_record
 from vlnkit.datasets.rxr import is_rxr, parse_dataset
+from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
 
@@ -272,14 +275,14 @@ class UniqueBy(beam.PTransform):
     """Lists of records read from `files` -> {"records", "dead_letter"}: the first record of each key.
 
     The one way every reader deduplicates: in lists, with buckets sized by the input
-    (`vlnkit.io.fileio.bucket_count`); `batched=True` hands the kept lists on, otherwise single
+    (`vlnkit.datasets.buckets.bucket_count`); `batched=True` hands the kept lists on, otherwise single
     records, spread over workers (`SpreadRecords`).
     """
 
     def __init__(self, key_fn, what, files: list[str], batched: bool = False):
         super().__init__()
         self.key_fn, self.what, self.batched = key_fn, what, batched
-        self.buckets = fileio.bucket_count(list(files))
+        self.buckets = bucket_count(list(files))
 
     def expand(self, lists):
         unique = lists | "Dedupe" >> DedupeBy(self.key_fn, self.what, batched=True, buckets=self.buckets)
@@ -307,7 +310,7 @@ class ReadUniqueR2R(beam.PTransform):
     Unique path ids make instruction ids unique, which every per-instruction job relies on (with
     `rxr_guides=True`, RxR guide files too, unique by instruction_id: `episode_key`).
     Records are read and deduplicated in lists (buckets chosen from the input size, see
-    `vlnkit.io.fileio.bucket_count`); with `batched=True` `records` holds those lists, otherwise
+    `vlnkit.datasets.buckets.bucket_count`); with `batched=True` `records` holds those lists, otherwise
     single records, spread over workers in small lists first so per-record work downstream runs
     in parallel.
     """
@@ -323,3 +326,71 @@ class ReadUniqueR2R(beam.PTransform):
         unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
         return {"records": unique["records"], DEAD_LETTER: dead}
+
+
+# ----------------------------------------------------------------------------- datasets with Parquet
+class _ReadParquetPaths(beam.DoFn):
+    """`build_r4r`'s paths-*.parquet -> lists of validated record dicts, like ReadR2R(batched=True) does for JSON."""
+
+    def __init__(self):
+        self.read = Metrics.counter("read", "records")
+        self.bad = Metrics.counter("read", "dead_letter")
+
+    def process(self, element):
+        import pyarrow.parquet as pq
+
+        rank, path = element
+        try:
+            with fileio.open_read(path) as f:
+                rows = pq.read_table(f).to_pylist()
+        except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read Parquet ({exc})"))
+            return
+        kept = []
+        for index, row in enumerate(rows):
+            reason = validate_record(row)
+            if reason is not None:
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, f"#{index}", reason))
+                continue
+            kept.append({**row, "_source": path, "_index": index, "_order": (rank, index)})
+        yield from in_lists(kept, BATCH_RECORDS, self.read)
+
+
+class ReadDataset(beam.PTransform):
+    """Dataset files (R2R/R4R JSON or JSON Lines, RxR guide files, or build_r4r Parquet) -> records unique
+    by `episode_key` (path_id for R2R-format records, instruction_id for RxR guide lines: one episode each).
+
+    Records are read and deduplicated in lists (see `ReadUniqueR2R`); `batched=True` hands the lists
+    on, otherwise single records, spread over workers.
+    """
+
+    def __init__(self, files: list[str], batched: bool = False):
+        super().__init__()
+        self.files = list(files)
+        self.batched = batched
+
+    def expand(self, pbegin):
+        from vlnkit.scoring.reading import dataset_ranks  # the one rank rule: JSON files first, then Parquet
+
+        ranked = dataset_ranks(self.files)
+        json_files = [p for _, p in ranked if not is_parquet(p)]
+        parquet = [(r, p) for r, p in ranked if is_parquet(p)]
+        pieces, dead = [], []
+        if json_files:
+            read = pbegin | "ReadJson" >> ReadR2R(json_files, reshuffle=False, batched=True, rxr_guides=True)
+            pieces.append(read["records"])
+            dead.append(read[DEAD_LETTER])
+        if parquet:
+            read = (
+                pbegin
+                | "ParquetFiles" >> beam.Create(parquet)
+                | "ReadParquet" >> beam.ParDo(_ReadParquetPaths()).with_outputs(DEAD_LETTER, main="records")
+            )
+            pieces.append(read.records)
+            dead.append(read[DEAD_LETTER])
+        records = tuple(pieces) | "AllRecords" >> beam.Flatten()
+        unique = records | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
+        dead.append(unique[DEAD_LETTER])
+        return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}

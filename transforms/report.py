@@ -17,12 +17,11 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
 from transforms.graphs import GraphDoFn
-from transforms.read import DedupeBy
-from transforms.score_records import ReadDataset
+from transforms.read import DedupeBy, ReadDataset
 from transforms.tally import MergeWith
+from vlnkit.datasets.buckets import bucket_count
 from vlnkit.datasets.rxr import episode_ids, path_key
 from vlnkit.io import fileio
-from vlnkit.io.fileio import bucket_count
 from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
@@ -343,9 +342,7 @@ class SampleEpisodes(beam.PTransform):
 # ----------------------------------------------------------------------------- the comparison page
 def _reference_paths(records: list[dict]) -> dict[str, list[str]]:
     """{instr_id: reference path} of a list of dataset records (one dict per batch, not one element per episode)."""
-    from transforms.score_records import reference_episodes
-
-    return {i: ref["path"] for record in records for i, ref in reference_episodes(record)}
+    return {i: list(record["path"]) for record in records for i in episode_ids(record)}
 
 
 class _WriteComparisonPage(GraphDoFn):

@@ -24,6 +24,7 @@ import numpy as np
 
 from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
+from vlnkit.datasets.line_scan import ScannedPredictions
 from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
 from vlnkit.io.dead_letters import RecordError
 
@@ -143,7 +144,7 @@ def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
 
 
 def prediction_batch(
-    items: list | SubmissionChunk,
+    items: list | SubmissionChunk | ScannedPredictions,
     start: int,
     source: str,
     agent: str,
@@ -160,6 +161,9 @@ def prediction_batch(
     by orjson (see `json_chunks`), so the chunk may be checked as a whole first.
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
+    if isinstance(items, ScannedPredictions):  # a compiled scanner's block: already numbered
+        rank_col = np.full(len(items), rank, np.int64)
+        return PredictionBatch(agent, rank_col, index, items.path_id, items.k, items.paths), [], []
     if isinstance(items, SubmissionChunk):
         fast = items
     else:

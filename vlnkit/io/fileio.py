@@ -7,7 +7,6 @@ The core stays importable without Beam: Beam is only imported when a path has a 
 from __future__ import annotations
 
 import glob as _glob
-import math
 import os
 from typing import IO
 
@@ -152,21 +151,3 @@ def remove_tree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-BUCKET_BYTES = 16 << 20  # input bytes per shuffle bucket: bounds what one bucket holds in memory
-MAX_BUCKETS = 4096
-COMPRESSION_FACTOR = 5  # a .gz / .bz2 file counts as this many times its size
-
-
-def bucket_count(files: list[str], bucket_bytes: int = BUCKET_BYTES) -> int:
-    """How many buckets a shuffle of these inputs uses: one per `bucket_bytes` of input, 1..MAX_BUCKETS.
-
-    Buckets bound memory: each holds about `bucket_bytes` of input, however large the whole is.
-
-        bucket_count(["predictions.jsonl"])  # a 330 MB file -> 21
-    """
-    total = 0
-    for path, size in match(files) if files else []:
-        total += size * (COMPRESSION_FACTOR if path.endswith((".gz", ".bz2")) else 1)
-    return max(1, min(MAX_BUCKETS, math.ceil(total / bucket_bytes)))

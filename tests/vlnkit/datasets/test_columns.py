@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from tests.vlnkit.datasets.chunk_streams import VOCAB
-from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, bucket_of, split_by_bucket
+from vlnkit.datasets.buckets import bucket_of, split_by_bucket
+from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary
 
 
 def test_buckets_are_stable_and_split_batches_without_losing_rows():
