@@ -22,7 +22,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from pipelines.options import JobError, job_parser, parse
+from pipelines.flags import job_parser, parse
+from pipelines.verdict import JobError
 
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -42,10 +43,17 @@ class Job:
     main = JOB.main(run, print_summary)
     """
 
-    def __init__(self, name: str, doc: str | None, declare: Callable[[argparse.ArgumentParser], None]):
+    def __init__(
+        self,
+        name: str,
+        doc: str | None,
+        declare: Callable[[argparse.ArgumentParser], None],
+        warm_up: Callable[[], object] | None = None,
+    ):
         self.name = name
         self.doc = doc
         self.declare = declare
+        self.warm_up = warm_up  # started on a thread while the job imports Beam (not for --help)
 
     def parser(self) -> argparse.ArgumentParser:
         parser = job_parser(self.name, self.doc)
@@ -60,6 +68,9 @@ class Job:
         job = self.name
 
         def main(argv: list[str] | None = None) -> dict:
+            given = sys.argv[1:] if argv is None else argv
+            if self.warm_up is not None and not {"-h", "--help"} & set(given):
+                self.warm_up()
             try:
                 options, args = self.parse(argv)  # --help ends here, before anything imports Beam
             except JobError as exc:
@@ -72,8 +83,7 @@ class Job:
             try:
                 ctx.check_output_dir()
                 summary = run(ctx)
-            except JobError as exc:
-                ctx.remove_success()
+            except JobError as exc:  # refused before publishing: the published output is as it was
                 _refuse(job, exc)
             except RunFailed as exc:
                 print(f"error: {job}: run failed: {exc}; no {SUCCESS} written", file=sys.stderr)

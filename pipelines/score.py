@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from pipelines.flags import SHARED, add_shared
+from pipelines.runners import one_worker_process
+from pipelines.verdict import JobError, user_error
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
@@ -75,7 +77,14 @@ def declare_flags(parser) -> None:
     add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
 
 
-JOB = Job("score", __doc__, declare_flags)
+def warm_up():
+    """Load the compiled kernels on a thread while the job imports Beam (`vlnkit.scoring.warm`)."""
+    from vlnkit.scoring.warm import warm_up_in_background
+
+    return warm_up_in_background()
+
+
+JOB = Job("score", __doc__, declare_flags, warm_up)
 
 
 def build(
@@ -105,14 +114,20 @@ def build(
 
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
-    from transforms.score.outputs import MergeBootstrap, MergeFollowerComparisons, WriteEpisodeLists
+    from transforms.score.outputs import (
+        MergeBootstrap,
+        MergeFollowerComparisons,
+        WriteEpisodeLists,
+        WriteEpisodeTables,
+    )
     from transforms.score.read import TOTALS, ReadScoringInputs
     from transforms.score.score import BOOTSTRAP, FOLLOWERS, LINES, MISSING, UNUSABLE, ScoreBuckets
-    from transforms.write import WriteTables, write_json
+    from transforms.write import write_json
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.evaluation.leaderboard import write_leaderboard
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
     from vlnkit.evaluation.score_summary import bootstrap_pairs, finish_summary
-    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
+    from vlnkit.io.schemas import schema_version
     from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
     followers = followers or {}
@@ -125,7 +140,8 @@ def build(
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
     score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers)
     scored = read["batches"] | "Score" >> score
-    scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(output_dir, "episodes"), EPISODE_SCORES, num_shards)
+    episodes = WriteEpisodeTables(fileio.join(output_dir, "episodes"), EPISODE_SCORES, num_shards)
+    scored["tables"] | "WriteEpisodes" >> episodes
     lists = {MISSING: fileio.join(output_dir, MISSING_FILE), UNUSABLE: fileio.join(output_dir, UNUSABLE_FILE)}
     scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
     side = {}
@@ -233,7 +249,7 @@ def run(ctx: Run) -> dict:
         bootstrap = BootstrapConfig.from_flags(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    agent_files = agent_inputs(ctx, opts.predictions)
+    agent_files = ctx.agents(opts.predictions)
     with user_error():
         bootstrap.check_agents(agent_files)
     followers = follower_agents(agent_files)

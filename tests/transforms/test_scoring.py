@@ -24,9 +24,9 @@ from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.metrics import score
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.io.exactsum import SUM_SCALE
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ results read into columns, and path metrics from 3-D positions, Beam-free.
   `RESULT_METRICS`);
 - `points`: `PointPaths`, many 3-D paths as offsets + (n, 3) float64 (and Arrow);
 - `kernels`: compiled exact DTW with coverage, both fastdtw implementations' rules, repeats, lengths;
-- `scoring`: `score_paths` / `score_episodes` (nDTW, SDTW, CLS, PL; euclidean-goal bounds on request);
-- `fixtures`: `write_rxr_habitat`, RxR-Habitat files made from an R2R-CE split.
+- `scoring`: `score_paths` / `score_episodes` (nDTW, SDTW, CLS, PL; euclidean-goal bounds on request).
+
+RxR-Habitat files made from an R2R-CE split: `vlnkit.fixtures.rxr_habitat.write_rxr_habitat`.
 
 >>> from vlnkit.continuous import PointPaths, score_paths
 >>> gt = PointPaths.from_lists([[[0, 0, 0], [0, 0, 1], [0, 0, 2]]])
@@ -34,6 +35,5 @@ __getattr__, __all__ = lazy_exports(
         "positions": ("Positions", "Join", "read_positions", "join"),
         "results": ("Results", "read_results", "RESULT_METRICS"),
         "scoring": ("score_paths", "score_episodes", "DTW_MODES", "FASTDTW_RULES", "EUCLIDEAN"),
-        "fixtures": ("write_rxr_habitat", "fixture_language"),
     },
 )

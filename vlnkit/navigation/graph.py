@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vlnkit.io import fileio
+from vlnkit.io import fileio, inputs
 from vlnkit.io.json_text import loads_exact
 
 if TYPE_CHECKING:
@@ -255,14 +255,18 @@ class NavGraph:
         dist, pred = shortest_path(self.adjacency, method="D", directed=False, return_predecessors=True)
         return dist, pred
 
-    @property
+    @cached_property
     def distances(self) -> np.ndarray:
-        """(n, n) shortest-path distances in metres; `inf` where unreachable."""
-        return self._all_pairs[0]
+        """(n, n) shortest-path distances in metres; `inf` where unreachable (compiled Dijkstra, the same bits
+        as scipy's: `vlnkit.navigation.shortest_paths`)."""
+        from vlnkit.navigation.shortest_paths import all_pairs_distances
+
+        return all_pairs_distances(len(self), self.edges, self.edge_weights)
 
     @property
     def predecessors(self) -> np.ndarray:
-        """(n, n) predecessor matrix from scipy (-9999 where there is none)."""
+        """(n, n) predecessor matrix from scipy (-9999 where there is none); scipy's distances are the same
+        bits as `distances` (a test holds it)."""
         return self._all_pairs[1]
 
     @cached_property
@@ -373,7 +377,7 @@ def angle_difference(a: float, b: float) -> float:
 def list_scans(connectivity_dir: str) -> list[str]:
     """Scans that have a connectivity file in the directory (local or any Beam filesystem)."""
     pattern = fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX)
-    return sorted(os.path.basename(p)[: -len(CONNECTIVITY_SUFFIX)] for p, _ in fileio.match(pattern))
+    return sorted(os.path.basename(p)[: -len(CONNECTIVITY_SUFFIX)] for p, _ in inputs.match_current(pattern))
 
 
 class GraphStore:

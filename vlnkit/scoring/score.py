@@ -20,11 +20,11 @@ import pyarrow as pa
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation import kernels
 from vlnkit.evaluation.common import ALL, METRICS
+from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.io.exactsum import exact_sums_by
-from vlnkit.io.schemas import EPISODE_SCORES
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables

@@ -11,10 +11,10 @@ import pytest
 
 from tests.oracles.fastdtw_rules import distance, plain_dtw
 from vlnkit.continuous.episodes import read_episodes
-from vlnkit.continuous.fixtures import fixture_language, write_rxr_habitat
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.positions import Positions, read_positions
 from vlnkit.continuous.scoring import EUCLIDEAN, score_episodes, score_paths
+from vlnkit.fixtures.rxr_habitat import fixture_language, write_rxr_habitat
 
 TH = 3.0
 

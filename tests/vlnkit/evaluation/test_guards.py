@@ -10,8 +10,8 @@ from vlnkit.evaluation import batch, metrics
 from vlnkit.evaluation.common import ALL, METRICS, collapse_repeats_padded, non_adjacent_steps, pack
 from vlnkit.evaluation.rewards import RewardBatch, RewardEpisode
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_pairs
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import ReadR2R
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphError, GraphStore, NavGraph, list_scans
-from vlnkit.navigation.synthetic import write_environment
 
 SCAN = "17DRP5sb8fy"  # a small real scan (48 viewpoints, 4 of them excluded)
 
