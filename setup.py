@@ -57,6 +57,10 @@ setup(
             "gcp-storage-emulator>=2024.8",
             # The comparison page's browser test talks to headless Chromium over the DevTools protocol.
             "websockets>=12,<18",
+            # The fastdtw package VLN-CE calls: a test oracle for vlnkit.continuous's fastdtw mode (never imported
+            # by vlnkit). A modern pip installs its pure-Python module; the compiled one needs
+            # `pip install cython wheel && pip install --no-build-isolation --force-reinstall fastdtw==0.3.4`.
+            "fastdtw>=0.3.4,<0.4",
         ],
     },
 )
