@@ -14,6 +14,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from fastdtw import fastdtw as picked  # noqa: E402  (whichever implementation the package picks)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,9 +22,6 @@ from tests.oracles import fastdtw_rules as oracle
 from vlnkit.continuous import kernels
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.scoring import score_paths
-
-fastdtw_pkg = pytest.importorskip("fastdtw", reason="fastdtw is in the test extra: pip install -e '.[test]'")
-from fastdtw import fastdtw as picked  # noqa: E402  (whichever implementation the package picks)
 
 PURE = importlib.import_module("fastdtw.fastdtw")
 COMPILED = importlib.import_module("fastdtw._fastdtw") if importlib.util.find_spec("fastdtw._fastdtw") else None
