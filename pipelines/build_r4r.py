@@ -253,7 +253,20 @@ def run(ctx: Run) -> dict:
         lambda p: build(p, files, connectivity_dir, opts, config),
         ["paths"],
         extra_outputs=extra_outputs(opts),
+        declared=lambda summary: declared_outputs(summary, opts),
     )
+
+
+def declared_outputs(summary: dict, opts) -> dict[str, int]:
+    """What a run wrote, from its join's tallies: one Parquet row and one R4R JSON record per joined path,
+    one landmark record per joined instruction."""
+    paths = summary["dataset"]["paths"]
+    out = {"paths": paths}
+    if opts.json_output:
+        out[opts.json_output] = paths
+        if opts.landmark_layout:
+            out[landmark_path(opts.json_output)] = summary["dataset"]["instructions"]
+    return out
 
 
 def refuse_rxr(files: list[str]) -> None:

@@ -1,4 +1,5 @@
-"""Console commands: `vlnkit <job> [flags]` and `vlnkit-<job> [flags]`, for every job.
+"""Console commands: `vlnkit <job> [flags]` and `vlnkit-<job> [flags]`, for every job; `vlnkit published D`
+and `vlnkit verify D` for an output folder.
 
 Installed as entry points, they import the jobs from the installed package whatever the current
 folder holds (`python -m pipelines.score` run inside a repository that has its own `transforms.py`
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         for job in JOBS:
             print(f"  {job:<16} {first_line(job)}")
         print(f"  {'published':<16} Print the files of an output folder's published version (vlnkit published D)")
+        print(f"  {'verify':<16} Re-check a published version against its manifest (vlnkit verify D [--all])")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
@@ -58,6 +60,10 @@ def main(argv: list[str] | None = None) -> None:
         from vlnkit.io.layout import main as published_main
 
         raise SystemExit(published_main(argv[1:]))
+    if argv[0] == "verify":  # not a job: files, sizes, checksums and rows against the manifest
+        from vlnkit.io.integrity import main as verify_main
+
+        raise SystemExit(verify_main(argv[1:]))
     _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
 
 

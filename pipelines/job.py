@@ -11,8 +11,12 @@ concepts every job shares, each in a module of its own:
   `--skip_if_unchanged`, `manifest.json`;
 - publishing (`pipelines.publishing`): the lock, the run's own version folder, and the one-step
   publication of a complete run; a failed, refused or killed run leaves the published output as it was;
-- the verdict (`pipelines.verdict`): something usable was read, the dead-lettered fraction is at most
-  `--max_failure_fraction`; a failed run gets a manifest saying so and no `_SUCCESS`, exit 3;
+- the outputs read back (`vlnkit.io.integrity`): every file the run wrote is described (size, rows,
+  crc32c) and compared with what the job declares from its own tallies (`declared`); a missing, short
+  or extra output fails the run;
+- the verdict (`pipelines.verdict`): the outputs hold what was counted, something usable was read, the
+  dead-lettered fraction is at most `--max_failure_fraction`; a failed run gets a manifest saying so
+  and no `_SUCCESS`, exit 3;
 - the Beam counters table and the job's own summary table are printed.
 
 Exit codes: 0 done (or skipped, unchanged), 2 the job cannot run as asked (bad flag, missing
@@ -35,15 +39,15 @@ from pipelines.options import JobError, local_runner, settings
 from pipelines.provenance import (
     connectivity_files,
     describe_inputs,
-    describe_output,
+    describe_outputs,
     fingerprint,
     in_background,
     manifest,
     metrics_table,
 )
 from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
-from pipelines.verdict import BEFORE_READ, Outcome, RunFailed, default_outcome, judge, with_stages
-from vlnkit.io import fileio, layout
+from pipelines.verdict import BEFORE_READ, Outcome, RunFailed, default_outcome, judge, with_stages, written
+from vlnkit.io import fileio, integrity, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
@@ -102,6 +106,14 @@ def out_of_space(exc: BaseException) -> str | None:
         if f"[Errno {errno}]" in text:
             return what
     return None
+
+
+def _intact(folder: str, previous: dict) -> bool:
+    """Whether a published version still holds what its manifest records (sizes, checksums, rows), so a
+    run may be skipped as unchanged; a manifest of an older vlnkit (no checksums) only needs its files."""
+    if all("crc32c" in o for o in previous.get("outputs", [])):
+        return not integrity.verify_version(folder)
+    return all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
 
 
 # ---------------------------------------------------------------------------- the run of one job
@@ -166,8 +178,8 @@ class Run:
         return connectivity_dir
 
     # ---------------------------------------------------------------- running
-    def _previous_run(self) -> dict | None:
-        """The manifest of the published version, if there is one."""
+    def _previous_run(self) -> tuple[str, dict] | None:
+        """The folder and manifest of the published version, if there is one."""
         try:
             files = layout.published(self.output_dir)
         except (OSError, ValueError):
@@ -177,7 +189,7 @@ class Run:
             return None
         try:
             with fileio.open_read(manifests[0]) as f:
-                return json.load(f)
+                return manifests[0][: -len(MANIFEST)].rstrip("/"), json.load(f)
         except (OSError, ValueError):
             return None
 
@@ -188,14 +200,19 @@ class Run:
         extra_outputs: tuple[str, ...] = (),
         outcome: Callable[[dict], Outcome] = default_outcome,
         extra_settings: dict | None = None,
+        declared: Callable[[dict], dict[str, int | None]] | None = None,
     ) -> dict:
         """Run `build(pipeline)` (which writes summary.json into --output_dir) and end the run.
 
         While `build` runs, `ctx.args.output_dir` (and any flag naming one of `extra_outputs` outside
         it, e.g. --json_output) name this run's own version folder; they are restored afterwards.
         `output_prefixes` name the sharded outputs (`<prefix>-SSSSS-of-NNNNN.*`); `extra_outputs` are
-        other files or globs the job writes. Returns the summary, with `"skipped": True` when
-        --skip_if_unchanged found nothing to do.
+        other files or globs the job writes. `declared(summary)` says, from the run's own tallies, what
+        it wrote: {a prefix or an extra output (or a name inside --output_dir): the rows its files hold
+        together, or None for a file without rows that must exist}; the dead letters and summary.json
+        are declared here for every job. Before `_SUCCESS` every file is read back (`vlnkit.io.integrity`):
+        a declared output missing, holding other rows, or a file nobody declared fails the run.
+        Returns the summary, with `"skipped": True` when --skip_if_unchanged found nothing to do.
         """
         started = time.time()
         job_settings = redact({**settings(self.args), **(extra_settings or {})})
@@ -210,12 +227,12 @@ class Run:
             placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
             if (
                 previous
-                and previous.get("fingerprint") == this_run
-                and all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
+                and previous[1].get("fingerprint") == this_run
+                and _intact(*previous)
                 and all(fileio.exists(p) for p in placed)  # e.g. --json_output, which a user may have removed
             ):
                 print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
-                return {**previous["summary"], "skipped": True}
+                return {**previous[1]["summary"], "skipped": True}
         publication = Publication(
             self.output_dir,
             getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
@@ -231,8 +248,11 @@ class Run:
             self.args.output_dir = publication.folder
             remove_fragments(extra_outputs)
             prefixes = list(dict.fromkeys([*output_prefixes, DEAD_LETTER_PREFIX]))
-            summary, outputs, counters = self._run_pipeline(build, publication.folder, prefixes, staged)
-            verdict = judge(with_stages(outcome(summary), summary), self.args.max_failure_fraction)
+            summary, counters = self._run_pipeline(build, publication.folder)
+            outputs = describe_outputs(publication.folder)
+            expected = self._expected(summary, declared, prefixes, dict(zip(extra_outputs, staged)))
+            problems = integrity.check(publication.folder, expected, outputs)
+            verdict = written(problems) or judge(with_stages(outcome(summary), summary), self.args.max_failure_fraction)
             facts = {
                 "settings": job_settings,
                 "wall_seconds": round(time.time() - started, 3),
@@ -242,6 +262,8 @@ class Run:
                 "counters": counters,
                 "summary": summary,
             }
+            if problems:
+                facts["output_problems"] = [p.to_dict() for p in problems]
             run_fingerprint = fingerprint(self.job, job_settings, facts["inputs"])
             record = manifest(
                 job=self.job, verdict=verdict, run_fingerprint=run_fingerprint, version=publication.version, **facts
@@ -271,8 +293,28 @@ class Run:
             for key, value in saved.items():
                 setattr(self.args, key, value)
 
-    def _run_pipeline(self, build, folder: str, prefixes: list[str], extra: list[str]):
-        """Build and run the pipeline into `folder`; its summary, described outputs and counters."""
+    def _expected(self, summary: dict, declared, prefixes: list[str], staged: dict[str, str]) -> dict:
+        """The job's declaration as names inside its version folder, with what every job writes."""
+        folder = self.args.output_dir
+        expected: dict[str, int | None] = {
+            f"{DEAD_LETTER_PREFIX}-*-of-*": int(summary.get("dead_letters", 0) or 0),
+            SUMMARY: None,
+        }
+        where = {**staged, **{p: p for p in staged.values()}}
+        for key, rows in (declared(summary) if declared else {}).items():
+            if key in prefixes:
+                name = f"{key}-*-of-*"
+            elif key in where or key.startswith(folder.rstrip("/") + "/"):
+                name = integrity.relative(folder, where.get(key, key))
+            elif key.startswith(self.output_dir.rstrip("/") + "/"):
+                name = integrity.relative(self.output_dir, key)
+            else:
+                name = key  # a name inside the output folder
+            expected[name] = rows
+        return expected
+
+    def _run_pipeline(self, build, folder: str):
+        """Build and run the pipeline into `folder`; its summary and Beam's counters."""
         import apache_beam as beam
         from apache_beam.runners.runner import PipelineState
 
@@ -287,16 +329,10 @@ class Run:
         layout.fault_point("written")
         with fileio.open_read(fileio.join(folder, SUMMARY)) as f:
             summary = json.load(f)
-        outputs = [
-            describe_output(path, size)
-            for prefix in prefixes
-            for path, size in fileio.match(fileio.join(folder, f"{prefix}-*-of-*"))
-        ]
-        outputs += [describe_output(path, size) for path, size in fileio.match(list(extra))]
         counters = metrics_table(result)
         if counters:
             print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
-        return summary, outputs, counters
+        return summary, counters
 
     def judge(self, outcome: Outcome) -> str | None:
         """Why the run does not count as successful, or None when it does."""

@@ -186,6 +186,7 @@ def run(ctx: Run) -> dict:
         lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),
         ["episodes"],
         outcome=outcome,
+        declared=lambda summary: {"episodes": summary["count"]} if opts.write_episodes else {},
     )
 
 

@@ -397,7 +397,16 @@ def run(ctx: Run) -> dict:
             *([fileio.join(opts.output_dir, COMPARISON)] if plan else []),
         ),
         outcome=outcome,
+        declared=declared_outputs,
     )
+
+
+def declared_outputs(summary: dict) -> dict[str, None]:
+    """The page, its tables, each figure drawn and, when it was made, the comparison page."""
+    out = dict.fromkeys([INDEX, TABLES, *summary["figures"]])
+    if (summary.get("comparison") or {}).get("file"):
+        out[COMPARISON] = None
+    return out
 
 
 main = JOB.main(run, print_summary)

@@ -277,7 +277,25 @@ def run(ctx: Run) -> dict:
         ["episodes", "missing_predictions", "without_usable_prediction"],
         extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD_FILES, COMPARISON_FILE)),
         outcome=outcome,
+        declared=lambda summary: declared_outputs(summary, COMPARISON_FILE if published else None),
     )
+
+
+def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:
+    """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
+    missing episode and per episode without a usable prediction, one leaderboard row per agent, and
+    the comparison with the published follower metrics when there is one."""
+    blocks = list(summary.get("agents", {}).values())
+    out = {
+        "episodes": sum(int(b.get("count", 0)) for b in blocks),
+        "missing_predictions": sum(int(b.get("missing_predictions", 0)) for b in blocks),
+        "without_usable_prediction": sum(int(b.get("without_usable_prediction", 0)) for b in blocks),
+        LEADERBOARD_FILES[0]: len(blocks),
+        LEADERBOARD_FILES[1]: None,
+    }
+    if comparison:
+        out[comparison] = None
+    return out
 
 
 main = JOB.main(run, print_summary)
