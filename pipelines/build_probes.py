@@ -189,7 +189,7 @@ def check_pose_traces(opts, files: list[str]) -> None:
     if opts.alignment_format == RXR_FORMAT:
         if not opts.pose_traces:
             raise JobError("--alignment_format=rxr needs --pose_traces (the folder holding rxr_{split}/)")
-        if "://" not in opts.pose_traces and not os.path.isdir(opts.pose_traces):
+        if not fileio.is_remote(opts.pose_traces) and not os.path.isdir(opts.pose_traces):
             raise JobError(f"--pose_traces={opts.pose_traces}: no such folder")
         return
     if opts.pose_traces:

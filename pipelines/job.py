@@ -47,7 +47,7 @@ from pipelines.provenance import (
 )
 from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
 from pipelines.verdict import BEFORE_READ, Outcome, RunFailed, default_outcome, judge, with_stages, written
-from vlnkit.io import fileio, integrity, layout
+from vlnkit.io import fileio, inputs, integrity, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
@@ -132,7 +132,7 @@ class Run:
         out = self.output_dir
         if not out:
             raise JobError("--output_dir is empty")
-        if "://" in out:
+        if fileio.is_remote(out):
             return
         if os.path.exists(out) and not os.path.isdir(out):
             raise JobError(f"--output_dir={out}: is a file, not a folder")
@@ -140,7 +140,7 @@ class Run:
 
     def check_output_file(self, flag: str, path: str | None) -> None:
         """An output file named by a flag (e.g. --json_output): not a folder, its folder writable."""
-        if not path or "://" in path:
+        if not path or fileio.is_remote(path):
             return
         if os.path.isdir(path):
             raise JobError(f"--{flag}={path}: is a folder; name a file")
@@ -159,7 +159,7 @@ class Run:
                 raise JobError(f"--{flag} is required")
             return []
         try:
-            found = fileio.expand_inputs(f"--{flag}", patterns)
+            found = inputs.expand_inputs(f"--{flag}", patterns)
         except FileNotFoundError as exc:
             raise JobError(str(exc).strip("'\"")) from None
         except Exception as exc:  # an unreachable filesystem, a malformed URL

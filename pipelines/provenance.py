@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from vlnkit.io import fileio, integrity
+from vlnkit.io import fileio, inputs, integrity
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity, describe_inputs, fingerprint
 
@@ -31,7 +31,7 @@ def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
     """The graph files a run depends on (inputs of the manifest and of --skip_if_unchanged)."""
     if not connectivity_dir:
         return []
-    return fileio.match(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
+    return inputs.match_current(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
 
 
 def in_background(fn: Callable, *args) -> Future:

@@ -34,10 +34,6 @@ DEFAULT_KEEP_VERSIONS = 2
 RESERVED = frozenset({layout.POINTER, layout.VERSIONS, layout.FAILED, LOCK})
 
 
-def _remote(path: str) -> bool:
-    return "://" in path
-
-
 class Publication:
     """The version folder of one run, the lock that makes it the only writer, and its publication."""
 
@@ -49,7 +45,7 @@ class Publication:
     ):
         if keep_versions < 1:
             raise JobError(f"--keep_versions={keep_versions}: must be 1 or more (the current version)")
-        self.root = output_dir.rstrip("/") if _remote(output_dir) else output_dir
+        self.root = output_dir.rstrip("/") if fileio.is_remote(output_dir) else output_dir
         self.keep = keep_versions
         self.version = layout.new_version_id()
         self.folder = layout.version_folder(self.root, self.version)
@@ -70,7 +66,7 @@ class Publication:
         layout.remove_versions(self.root, layout.stale_versions(self.root, self.keep))
         _remove_beam_temp(self.root)
         self.generation = layout.pointer_generation(self.root)
-        if not _remote(self.root):
+        if not fileio.is_remote(self.root):
             os.makedirs(self.folder)
         fault_point("staged")
 
@@ -93,7 +89,7 @@ class Publication:
         fault_point("publishing")
         layout.point(self.root, self.version, self.generation)
         fault_point("pointed")
-        if not _remote(self.root):
+        if not fileio.is_remote(self.root):
             layout.link_top_level(self.root, self.version, owned)
         else:
             _remove_matching(self.root, owned)  # outputs of the older layout, directly in the folder
@@ -125,7 +121,7 @@ class Publication:
 def _place_outside(root: str, final: str, staged: str) -> None:
     """Make a file named outside the output folder show the published version's copy."""
     name = os.path.basename(staged.rstrip("/"))
-    if _remote(final) or _remote(root):
+    if fileio.is_remote(final) or fileio.is_remote(root):
         from apache_beam.io.filesystems import FileSystems
 
         FileSystems.copy([staged], [final])  # one object replaced whole: a reader sees the old or the new one
@@ -150,7 +146,7 @@ def _remove_matching(root: str, patterns: list[str]) -> None:
 
 def _remove_beam_temp(root: str) -> None:
     """Beam's temporary folders a run of the older layout left directly in the output folder."""
-    if _remote(root):
+    if fileio.is_remote(root):
         from apache_beam.io.filesystems import FileSystems
 
         for r in FileSystems.match([fileio.join(root, "beam-temp-*") + "/**"]):
@@ -169,7 +165,7 @@ def remove_fragments(paths) -> None:
     import glob
 
     for path in paths:
-        if _remote(path) or fileio.is_glob(path):
+        if fileio.is_remote(path) or fileio.is_glob(path):
             continue
         for folder in glob.glob(glob.escape(path) + ".fragments-*"):
             fileio.remove_tree(folder)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_shared
-from vlnkit.io import fileio
+from vlnkit.io import fileio, inputs
 from vlnkit.reports.html import FIGURES_DIR, assemble
 
 if TYPE_CHECKING:
@@ -91,14 +91,14 @@ def _read_json(path: str):
 
 def _expand(pattern: str) -> list[str]:
     """A file, glob or output folder -> the report inputs it names, in a stable order."""
-    if not any(c in pattern for c in "*?[") and not pattern.endswith((".json", ".jsonl", ".parquet")):
-        folder = [p for p, _ in fileio.match([fileio.join(pattern, f) for f in FOLDER_PATTERNS])]
+    if not fileio.is_glob(pattern) and not pattern.endswith((".json", ".jsonl", ".parquet")):
+        folder = [p for p, _ in inputs.match_current([fileio.join(pattern, f) for f in FOLDER_PATTERNS])]
         summary = fileio.join(pattern, "summary.json")
         if not folder and fileio.exists(summary):  # e.g. random_baseline without --write_episodes
             folder.append(summary)
         if folder:
             return folder
-    return [p for p, _ in fileio.match(pattern)]
+    return [p for p, _ in inputs.match_current(pattern)]
 
 
 def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list[ReportInput], list[str]]:

@@ -107,7 +107,7 @@ def build(
     """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
 
     `agents`: {agent name: [prediction files]} (a plain list of files scores each file as its own
-    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `fileio.bucket_count`.
+    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `bucket_count`.
     `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
     planning pass costs a read of each file, which only pays off with several worker processes).
     `published` names the agents whose files are RxR follower files: their scores are compared with
@@ -122,6 +122,7 @@ def build(
     from transforms.score_read import TOTALS, ReadScoringInputs
     from transforms.score_write import WriteLines
     from transforms.write import WriteTables, write_json
+    from vlnkit.datasets.buckets import bucket_count
     from vlnkit.datasets.json_chunks import RANGE_BYTES
     from vlnkit.evaluation.leaderboard import write_leaderboard
     from vlnkit.evaluation.score_summary import finish_summary
@@ -133,7 +134,7 @@ def build(
     agents = {name: list(files) for name, files in agents.items()}
     out = opts.output_dir
     if buckets is None:
-        buckets = fileio.bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
+        buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
         list(agents.items()), dataset_files, connectivity_dir, buckets, RANGE_BYTES if split_files else None
     )

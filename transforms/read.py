@@ -15,6 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
+from vlnkit.datasets.buckets import bucket_count
 from vlnkit.datasets.r2r import RecordError, parse_r2r
 from vlnkit.datasets.rxr import is_rxr, parse_dataset
 from vlnkit.hashing import stable_bucket
@@ -272,14 +273,14 @@ class UniqueBy(beam.PTransform):
     """Lists of records read from `files` -> {"records", "dead_letter"}: the first record of each key.
 
     The one way every reader deduplicates: in lists, with buckets sized by the input
-    (`vlnkit.io.fileio.bucket_count`); `batched=True` hands the kept lists on, otherwise single
+    (`vlnkit.datasets.buckets.bucket_count`); `batched=True` hands the kept lists on, otherwise single
     records, spread over workers (`SpreadRecords`).
     """
 
     def __init__(self, key_fn, what, files: list[str], batched: bool = False):
         super().__init__()
         self.key_fn, self.what, self.batched = key_fn, what, batched
-        self.buckets = fileio.bucket_count(list(files))
+        self.buckets = bucket_count(list(files))
 
     def expand(self, lists):
         unique = lists | "Dedupe" >> DedupeBy(self.key_fn, self.what, batched=True, buckets=self.buckets)
@@ -307,7 +308,7 @@ class ReadUniqueR2R(beam.PTransform):
     Unique path ids make instruction ids unique, which every per-instruction job relies on (with
     `rxr_guides=True`, RxR guide files too, unique by instruction_id: `episode_key`).
     Records are read and deduplicated in lists (buckets chosen from the input size, see
-    `vlnkit.io.fileio.bucket_count`); with `batched=True` `records` holds those lists, otherwise
+    `vlnkit.datasets.buckets.bucket_count`); with `batched=True` `records` holds those lists, otherwise
     single records, spread over workers in small lists first so per-record work downstream runs
     in parallel.
     """

@@ -20,9 +20,9 @@ from transforms.graphs import GraphDoFn
 from transforms.read import DedupeBy
 from transforms.score_records import ReadDataset
 from transforms.tally import MergeWith
+from vlnkit.datasets.buckets import bucket_count
 from vlnkit.datasets.rxr import episode_ids, path_key
 from vlnkit.io import fileio
-from vlnkit.io.fileio import bucket_count
 from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,

@@ -1,5 +1,5 @@
 """Every job accepts a published output folder D wherever it accepts that job's files: D stands for the
-data files of its current version (vlnkit.io.fileio.expand_inputs), and a glob inside D is matched there."""
+data files of its current version (vlnkit.io.inputs.expand_inputs), and a glob inside D is matched there."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Datasets and formats: what a valid record is (`records`), R2R-style files, RxR guide and follower
 files (`rxr`, which also tells the formats apart per file), R4R joining, agent
-prediction files, sub-instruction alignments, and the columnar batches the scoring job carries
-(`columns`, read in chunks by `json_chunks` into `prediction_batches` and `reference_batches`)."""
+prediction files, sub-instruction alignments, the columnar batches the scoring job carries
+(`columns`, read in chunks by `json_chunks` into `prediction_batches` and `reference_batches`), and
+the shuffle buckets that bring a path's records together (`buckets`)."""
 
 from vlnkit._exports import lazy_exports
 
@@ -28,7 +29,8 @@ __getattr__, __all__ = lazy_exports(
         "alignments": ("parse_fgr2r", "reader"),
         "pose_traces": ("load_pose_trace", "pose_trace_path", "PoseTrace", "PoseTraceError"),
         "rxr_fixtures": ("write_rxr_fixtures", "rxr_instruction_id", "r2r_instr_id"),
-        "columns": ("Vocabulary", "Paths", "PredictionBatch", "ReferenceBatch", "split_by_bucket"),
+        "columns": ("Vocabulary", "Paths", "PredictionBatch", "ReferenceBatch"),
+        "buckets": ("bucket_count", "bucket_of", "split_by_bucket"),
         "json_chunks": ("json_chunks", "plan_line_ranges", "json_line_range"),
         "prediction_batches": ("prediction_batch", "submission_chunk"),
         "reference_batches": ("reference_batch", "reference_chunk", "FileFormat"),

@@ -3,21 +3,21 @@
 A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
 global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets (`Paths`), never
 as a Python dict with a list of 32-character viewpoint ids. Batches are split by a stable bucket
-of their path_id (`split_by_bucket`), so predictions and references of one path meet on one worker.
-The batches are built from file chunks by `vlnkit.datasets.prediction_batches` and
-`vlnkit.datasets.reference_batches`.
+of their path_id (`vlnkit.datasets.buckets.split_by_bucket`), so predictions and references of one
+path meet on one worker. The batches are built from file chunks by
+`vlnkit.datasets.prediction_batches` and `vlnkit.datasets.reference_batches`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
 
-from vlnkit.hashing import stable_hash_array
+# The score transforms import the bucketing from here; it lives with the shuffle sizing in `buckets`.
+from vlnkit.datasets.buckets import bucket_of, split_by_bucket  # noqa: F401
 from vlnkit.io.json_text import loads_exact
 
 
@@ -274,27 +274,3 @@ class ReferenceBatch:
         }
         languages, codes = merge_languages([(p.languages, p.language) for p in parts])
         return cls(**cols, paths=Paths.concat([p.paths for p in parts]), language=codes, languages=languages)
-
-
-# ----------------------------------------------------------------------------- buckets
-def bucket_of(path_id: np.ndarray, buckets: int) -> np.ndarray:
-    """A stable bucket in [0, buckets) per path_id: `vlnkit.hashing.stable_bucket` of each id, in numpy.
-
-    >>> bucket_of(np.array([0, 1, 2, 3]), 4).tolist()
-    [0, 2, 1, 2]
-    >>> from vlnkit.hashing import stable_bucket
-    >>> [stable_bucket(i, buckets=4) for i in range(4)]
-    [0, 2, 1, 2]
-    """
-    return (stable_hash_array(np.asarray(path_id)) % np.uint64(buckets)).astype(np.int64)
-
-
-def split_by_bucket(batch, buckets: int) -> Iterator[tuple[int, object]]:
-    """(bucket, the batch's rows of that bucket) for each bucket the batch touches."""
-    if len(batch) == 0:
-        return
-    b = bucket_of(batch.path_id, buckets)
-    order = np.argsort(b, kind="stable")
-    cuts = np.flatnonzero(np.diff(b[order])) + 1
-    for rows in np.split(order, cuts):
-        yield int(b[rows[0]]), batch.take(rows)

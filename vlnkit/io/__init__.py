@@ -1,4 +1,5 @@
-"""Files and formats: local or any Beam filesystem (`fileio`), declared Parquet schemas (`schemas`),
+"""Files and formats: local or any Beam filesystem (`fileio`), what a user names as input files
+(`inputs`: globs, published output folders), declared Parquet schemas (`schemas`),
 dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`),
 JSON text parsed by orjson with the standard library's answers (`json_text`), the layout of a job's
 output folder and the one way to read its published version (`layout`: `published(D)`), the lock of
@@ -15,7 +16,8 @@ from vlnkit._exports import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "fileio": ("open_read", "open_write", "read_bytes", "exists", "join", "match", "expand_inputs", "remove_tree"),
+        "fileio": ("open_read", "open_write", "read_bytes", "exists", "join", "match", "remove_tree", "is_remote"),
+        "inputs": ("expand_inputs", "match_current"),
         "schemas": (
             "versioned_schema",
             "schema_version",

@@ -1,5 +1,9 @@
 """File access that works for local paths and, when Apache Beam is installed, any Beam filesystem.
 
+The ground floor of vlnkit: plain primitives (open, read, exists, join, match, remove) that import
+nothing of the project, so every other module can use them. What a user names as an input (a glob,
+a published output folder) is resolved one floor up, in `vlnkit.io.inputs`.
+
 The core stays importable without Beam: Beam is only imported when a path has a scheme
 (`gs://`, `s3://`, ...) or when a glob must be expanded on such a filesystem.
 """
@@ -7,18 +11,22 @@ The core stays importable without Beam: Beam is only imported when a path has a 
 from __future__ import annotations
 
 import glob as _glob
-import math
 import os
 from typing import IO
 
 
-def _has_scheme(path: str) -> bool:
+def is_remote(path: str) -> bool:
+    """Whether a path names a Beam filesystem (`gs://`, `s3://`, ...) rather than the local disk.
+
+    >>> is_remote("gs://bucket/a.json"), is_remote("/data/a.json")
+    (True, False)
+    """
     return "://" in path
 
 
 def open_read(path: str) -> IO[bytes]:
     """Open for reading; `.gz` and `.bz2` files are decompressed, as Beam's filesystems do for any scheme."""
-    if _has_scheme(path):
+    if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.open(path)
@@ -33,8 +41,19 @@ def open_read(path: str) -> IO[bytes]:
     return open(path, "rb")
 
 
+def open_stored(path: str) -> IO[bytes]:
+    """Open for reading the bytes as stored, never decompressed: what a checksum of the file covers
+    (the same number `sha256sum`, `gsutil hash` or Cloud Storage's crc32c give for it)."""
+    if is_remote(path):
+        from apache_beam.io.filesystem import CompressionTypes
+        from apache_beam.io.filesystems import FileSystems
+
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return open(path, "rb")
+
+
 def open_write(path: str) -> IO[bytes]:
-    if _has_scheme(path):
+    if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.create(path)
@@ -50,7 +69,7 @@ def read_bytes(path: str) -> bytes:
 
 
 def exists(path: str) -> bool:
-    if _has_scheme(path):
+    if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.exists(path)
@@ -58,7 +77,7 @@ def exists(path: str) -> bool:
 
 
 def join(base: str, *parts: str) -> str:
-    if _has_scheme(base):
+    if is_remote(base):
         from apache_beam.io.filesystems import FileSystems
 
         return FileSystems.join(base, *parts)
@@ -68,16 +87,17 @@ def join(base: str, *parts: str) -> str:
 def match(patterns: str | list[str]) -> list[tuple[str, int]]:
     """Expand comma-separated file patterns to sorted (path, size) pairs; directories are not matched.
 
-    A pattern inside a published output folder (`D/paths-*.parquet`) is matched in the version
-    published at this moment (`vlnkit.io.layout.resolve`), so a listing never mixes two versions.
+    A plain listing of what is there now: a pattern that names a user's input, which may be a
+    published output folder, is matched by `vlnkit.io.inputs` instead.
+
+        >>> match("/nonexistent/*.json")
+        []
     """
     if isinstance(patterns, str):
         patterns = [p for p in (s.strip() for s in patterns.split(",")) if p]
-    from vlnkit.io.layout import resolve
-
     found: dict[str, int] = {}
-    for pattern in map(resolve, patterns):
-        if _has_scheme(pattern):
+    for pattern in patterns:
+        if is_remote(pattern):
             from apache_beam.io.filesystems import FileSystems
 
             for result in FileSystems.match([pattern]):
@@ -94,46 +114,12 @@ GLOB_CHARS = frozenset("*?[")
 
 
 def is_glob(pattern: str) -> bool:
-    return any(c in pattern for c in GLOB_CHARS)
+    """Whether `match` would treat the pattern as a glob rather than one file's name.
 
-
-def expand_inputs(flag: str, patterns: str | list[str]) -> list[tuple[str, int]]:
-    """Like `match`, but strict, for inputs a user named: every named file must exist and every glob
-    must match at least one file; a job's published output folder names the data files
-    (`<prefix>-SSSSS-of-NNNNN.*`) of its current version. Raises FileNotFoundError naming the flag
-    and the pattern.
-
-        >>> expand_inputs("--dataset", "/nonexistent/a.json")
-        Traceback (most recent call last):
-        ...
-        FileNotFoundError: --dataset: /nonexistent/a.json does not exist
+    >>> is_glob("runs/*.json"), is_glob("runs/a.json")
+    (True, False)
     """
-    if isinstance(patterns, str):
-        patterns = [p for p in (s.strip() for s in patterns.split(",")) if p]
-    if not patterns:
-        raise FileNotFoundError(f"{flag}: no file named")
-    from vlnkit.io import layout
-
-    found: dict[str, int] = {}
-    for pattern in patterns:
-        matched = match([pattern])
-        if not matched and not is_glob(pattern):
-            try:  # a job's output folder stands for the data files of its published version
-                files = layout.data_files(layout.published(pattern.rstrip("/")))
-            except FileNotFoundError:
-                files = []
-            matched = match(files) if files else []
-        if not matched:
-            if is_glob(pattern):
-                raise FileNotFoundError(f"{flag}: {pattern} matches no file")
-            what = (
-                "is a folder, not a file (nor a job's published output folder)"
-                if not _has_scheme(pattern) and os.path.isdir(pattern)
-                else "does not exist"
-            )
-            raise FileNotFoundError(f"{flag}: {pattern} {what}")
-        found.update(matched)
-    return sorted(found.items())
+    return any(c in pattern for c in GLOB_CHARS)
 
 
 def remove_tree(path: str) -> None:
@@ -141,7 +127,7 @@ def remove_tree(path: str) -> None:
 
     On object stores a "folder" is only a name prefix, so every object under it is deleted by name.
     """
-    if _has_scheme(path):
+    if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
         prefix = path.rstrip("/") + "/"
@@ -152,21 +138,3 @@ def remove_tree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-BUCKET_BYTES = 16 << 20  # input bytes per shuffle bucket: bounds what one bucket holds in memory
-MAX_BUCKETS = 4096
-COMPRESSION_FACTOR = 5  # a .gz / .bz2 file counts as this many times its size
-
-
-def bucket_count(files: list[str], bucket_bytes: int = BUCKET_BYTES) -> int:
-    """How many buckets a shuffle of these inputs uses: one per `bucket_bytes` of input, 1..MAX_BUCKETS.
-
-    Buckets bound memory: each holds about `bucket_bytes` of input, however large the whole is.
-
-        bucket_count(["predictions.jsonl"])  # a 330 MB file -> 21
-    """
-    total = 0
-    for path, size in match(files) if files else []:
-        total += size * (COMPRESSION_FACTOR if path.endswith((".gz", ".bz2")) else 1)
-    return max(1, min(MAX_BUCKETS, math.ceil(total / bucket_bytes)))

@@ -42,7 +42,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import IO
 
 from vlnkit.io import fileio, layout
 
@@ -68,20 +67,6 @@ class Problem:
 
     def to_dict(self) -> dict:
         return {"file": self.file, "rows": self.rows, "expected": self.expected, "problem": self.what}
-
-
-def _remote(path: str) -> bool:
-    return "://" in path
-
-
-def _open_raw(path: str) -> IO[bytes]:
-    """The bytes as stored (a `.gz` output is checksummed compressed, as Cloud Storage checksums it)."""
-    if _remote(path):
-        from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
-
-        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-    return open(path, "rb")
 
 
 def crc32c_text(value: int) -> str:
@@ -126,7 +111,7 @@ def _scan(path: str, count_lines: bool, checksum: bool) -> tuple[int, str | None
     crc = google_crc32c.Checksum() if checksum else None
     size = newlines = 0
     head = tail = b""
-    with _open_raw(path) as f:
+    with fileio.open_stored(path) as f:
         for chunk in iter(lambda: f.read(CHUNK), b""):
             if crc is not None:
                 crc.update(chunk)
@@ -182,14 +167,14 @@ def describe(path: str, size: int | None = None) -> dict:
             out["defect"] = "the JSON list has no closing bracket (the file was cut short)"
     elif kind == "json" and out["bytes"] <= MAX_DOCUMENT_BYTES:
         try:
-            json.loads(_read_raw(path))
+            json.loads(_stored_bytes(path))
         except ValueError as exc:
             out["defect"] = f"not a complete JSON document ({exc})"
     return out
 
 
-def _read_raw(path: str) -> bytes:
-    with _open_raw(path) as f:
+def _stored_bytes(path: str) -> bytes:
+    with fileio.open_stored(path) as f:
         return f.read()
 
 
@@ -289,7 +274,7 @@ def verify_version(folder: str) -> list[Problem]:
     if not fileio.exists(fileio.join(folder, layout.SUCCESS)):
         return [Problem(fileio.join(folder, layout.SUCCESS), None, None, "missing: this version is not complete")]
     try:
-        manifest = json.loads(_read_raw(manifest_path))
+        manifest = json.loads(_stored_bytes(manifest_path))
     except FileNotFoundError:
         return [Problem(manifest_path, None, None, "missing: nothing to verify against")]
     except (OSError, ValueError) as exc:
@@ -342,7 +327,7 @@ def verify(root: str, every: bool = False) -> list[Problem]:
         problems = vlnkit.io.verify("output/r4r_val_seen")
         if problems: raise SystemExit("\\n".join(p.line() for p in problems))
     """
-    root = root.rstrip("/") if _remote(root) else root
+    root = root.rstrip("/") if fileio.is_remote(root) else root
     return [p for folder in version_folders(root, every) for p in verify_version(folder)]
 
 
@@ -362,7 +347,7 @@ def main(argv: list[str]) -> int:
         return 0 if rest and rest[0] in ("-h", "--help") else 2
     root = rest[0]
     try:
-        folders = version_folders(root.rstrip("/") if _remote(root) else root, every)
+        folders = version_folders(root.rstrip("/") if fileio.is_remote(root) else root, every)
         problems = [(folder, verify_version(folder)) for folder in folders]
     except layout.NothingPublished as exc:
         print(f"error: {exc}", file=sys.stderr)

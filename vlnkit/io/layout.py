@@ -13,9 +13,10 @@ published:
       failed -> versions/<id>      (local disk only) the last failed run's folder, for inspection
       lock.json                    the lock of the run in progress (vlnkit.io.lock)
 
-Readers either resolve the pointer once and read that version's folder (`published(D)`, what every
-job does when given a published folder or a glob inside one), or open `D/<name>`, which resolves
-through the pointer at open time. Version ids sort by the UTC time their run started.
+Readers either resolve the pointer once and read that version's folder (`published(D)`, or
+`in_current_version` for a name or glob inside D: what every job does with its inputs, through
+`vlnkit.io.inputs`), or open `D/<name>`, which resolves through the pointer at open time. Version
+ids sort by the UTC time their run started.
 
     >>> import tempfile, os
     >>> root = tempfile.mkdtemp()
@@ -73,13 +74,9 @@ class NothingPublished(FileNotFoundError):
     """The folder holds no published version (no pointer, and no complete run of the older layout)."""
 
 
-def _remote(path: str) -> bool:
-    return "://" in path
-
-
 def _parent(path: str) -> tuple[str, str]:
     """(folder, name) of a path or URL."""
-    if _remote(path):
+    if fileio.is_remote(path):
         head, _, tail = path.rstrip("/").rpartition("/")
         return head, tail
     return os.path.dirname(path), os.path.basename(path)
@@ -98,7 +95,7 @@ def version_folder(root: str, version: str) -> str:
 def current_version(root: str) -> str | None:
     """The id the pointer of `root` names, or None when nothing is published there."""
     pointer = fileio.join(root, POINTER)
-    if _remote(root):
+    if fileio.is_remote(root):
         got = gcs.read(pointer) if root.startswith("gs://") else None
         if got is None and not root.startswith("gs://") and fileio.exists(pointer):
             got = (fileio.read_bytes(pointer), 0)
@@ -117,7 +114,7 @@ def pointer_generation(root: str) -> int:
 
 def list_tree(folder: str) -> list[str]:
     """Every file under a folder (local or any Beam filesystem), sorted."""
-    if _remote(folder):
+    if fileio.is_remote(folder):
         from apache_beam.io.filesystems import FileSystems
 
         pattern = folder.rstrip("/") + "/**"
@@ -131,7 +128,7 @@ def list_tree(folder: str) -> list[str]:
 
 def _legacy_complete(root: str) -> bool:
     """A folder of the older layout (files directly in it) whose run was complete."""
-    if _remote(root):
+    if fileio.is_remote(root):
         return fileio.exists(fileio.join(root, SUCCESS))
     return os.path.isfile(os.path.join(root, SUCCESS)) and not os.path.islink(os.path.join(root, SUCCESS))
 
@@ -160,18 +157,18 @@ def data_files(paths: list[str]) -> list[str]:
     return [p for p in paths if _SHARD.search(_parent(p)[1]) and not _parent(p)[1].startswith("dead_letter-")]
 
 
-def resolve(pattern: str) -> str:
-    """A path or glob whose folder is a published output -> the same name inside the current version,
-    so a reader lists and opens one version even if a run publishes meanwhile. Anything else is
-    returned as is.
+def in_current_version(pattern: str) -> str:
+    """A path or glob whose folder is a published output -> the same name inside the current version
+    (the pointer resolved once), so a reader lists and opens one version even if a run publishes
+    meanwhile. Anything else is returned as is.
 
-    >>> resolve("/nonexistent/paths-*.parquet")
+    >>> in_current_version("/nonexistent/paths-*.parquet")
     '/nonexistent/paths-*.parquet'
     """
     folder, name = _parent(pattern)
     if not folder or fileio.is_glob(folder) or folder.rstrip("/").endswith("/" + VERSIONS):
         return pattern
-    if not _remote(folder) and not os.path.islink(os.path.join(folder, POINTER)):
+    if not fileio.is_remote(folder) and not os.path.islink(os.path.join(folder, POINTER)):
         return pattern  # the cheap local answer for every ordinary folder
     version = current_version(folder)
     return fileio.join(version_folder(folder, version), name) if version else pattern
@@ -185,7 +182,7 @@ def point(root: str, version: str, expected_generation: int | None = None) -> No
     if root.startswith("gs://"):
         gcs.write(pointer, version.encode() + b"\n", if_generation_match=expected_generation or 0)
         return
-    if _remote(root):
+    if fileio.is_remote(root):
         with fileio.open_write(pointer) as f:
             f.write(version.encode() + b"\n")
         return
@@ -237,14 +234,14 @@ def link_top_level(root: str, version: str, owned: list[str]) -> None:
 
 def mark_failed(root: str, version: str) -> None:
     """Point `root/failed` at a failed run's folder (local disk; on object stores the error names it)."""
-    if not _remote(root):
+    if not fileio.is_remote(root):
         _replace_link(root, FAILED, os.path.join(VERSIONS, version))
 
 
 def versions(root: str) -> list[str]:
     """Every version id with a folder under `root/versions/`, sorted (oldest first)."""
     base = fileio.join(root, VERSIONS)
-    if _remote(root):
+    if fileio.is_remote(root):
         prefix = base.rstrip("/") + "/"
         return sorted({p[len(prefix) :].split("/", 1)[0] for p in list_tree(base) if p.startswith(prefix)})
     try:
@@ -279,7 +276,7 @@ def stale_versions(root: str, keep: int, running: str | None = None) -> list[str
 def remove_versions(root: str, stale: list[str]) -> None:
     for version in stale:
         fileio.remove_tree(version_folder(root, version))
-    if not _remote(root):
+    if not fileio.is_remote(root):
         failed = os.path.join(root, FAILED)
         if os.path.islink(failed) and not os.path.exists(failed):
             os.remove(failed)
@@ -297,7 +294,7 @@ def main(argv: list[str]) -> int:
         print("usage: vlnkit published OUTPUT_DIR   (the files of its current version, one per line)", file=sys.stderr)
         return 2 if not argv or argv[0] not in ("-h", "--help") else 0
     try:
-        files = published(argv[0].rstrip("/") if "://" in argv[0] else argv[0])
+        files = published(argv[0].rstrip("/") if fileio.is_remote(argv[0]) else argv[0])
     except NothingPublished as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

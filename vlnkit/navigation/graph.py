@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vlnkit.io import fileio
+from vlnkit.io import fileio, inputs
 from vlnkit.io.json_text import loads_exact
 
 if TYPE_CHECKING:
@@ -373,7 +373,7 @@ def angle_difference(a: float, b: float) -> float:
 def list_scans(connectivity_dir: str) -> list[str]:
     """Scans that have a connectivity file in the directory (local or any Beam filesystem)."""
     pattern = fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX)
-    return sorted(os.path.basename(p)[: -len(CONNECTIVITY_SUFFIX)] for p, _ in fileio.match(pattern))
+    return sorted(os.path.basename(p)[: -len(CONNECTIVITY_SUFFIX)] for p, _ in inputs.match_current(pattern))
 
 
 class GraphStore:

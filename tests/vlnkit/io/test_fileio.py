@@ -1,4 +1,4 @@
-"""fileio.expand_inputs / match: named inputs must exist, globs must match, errors name flag and pattern."""
+"""fileio: the plain primitives (open, read, write, exists, join, match, remove, is_remote)."""
 
 from __future__ import annotations
 
@@ -16,44 +16,6 @@ def files(tmp_path):
     return tmp_path
 
 
-def test_missing_file_names_flag_and_path(tmp_path):
-    missing = str(tmp_path / "nope.json")
-    with pytest.raises(FileNotFoundError, match=rf"^--dataset: {missing} does not exist$"):
-        fileio.expand_inputs("--dataset", missing)
-
-
-def test_glob_with_no_match(files):
-    pattern = str(files / "*.parquet")
-    with pytest.raises(FileNotFoundError, match=r"--predictions: .*\*\.parquet matches no file"):
-        fileio.expand_inputs("--predictions", pattern)
-
-
-def test_a_folder_is_not_a_file(files):
-    with pytest.raises(FileNotFoundError, match="is a folder, not a file"):
-        fileio.expand_inputs("--dataset", str(files / "sub"))
-
-
-def test_nothing_named(files):
-    with pytest.raises(FileNotFoundError, match="no file named"):
-        fileio.expand_inputs("--dataset", " , ")
-
-
-def test_comma_list_glob_and_sizes_sorted_and_deduplicated(files):
-    a, b = str(files / "a.json"), str(files / "b.json")
-    got = fileio.expand_inputs("--dataset", f"{b}, {files}/*.json,{a}")
-    assert got == [(a, 2), (b, 3)]
-
-
-def test_a_list_of_patterns_and_one_bad_entry_fails_the_whole(files):
-    a = str(files / "a.json")
-    assert fileio.expand_inputs("--x", [a, str(files / "sub" / "*.json")]) == [
-        (a, 2),
-        (str(files / "sub" / "d.json"), 5),
-    ]
-    with pytest.raises(FileNotFoundError, match="missing.json does not exist"):
-        fileio.expand_inputs("--x", [a, str(files / "missing.json")])
-
-
 def test_match_is_lenient_and_skips_folders(files):
     assert fileio.match(str(files / "*")) == sorted(
         [(str(files / "a.json"), 2), (str(files / "b.json"), 3), (str(files / "c.txt"), 1)]
@@ -61,7 +23,8 @@ def test_match_is_lenient_and_skips_folders(files):
     assert fileio.match(str(files / "none-*.json")) == []
 
 
-def test_is_glob():
+def test_is_remote_and_is_glob():
+    assert fileio.is_remote("gs://bucket/a.json") and fileio.is_remote("s3://b/a") and not fileio.is_remote("/a/b")
     assert fileio.is_glob("a/*.json") and fileio.is_glob("a?.json") and fileio.is_glob("a[12].json")
     assert not fileio.is_glob("a/b.json")
 
