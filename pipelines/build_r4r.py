@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pipelines.command import Job, run_as_command
 from pipelines.options import JobError, add_shared, user_error
 from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig, summarize
+from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
@@ -246,8 +247,7 @@ def run(ctx: Run) -> dict:
     if opts.landmark_layout:
         ctx.check_output_file("json_output", landmark_path(opts.json_output))
     dataset, connectivity_dir = resolve_inputs(opts)
-    files = ctx.inputs("dataset", dataset)
-    refuse_rxr(files)
+    files = ctx.inputs("dataset", dataset, refuse=RXR_REFUSED)
     ctx.graphs(connectivity_dir)
     return ctx.execute(
         lambda p: build(p, files, connectivity_dir, opts, config),
@@ -269,21 +269,16 @@ def declared_outputs(summary: dict, opts) -> dict[str, int]:
     return out
 
 
-def refuse_rxr(files: list[str]) -> None:
-    """Stop before the pipeline when a --dataset file is an RxR guide or follower file (told by content):
-    joining RxR paths is not defined (their instructions are in different languages), and every record
-    would otherwise be dead-lettered one by one."""
-    from vlnkit.datasets.rxr import R2R, file_format
-    from vlnkit.datasets.trajectories import is_parquet
-
-    for path in files:
-        fmt = "r2r" if is_parquet(path) else file_format(path)
-        if fmt != R2R:
-            kind = "guide" if fmt == "rxr_guide" else "follower"
-            raise JobError(
-                f"--dataset: {path} is an RxR {kind} file; build_r4r joins R2R-format paths (R2R JSON or JSON "
-                "Lines), and joining RxR paths is not defined (their instructions are in different languages)"
-            )
+# RxR files are refused before the pipeline (exit 2): joining RxR paths is not defined (their instructions
+# are in different languages), and every record would otherwise be dead-lettered one by one.
+_NOT_JOINED = (
+    "; build_r4r joins R2R-format paths (R2R JSON or JSON Lines), and joining RxR paths is not defined "
+    "(their instructions are in different languages)"
+)
+RXR_REFUSED = {
+    RXR_GUIDE_FORMAT: "an RxR guide file" + _NOT_JOINED,
+    RXR_FOLLOWER_FORMAT: "an RxR follower file" + _NOT_JOINED,
+}
 
 
 def extra_outputs(opts) -> tuple[str, ...]:

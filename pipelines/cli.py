@@ -59,12 +59,26 @@ def main(argv: list[str] | None = None) -> None:
     if argv[0] == "published":  # not a job: reads an output folder (Beam-free for local folders)
         from vlnkit.io.layout import main as published_main
 
-        raise SystemExit(published_main(argv[1:]))
+        raise SystemExit(_to_a_pipe(published_main, argv[1:]))
     if argv[0] == "verify":  # not a job: files, sizes, checksums and rows against the manifest
         from vlnkit.io.integrity import main as verify_main
 
-        raise SystemExit(verify_main(argv[1:]))
+        raise SystemExit(_to_a_pipe(verify_main, argv[1:]))
     _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
+
+
+def _to_a_pipe(main, argv: list[str]) -> int:
+    """Run a listing command; a reader that stops reading (`vlnkit published D | head -1`) ends it quietly
+    with its exit code, not a BrokenPipeError traceback (later writes go to /dev/null)."""
+    import os
+
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return code
 
 
 def _as_command(main) -> None:

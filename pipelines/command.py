@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from pipelines.options import JobError, job_parser, parse
+from vlnkit.io.redact import redact_text
 
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -76,7 +77,7 @@ class Job:
                 ctx.remove_success()
                 _refuse(job, exc)
             except RunFailed as exc:
-                print(f"error: {job}: run failed: {exc}; no {SUCCESS} written", file=sys.stderr)
+                print(redact_text(f"error: {job}: run failed: {exc}; no {SUCCESS} written"), file=sys.stderr)
                 raise SystemExit(3) from None
             if summary.get("skipped"):
                 return summary
@@ -89,8 +90,8 @@ class Job:
 
 
 def _refuse(job: str, exc: JobError) -> NoReturn:
-    """The job cannot run as asked: one line naming the reason, exit code 2."""
-    print(f"error: {job}: {exc}", file=sys.stderr)
+    """The job cannot run as asked: one line naming the reason (never a secret it quotes), exit code 2."""
+    print(redact_text(f"error: {job}: {exc}"), file=sys.stderr)
     raise SystemExit(2) from None
 
 

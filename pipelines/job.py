@@ -47,9 +47,10 @@ from pipelines.provenance import (
 )
 from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
 from pipelines.verdict import BEFORE_READ, Outcome, RunFailed, default_outcome, judge, with_stages, written
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, RXR_FOLLOWER_FORMAT
 from vlnkit.io import fileio, inputs, integrity, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
-from vlnkit.io.redact import redact
+from vlnkit.io.redact import redact, redact_text
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 
 __all__ = [
@@ -116,6 +117,42 @@ def _intact(folder: str, previous: dict) -> bool:
     return all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
 
 
+# Flags whose files are datasets (R2R-format records or RxR guide lines, or build_r4r's Parquet), in every
+# job; what is refused among them, by the format `vlnkit.datasets.rxr.file_format` tells from content.
+DATASET_FLAGS = frozenset({"dataset", "steps_from", "compose_from"})
+DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
+
+
+def _refuse_kinds(flag: str, files: list[str], refused: dict[str, str]) -> None:
+    """Stop before the pipeline when a file is of a kind the flag does not take (one line naming it):
+    every record would otherwise be dead-lettered one by one, or the run would fail late."""
+    from vlnkit.datasets.rxr import file_format
+    from vlnkit.datasets.trajectories import is_parquet
+
+    for path in files:
+        why = None if is_parquet(path) else refused.get(file_format(path))
+        if why:
+            raise JobError(f"--{flag}: {path} is {why}")
+
+
+def _refuse_credentials(flag: str, value: str) -> None:
+    """A URL with a user name (and password) in it: credentials come from the standard auth chain of the
+    filesystem, never from a flag, and a path that holds one must not travel into logs and manifests."""
+    for part in value.split(","):
+        scheme, sep, rest = part.partition("://")
+        if sep and "@" in rest.split("/", 1)[0]:
+            raise JobError(
+                f"--{flag}={redact_text(part.strip())}: a URL with credentials in it; name the file without them "
+                "(access comes from the filesystem's own credentials, e.g. Google's auth chain for gs://)"
+            )
+
+
+def _same_file(a: str, b: str) -> bool:
+    if fileio.is_remote(a) or fileio.is_remote(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 # ---------------------------------------------------------------------------- the run of one job
 class Run:
     """One invocation of a job: its options, the inputs it depends on, and the way it ends."""
@@ -132,6 +169,13 @@ class Run:
         out = self.output_dir
         if not out:
             raise JobError("--output_dir is empty")
+        _refuse_credentials("output_dir", out)
+        root = layout.holding_versions(out)
+        if root is not None:
+            raise JobError(
+                f"--output_dir={out}: inside the versions of the output folder {root} (what its readers see, "
+                "and its own runs prune); choose a folder outside it"
+            )
         if fileio.is_remote(out):
             return
         if os.path.exists(out) and not os.path.isdir(out):
@@ -151,26 +195,57 @@ class Run:
         """Called when a run is refused: the published output stays exactly as it was (a refused run
         never wrote anything a reader sees), so there is nothing to undo here."""
 
-    def inputs(self, flag: str, patterns: str | list[str] | None, required: bool = True) -> list[str]:
+    def inputs(
+        self, flag: str, patterns: str | list[str] | None, required: bool = True, refuse: dict[str, str] | None = None
+    ) -> list[str]:
         """The files a flag names (all must exist; a glob must match; a published output folder names its
-        current version's data files); recorded as inputs of the run."""
+        current version's data files); recorded as inputs of the run.
+
+        A file of a kind the flag does not take (told by content) is refused here, before the pipeline,
+        the same way in every job: an RxR follower file given as a dataset (`DATASET_FLAGS`); and
+        `refuse` {format: why} narrows what one job takes (build_r4r: R2R-format records only)."""
         if not patterns:
             if required:
                 raise JobError(f"--{flag} is required")
             return []
+        self.check_names(flag, patterns)
         try:
             found = inputs.expand_inputs(f"--{flag}", patterns)
         except FileNotFoundError as exc:
             raise JobError(str(exc).strip("'\"")) from None
         except Exception as exc:  # an unreachable filesystem, a malformed URL
             raise JobError(f"--{flag}={patterns}: cannot list ({type(exc).__name__}: {exc})") from None
+        for path, _ in found:
+            self._refuse_own_output(flag, path)
+        if flag in DATASET_FLAGS or refuse:
+            _refuse_kinds(flag, [p for p, _ in found], {**DATASET_REFUSED, **(refuse or {})})
         self._inputs.extend(found)
         return [p for p, _ in found]
+
+    def check_names(self, flag: str, patterns: str | list[str] | None) -> None:
+        """What can be told from the names a flag gives before anything is listed: no URL with credentials."""
+        for pattern in [patterns] if isinstance(patterns, str) else patterns or []:
+            _refuse_credentials(flag, pattern)
+
+    def _refuse_own_output(self, flag: str, path: str) -> None:
+        """An input inside this run's own output folder (a file of its published version) would be replaced
+        by what the run publishes, and the same command would then read its own output."""
+        out = self.output_dir.rstrip("/")
+        if fileio.is_remote(out):
+            inside = path.startswith(fileio.join(out, layout.VERSIONS) + "/")
+        else:
+            inside = os.path.realpath(path).startswith(os.path.realpath(fileio.join(out, layout.VERSIONS)) + os.sep)
+        if inside:
+            raise JobError(
+                f"--output_dir={self.output_dir} holds {path}, an input of this run (--{flag}): publishing there "
+                "would replace what the run reads; write elsewhere"
+            )
 
     def graphs(self, connectivity_dir: str | None, flag: str = "connectivity_dir") -> str:
         """The connectivity folder, which must hold graph files; they become inputs of the run."""
         if not connectivity_dir:
             raise JobError(f"--{flag} is required")
+        _refuse_credentials(flag, connectivity_dir)
         found = connectivity_files(connectivity_dir)
         if not found:
             raise JobError(f"--{flag}={connectivity_dir}: no *{CONNECTIVITY_SUFFIX} files found")
@@ -217,11 +292,14 @@ class Run:
         started = time.time()
         job_settings = redact({**settings(self.args), **(extra_settings or {})})
         inputs = sorted(set(self._inputs))
+        for output in extra_outputs:
+            if any(_same_file(output, path) for path, _ in inputs):
+                raise JobError(f"{output} is both an input and an output of this run; name another output file")
         # The digests are needed for the manifest only (and first by --skip_if_unchanged): inputs are hashed
         # while the pipeline runs (hashlib and file reads release the GIL: the other core, ~0.7 s per GB).
         digests = in_background(describe_inputs, inputs)
         if self.args.skip_if_unchanged:
-            this_run = fingerprint(self.job, job_settings, digests.result())
+            this_run = fingerprint(self.job, job_settings, redact(digests.result()))
             previous = self._previous_run()
             inside = self.output_dir.rstrip("/") + "/"
             placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
@@ -257,7 +335,7 @@ class Run:
                 "settings": job_settings,
                 "wall_seconds": round(time.time() - started, 3),
                 "options": redact(self.options.get_all_options(drop_default=False, retain_unknown_options=True)),
-                "inputs": digests.result(),
+                "inputs": redact(digests.result()),
                 "outputs": outputs,
                 "counters": counters,
                 "summary": summary,

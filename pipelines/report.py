@@ -107,10 +107,13 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
     from vlnkit.reports.stats import SCORE_SUMMARY, ReportInputError, detect_kind, input_label
 
     items, skipped = [], []
+    flag = "--compare" if compare else "--inputs"
     for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
-        paths = _expand(pattern)
+        try:
+            paths = _expand(pattern)
+        except Exception as exc:  # an unreachable filesystem, a malformed URL: as Run.inputs words it
+            raise JobError(f"{flag}={pattern}: cannot list ({type(exc).__name__}: {exc})") from None
         if not paths:
-            flag = "--compare" if compare else "--inputs"
             what = "matches no file" if fileio.is_glob(pattern) else "does not exist (nor a job's output folder)"
             raise JobError(f"{flag}: {pattern} {what}")
         for path in paths:
@@ -374,6 +377,8 @@ def run(ctx: Run) -> dict:
     if opts.draw < 0:
         raise JobError("--draw must be 0 or more")
     ctx.graphs(opts.connectivity_dir)
+    ctx.check_names("inputs", opts.inputs)
+    ctx.check_names("compare", opts.compare)
     taken: set[str] = set()
     inputs, skipped = classify(opts.inputs, False, taken)
     more, skipped_more = classify(opts.compare, True, taken)

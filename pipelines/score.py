@@ -239,12 +239,21 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
-    references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
+    """Scoring reads predictions: the run counts when it scored episodes and enough predictions could be
+    used, and never when the references cannot be scored at all (e.g. the R2R test split, where success
+    would be trivially 100%). A run that scored no episode fails whatever --max_failure_fraction says."""
     from pipelines.job import Outcome
 
-    read = sum(int(b.get("predictions_read", 0)) for b in summary.get("agents", {}).values())
-    return Outcome(read, int(summary.get("dead_letters", 0)), summary.get("unscorable"))
+    blocks = summary.get("agents", {}).values()
+    read = sum(int(b.get("predictions_read", 0)) for b in blocks)
+    scored = sum(int(b.get("count", 0)) for b in blocks)
+    dead = int(summary.get("dead_letters", 0))
+    reason = summary.get("unscorable") or (
+        f"no episode was scored ({read} prediction(s) read, {dead} record(s) dead-lettered)"
+        if read and not scored
+        else None
+    )
+    return Outcome(read, dead, reason)
 
 
 def run(ctx: Run) -> dict:

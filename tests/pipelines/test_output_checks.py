@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostile import VALID_FLAGS, valid_inputs
 from tests.lossy import cut_json_short, lose_parquet_rows
-from tests.vlnkit.datasets.test_alignments import write_fgr2r
 from vlnkit.io import layout
-from vlnkit.navigation.synthetic import write_environment
 
 
 def run(job: str, *flags: str) -> dict:
@@ -32,83 +31,9 @@ def run(job: str, *flags: str) -> dict:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict[str, str]:
-    """Small valid inputs of every job: two synthetic scans, predictions, alignments, probes, an agent."""
-    root = tmp_path_factory.mktemp("outputs")
-    r2r, conn = write_environment(str(root / "env"), scans=2, paths_per_scan=12)
-    records = json.loads(Path(r2r).read_text())
-    preds = root / "preds.json"
-    preds.write_text(
-        json.dumps([{"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"]} for r in records for k in range(3)])
-    )
-    alignments, align_conn = write_fgr2r(root / "fgr2r", scans=2, paths_per_scan=8, seed=6)
-    probes = root / "probes"
-    run(
-        "build_probes",
-        f"--alignments={alignments}",
-        f"--connectivity_dir={align_conn}",
-        f"--output_dir={probes}",
-        "--probe_types=stop,direction",
-    )
-    import pyarrow.parquet as pq
-
-    episodes = pq.read_table(sorted(probes.glob("probes-*.parquet"))).to_pylist()
-    agent = root / "agent.jsonl"  # answers every other episode: the rest are listed as missing
-    agent.write_text(
-        "".join(
-            json.dumps({"episode_id": e["episode_id"], "probs": {c: 1.0 for c in e["correct"][:1]}}) + "\n"
-            for e in episodes[::2]
-        )
-    )
-    return {
-        "dataset": r2r,
-        "connectivity_dir": conn,
-        "predictions": str(preds),
-        "alignments": alignments,
-        "alignment_connectivity": align_conn,
-        "probes": str(probes),
-        "agent": str(agent),
-    }
+    return valid_inputs(tmp_path_factory.mktemp("outputs"))
 
 
-FLAGS = {
-    "build_r4r": lambda i, out: [
-        f"--dataset={i['dataset']}",
-        f"--connectivity_dir={i['connectivity_dir']}",
-        f"--json_output={out}/R4R.json",
-    ],
-    "score": lambda i, out: [
-        f"--predictions={i['predictions']}",
-        f"--dataset={i['dataset']}",
-        f"--connectivity_dir={i['connectivity_dir']}",
-        "--bootstrap=0",
-    ],
-    "random_baseline": lambda i, out: [
-        f"--dataset={i['dataset']}",
-        f"--steps_from={i['dataset']}",
-        f"--connectivity_dir={i['connectivity_dir']}",
-        "--num_trajectories=40",
-        "--write_episodes",
-    ],
-    "perturb": lambda i, out: [
-        f"--dataset={i['dataset']}",
-        f"--connectivity_dir={i['connectivity_dir']}",
-        "--methods=random_walk",
-    ],
-    "build_compat": lambda i, out: [
-        f"--dataset={i['dataset']}",
-        f"--connectivity_dir={i['connectivity_dir']}",
-        "--methods=random_walk,direction_swap",
-        "--spacy_model=blank:en",
-    ],
-    "paraphrase": lambda i, out: [f"--dataset={i['dataset']}", "--translator=offline", "--languages=de"],
-    "build_probes": lambda i, out: [
-        f"--alignments={i['alignments']}",
-        f"--connectivity_dir={i['alignment_connectivity']}",
-        "--probe_types=stop,direction",
-    ],
-    "score_probes": lambda i, out: [f"--probes={i['probes']}", f"--predictions={i['agent']}", "--n_boot=50"],
-    "report": lambda i, out: [f"--inputs={i['dataset']}", f"--connectivity_dir={i['connectivity_dir']}"],
-}
 # The file each job's lossy run leaves short, and the double that does it.
 SHORT = {
     "build_r4r": ("paths-00000-of-00001.parquet", functools.partial(lose_parquet_rows, keep="first_table")),
@@ -126,7 +51,7 @@ SHORT = {
 def test_every_job_is_checked():
     from pipelines.cli import JOBS
 
-    assert set(FLAGS) == set(SHORT) == set(JOBS)
+    assert set(VALID_FLAGS) == set(SHORT) == set(JOBS)
 
 
 def published_listing(out: Path) -> tuple[str, dict[str, bytes]]:
@@ -146,10 +71,10 @@ def failed_run(job, out, flags, capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize("job", sorted(FLAGS))
+@pytest.mark.parametrize("job", sorted(VALID_FLAGS))
 def test_a_sink_that_loses_rows_fails_the_run_naming_the_short_file(job, inputs, tmp_path, capsys, monkeypatch):
     out = tmp_path / "D"
-    flags = [*FLAGS[job](inputs, tmp_path), *([] if job == "report" else ["--num_shards=1"])]
+    flags = [*VALID_FLAGS[job](inputs, tmp_path), *([] if job == "report" else ["--num_shards=1"])]
     run(job, f"--output_dir={out}", *flags)
     capsys.readouterr()
     before = published_listing(out)
@@ -170,7 +95,7 @@ def test_a_sink_that_loses_rows_fails_the_run_naming_the_short_file(job, inputs,
 
 def test_a_cut_short_r4r_json_fails_the_run_with_both_counts(inputs, tmp_path, capsys, monkeypatch):
     out = tmp_path / "D"
-    flags = FLAGS["build_r4r"](inputs, tmp_path)
+    flags = VALID_FLAGS["build_r4r"](inputs, tmp_path)
     summary = run("build_r4r", f"--output_dir={out}", *flags)
     capsys.readouterr()
     before = published_listing(out)
@@ -196,7 +121,7 @@ def test_a_file_nobody_declared_fails_the_run(inputs, tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(write, "write_json", write_json)
     with pytest.raises(SystemExit) as exc:
-        run("perturb", f"--output_dir={tmp_path}/D", *FLAGS["perturb"](inputs, tmp_path))
+        run("perturb", f"--output_dir={tmp_path}/D", *VALID_FLAGS["perturb"](inputs, tmp_path))
     err = capsys.readouterr().err
     assert exc.value.code == 3 and re.search(r"versions/[^/ ]+/stray\.txt: written, but not declared", err), err
 
@@ -205,7 +130,7 @@ def test_a_good_run_records_size_rows_and_crc32c_of_every_file(inputs, tmp_path)
     import google_crc32c
 
     out = tmp_path / "D"
-    summary = run("build_r4r", f"--output_dir={out}", *FLAGS["build_r4r"](inputs, tmp_path))
+    summary = run("build_r4r", f"--output_dir={out}", *VALID_FLAGS["build_r4r"](inputs, tmp_path))
     manifest = json.loads((out / "manifest.json").read_text())
     folder = out / "versions" / manifest["version"]
     names = {o["name"]: o for o in manifest["outputs"]}

@@ -35,6 +35,7 @@ goes on with RxR lines dead-letters the RxR lines, each with its reason.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator
 
 from vlnkit.datasets.json_chunks import first_line, json_chunks
@@ -108,10 +109,17 @@ def stream_format(open_stream, source: str = "") -> str:
 
 
 def file_format(path: str) -> str:
-    """The format of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through)."""
+    """The format of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through).
+
+    A file that cannot be read through (a truncated or corrupt `.gz`, a read error) is "r2r", as a file
+    without records is: its reader then makes it a dead letter naming the file and the error.
+    """
     from vlnkit.io import fileio
 
-    return stream_format(lambda: fileio.open_read(path), path)
+    try:
+        return stream_format(lambda: fileio.open_read(path), path)
+    except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile and bz2's errors are OSErrors
+        return R2R
 
 
 def rxr_label(obj, index: int) -> str:
