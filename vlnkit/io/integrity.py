@@ -300,23 +300,17 @@ def verify_version(folder: str) -> list[Problem]:
 def _compare(path: str, recorded: dict) -> list[Problem]:
     found = describe(path)
     problems = []
-    if found.get("defect"):
-        problems.append(Problem(path, found.get("rows"), recorded.get("rows"), found["defect"]))
     if found["bytes"] != recorded.get("bytes"):
         problems.append(Problem(path, None, None, f"{found['bytes']} bytes, the manifest records {recorded['bytes']}"))
     if found["crc32c"] != recorded.get("crc32c"):
         problems.append(
             Problem(path, None, None, f"crc32c {found['crc32c']}, the manifest records {recorded['crc32c']}")
         )
-    if found.get("rows") != recorded.get("rows"):
-        problems.append(
-            Problem(
-                path,
-                found.get("rows"),
-                recorded.get("rows"),
-                f"{found['rows']} rows, the manifest records {recorded['rows']}",
-            )
-        )
+    if found.get("defect"):
+        problems.append(Problem(path, found.get("rows"), recorded.get("rows"), found["defect"]))
+    elif found.get("rows") != recorded.get("rows"):
+        what = f"{found['rows']} rows, the manifest records {recorded['rows']}"
+        problems.append(Problem(path, found.get("rows"), recorded.get("rows"), what))
     return problems
 
 
