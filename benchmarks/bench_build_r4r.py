@@ -95,7 +95,7 @@ def main() -> None:
             )
         ]
         if not args.skip_growth:
-            from vlnkit.navigation.synthetic import write_environment
+            from vlnkit.fixtures.grid import write_environment
 
             for factor in (1, 10):
                 env = os.path.join(work, f"synthetic_x{factor}")

@@ -1,8 +1,8 @@
-"""Path metrics vs per-pair pure-Python code in the style of the published reference scripts.
+"""Path metrics vs per-pair pure-Python code in the style of the metrics' original scripts.
 
 Three measurements, all in one run:
 1. Single pair, viewpoint ids in (a 12 x 12 R4R val_unseen pair): `vlnkit.evaluation.metrics.ndtw`,
-   `sdtw` and `cls` against the published-style per-metric code (dict-of-dict distances, a Python
+   `sdtw` and `cls` against the original scripts' per-metric code (dict-of-dict distances, a Python
    double loop filling a numpy matrix), microseconds of CPU per call, best of several loops.
 2. Batch: `score_batch`, all 13 metrics, against the same per-pair baseline and against the previous
    numpy implementation (the test oracle `tests.oracles.numpy_metrics`).
@@ -46,7 +46,7 @@ from vlnkit.navigation.graph import GraphStore
 
 # ----------------------------------------------------------------------------- the baseline
 class ReferenceStyleScorer:
-    """Per-pair scorer over dict-of-dict distances, the way the published scripts are written."""
+    """Per-pair scorer over dict-of-dict distances, the way the original scripts are written."""
 
     def __init__(self, distance: dict, threshold: float = 3.0):
         self.distance = distance
@@ -106,8 +106,8 @@ def dict_of_dicts(graph) -> dict:
     return {u: {v: float(d[i, j]) for j, v in enumerate(graph.viewpoints)} for i, u in enumerate(graph.viewpoints)}
 
 
-class PublishedStyleDTW:
-    """nDTW / SDTW the way the published `dtw.py` computes them: one metric per call."""
+class OriginalScriptDTW:
+    """nDTW / SDTW the way the original `dtw.py` computes them: one metric per call."""
 
     def __init__(self, distance: dict, threshold: float = 3.0):
         self.distance = distance
@@ -129,8 +129,8 @@ class PublishedStyleDTW:
         return success * ndtw
 
 
-class PublishedStyleCLS:
-    """CLS the way the published `cls.py` computes it."""
+class OriginalScriptCLS:
+    """CLS the way the original `cls.py` computes it."""
 
     def __init__(self, distance: dict, threshold: float = 3.0):
         self.distance = distance
@@ -160,12 +160,12 @@ def per_call_us(fns, loops, rounds: int) -> list[float]:
 
 
 def single_pair(workload, repeats: int) -> dict:
-    """One 12 x 12 R4R pair, ids in: the library's functions vs the published-style code, side by side."""
+    """One 12 x 12 R4R pair, ids in: the library's functions vs the original scripts' code, side by side."""
     graph, R, Q = next(
         (graph, r, q) for graph, pairs in workload.values() for r, q in pairs if len(r) == 12 and len(q) == 12
     )
     table = dict_of_dicts(graph)
-    dtw_style, cls_style = PublishedStyleDTW(table), PublishedStyleCLS(table)
+    dtw_style, cls_style = OriginalScriptDTW(table), OriginalScriptCLS(table)
     rows = {}
     for name, ours, theirs in (
         ("ndtw", lambda: metrics.ndtw(R, Q, graph), lambda: dtw_style(Q, R, "ndtw")),
@@ -176,7 +176,7 @@ def single_pair(workload, repeats: int) -> dict:
         base, lib = per_call_us([theirs, ours], [100, 2000], repeats)
         rows[name] = {
             "library_us": round(lib, 2),
-            "published_style_us": round(base, 1),
+            "original_script_us": round(base, 1),
             "speedup": round(base / lib, 1),
         }
     return rows
@@ -339,7 +339,7 @@ def main(argv=None) -> dict:
     print("Single pair, 12 x 12 viewpoint ids in (CPU time per call, best of loops):")
     for name, row in single.items():
         print(
-            f"  {name:5} library {row['library_us']:7.2f} us   published-style {row['published_style_us']:7.1f} us"
+            f"  {name:5} library {row['library_us']:7.2f} us   original-script {row['original_script_us']:7.1f} us"
             f"   speedup {row['speedup']:6.1f}x (target >= 25x)"
         )
     print(f"R4R-length pairs: reference {ref_len:.1f} nodes, query {q_len:.1f} nodes (mean), all 13 metrics")

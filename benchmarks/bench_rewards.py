@@ -1,6 +1,6 @@
 """Incremental rewards for a batch of environments vs recomputing the metric from scratch at every step.
 
-Workload: 64 environments on R4R val_unseen reference paths (R2R val_unseen joined with the published
+Workload: 64 environments on R4R val_unseen reference paths (R2R val_unseen joined with the R4R
 rule, spread over the scans, so the environments sit in many scans behind one GraphStore). Each
 walks 12 random neighbour moves (drawn in advance, so the policy is not timed) and then stops.
 
@@ -8,7 +8,7 @@ Measured in one run, CPU seconds of this process (`time.process_time`), best of 
 - `RewardBatch.step` for all 64 environments (node index arrays in), for each reward kind, and
   from viewpoint ids for nDTW; microseconds per step, target < 50 us;
 - the same nDTW rewards recomputed from scratch at every step, per environment, (a) with
-  published-style code (dict-of-dict distances, Python double loop over a numpy matrix) and
+  original-script code (dict-of-dict distances, Python double loop over a numpy matrix) and
   (b) with this library's single-pair `ndtw` (a compiled kernel, but O(|R| t) per step).
 Rewards are checked: equal to (b) bit for bit, to (a) within 1e-12.
 
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from benchmarks.bench_metrics import PublishedStyleDTW, dict_of_dicts, r4r_pairs
+from benchmarks.bench_metrics import OriginalScriptDTW, dict_of_dicts, r4r_pairs
 from vlnkit.evaluation import metrics
 from vlnkit.evaluation.rewards import RewardBatch
 from vlnkit.navigation.graph import GraphStore
@@ -106,9 +106,9 @@ def main(argv=None) -> dict:
     # Baselines: recompute nDTW of the walk so far at every step, per environment.
     graphs = [store.get(s) for s in scans]
     walk_ids = [[refs[b][0]] + [ids[t][b] for t in range(T)] for b in range(B)]
-    tables = {s: PublishedStyleDTW(dict_of_dicts(store.get(s))) for s in set(scans)}
+    tables = {s: OriginalScriptDTW(dict_of_dicts(store.get(s))) for s in set(scans)}
 
-    def published_style():
+    def original_script():
         prev = [tables[scans[b]](walk_ids[b][:1], refs[b]) for b in range(B)]
         out = np.empty((T, B))
         for t in range(1, T + 1):
@@ -134,7 +134,7 @@ def main(argv=None) -> dict:
             best = min(best, time.process_time() - start)
         return best / T * 1e6, value
 
-    pub_us, pub = best_per_step(published_style, max(1, args.repeats // 2))
+    pub_us, pub = best_per_step(original_script, max(1, args.repeats // 2))
     scratch_us, scratch = best_per_step(library_from_scratch, args.repeats)
     ndtw_us, ndtw_rewards = results["ndtw"]
     assert np.array_equal(ndtw_rewards[:T], scratch), "incremental nDTW rewards differ from recomputation"
@@ -151,10 +151,10 @@ def main(argv=None) -> dict:
     print(
         f"  recompute nDTW from scratch, library ndtw()   {scratch_us:8.1f} us   ({scratch_us / ndtw_us:5.1f}x slower)"
     )
-    print(f"  recompute nDTW from scratch, published-style  {pub_us:8.1f} us   ({pub_us / ndtw_us:5.0f}x slower)")
+    print(f"  recompute nDTW from scratch, original-script  {pub_us:8.1f} us   ({pub_us / ndtw_us:5.0f}x slower)")
     print(f"  target: one step for {B} environments < 50 us; nDTW step = {ndtw_us:.1f} us")
     print(f"  RewardBatch.reset for {B} environments (viewpoint ids in): {reset_us:.0f} us")
-    print(f"  rewards: equal to the library's recomputation bit for bit; max |diff| vs published-style {worst:.1e}")
+    print(f"  rewards: equal to the library's recomputation bit for bit; max |diff| vs original-script {worst:.1e}")
     print(f"Peak RSS: {peak_mib:.0f} MiB")
     return {
         "envs": B,
@@ -162,10 +162,10 @@ def main(argv=None) -> dict:
         "step_us": {label: round(us, 1) for label, (us, _) in results.items()},
         "reset_us": round(reset_us),
         "recompute_library_us": round(scratch_us, 1),
-        "recompute_published_style_us": round(pub_us, 1),
+        "recompute_original_script_us": round(pub_us, 1),
         "speedup_vs_library_recompute": round(scratch_us / ndtw_us, 1),
-        "speedup_vs_published_style": round(pub_us / ndtw_us),
-        "max_abs_difference_published_style": worst,
+        "speedup_vs_original_script": round(pub_us / ndtw_us),
+        "max_abs_difference_original_script": worst,
         "peak_rss_mib": round(peak_mib),
     }
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tests.translate_standin import TranslateStandin
-from vlnkit.paraphrases.translation import MAX_SEGMENTS, GoogleConfig, GoogleTranslator, Job
+from vlnkit.paraphrases.translation import MAX_SEGMENTS, GoogleConfig, GoogleTranslator, TranslationJob
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "r2r" / "R2R_train.json"
@@ -32,12 +32,12 @@ def round_trip(server: TranslateStandin, texts: tuple[str, ...], languages, max_
         )
     )
     try:
-        t.translate([Job(texts[:1], "en", languages[0])])  # connect outside the timed part
+        t.translate([TranslationJob(texts[:1], "en", languages[0])])  # connect outside the timed part
         t.stats.requests = t.stats.segments_sent = t.stats.characters_sent = 0
         start = time.perf_counter()
-        forward = t.translate([Job(texts, "en", lang) for lang in languages])
+        forward = t.translate([TranslationJob(texts, "en", lang) for lang in languages])
         back = t.translate(
-            [Job(tuple(o.translation for o in outs), lang, "en") for lang, outs in zip(languages, forward)]
+            [TranslationJob(tuple(o.translation for o in outs), lang, "en") for lang, outs in zip(languages, forward)]
         )
         wall = time.perf_counter() - start
     finally:

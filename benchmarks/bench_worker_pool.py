@@ -3,7 +3,7 @@
     python -m benchmarks.bench_worker_pool                    # 10x R2R val_unseen (23,490 episodes)
     python -m benchmarks.bench_worker_pool --copies=40 --modes=in-process
 
-The input is R2R val_unseen with the published random agent's predictions, replicated `--copies`
+The input is R2R val_unseen with the random agent's predictions of `../shared/data`, replicated `--copies`
 times under new path ids (the same episodes, many times: scoring cost per episode is realistic).
 Both modes run in this process as the launcher, once each; the ratio is in-process wall time over
 worker-pool wall time (above 1: the pool is faster). Both must give the same summary.

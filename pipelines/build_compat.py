@@ -12,7 +12,7 @@ unless --allow_demo_paraphrases is given. Negatives come from the perturbations 
 method): positives/2 instruction perturbations and positives/2 trajectory perturbations, split
 equally over the requested methods of each family and chosen by a seeded hash of (method,
 instr_id), so any runner picks the same rows. Writes `compat-SSSSS-of-NNNNN.parquet` (schema
-`vlnkit.io.schemas.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
+`vlnkit.perturbations.schemas.COMPAT`), dead letters, `summary.json`, `manifest.json` and `_SUCCESS`.
 
 --dataset may also be an RxR guide file (read as pipelines.perturb reads it): every row keeps its
 instruction's `language`; Hindi and Telugu instructions get direction swaps from their lexicons, entity
@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
+from pipelines.verdict import JobError
 from vlnkit.io import fileio
 from vlnkit.paraphrases.translation import OFFLINE_DEMO
 
@@ -120,7 +120,7 @@ def check_demo_paraphrases(backends: dict[str, dict[str, int]], allow: bool) -> 
 def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | None = None) -> None:
     import apache_beam as beam
 
-    from transforms.compat import AVAILABLE, AssembleCompat, family_methods
+    from transforms.compat import AVAILABLE, AssembleCompat
     from transforms.deadletter import DEAD_LETTER
     from transforms.perturb import STATS, Perturb
     from transforms.read import ReadUniqueR2R
@@ -128,8 +128,10 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
     from vlnkit.datasets.languages import language_counts
-    from vlnkit.io.schemas import COMPAT, schema_version
-    from vlnkit.perturbations.compat import INSTRUCTION
+    from vlnkit.io.schemas import schema_version
+    from vlnkit.perturbations.compat import INSTRUCTION, family_methods
+    from vlnkit.perturbations.schemas import COMPAT
+    from vlnkit.perturbations.summary import build_compat_summary
 
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
@@ -158,49 +160,12 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
             totals_by_backend[name] = totals_by_backend.get(name, 0) + n
     static["paraphrase_backends"] = dict(sorted(totals_by_backend.items()))
     static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
-    _ = finish_run(out, lambda totals: finish_summary(static, totals, methods), dead, tallies)
+    _ = finish_run(out, lambda totals: build_compat_summary(static, totals, methods), dead, tallies)
 
 
 def row_tallies(row: dict) -> dict[str, int]:
     """A COMPAT row's tallies: "rows.<family>.<method>", and "rows.<language>.<family>" for `by_language`."""
     return {f"rows.{row['family']}.{row['method']}": 1, f"rows.{row['language']}.{row['family']}": 1}
-
-
-def finish_summary(static: dict, totals: dict, methods) -> dict:
-    from transforms.compat import family_methods
-    from transforms.perturb import applicability, by_language
-    from vlnkit.perturbations.compat import GROUND_TRUTH, INSTRUCTION, TRAJECTORY, method_quota
-
-    row_families = (GROUND_TRUTH, INSTRUCTION, TRAJECTORY)
-    rows = {
-        k[len("rows.") :]: v for k, v in totals.items() if k.startswith("rows.") and k.split(".")[1] in row_families
-    }
-    positives = sum(v for k, v in rows.items() if k.startswith(GROUND_TRUTH + "."))
-    available = {m: totals.get(f"available.{m}", 0) for m in methods}
-    families = {}
-    for family, fam_methods in family_methods(methods).items():
-        quota, target = method_quota(positives, available, fam_methods)
-        families[family] = {
-            "target": target,
-            "rows": sum(rows.get(f"{family}.{m}", 0) for m in fam_methods),
-            "per_method": {
-                m: {"available": available[m], "selected": rows.get(f"{family}.{m}", 0)} for m in fam_methods
-            },
-            "shortfall": target - quota * len(fam_methods) if fam_methods else target,
-        }
-    return {
-        **static,
-        "records_read": totals.get("records_read", 0),
-        "instructions": totals.get("instructions", 0),
-        "dead_letters": totals.get("dead_letters", 0),
-        "positives": {
-            "ground_truth": rows.get(f"{GROUND_TRUTH}.{GROUND_TRUTH}", 0),
-            "paraphrase": rows.get(f"{GROUND_TRUTH}.paraphrase", 0),
-        },
-        "families": families,
-        "methods_applicability": applicability(totals, methods, totals.get("instructions", 0)),
-        "by_language": by_language(totals, methods, row_families),
-    }
 
 
 def print_summary(summary: dict, ctx: Run) -> None:

@@ -25,7 +25,9 @@ import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_renamed, add_shared, settings, user_error
+from pipelines.flags import add_renamed, add_shared
+from pipelines.provenance import fingerprinted_settings
+from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.probes.episodes import ProbeConfig, agent_episode, load_objects, load_rooms
@@ -80,7 +82,9 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
     from transforms.run_summary import finish_run
     from transforms.tally import tally
     from transforms.write import WriteJsonFile, WriteParquetShards
-    from vlnkit.io.schemas import PROBE_EPISODES, schema_version
+    from vlnkit.io.schemas import schema_version
+    from vlnkit.probes.schemas import PROBE_EPISODES
+    from vlnkit.probes.summary import build_probes_summary
 
     out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
@@ -111,47 +115,9 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
         "rooms": opts.rooms,
         "objects": opts.objects,
         "room_max_hops": config.room_max_hops,
-        "options": redact(settings(opts)),
+        "options": redact(fingerprinted_settings(opts)),
     }
-    _ = finish_run(out, lambda t: finish_summary(static, t), dead, tallies)
-
-
-def finish_summary(static: dict, totals: dict) -> dict:
-    from vlnkit.probes.scoring import skill_sort_key
-
-    pairs = {k.split(":", 1)[1]: v for k, v in totals.items() if k.startswith("pairs:")}
-    by_probe: dict[str, int] = {}
-    for skill, n in pairs.items():
-        probe = skill.split(":", 1)[0]
-        by_probe[probe] = by_probe.get(probe, 0) + n
-    return {
-        **static,
-        "alignments": totals.get("alignments", 0),
-        "candidates": totals.get("candidates", 0),
-        "episodes": totals.get("episodes", 0),
-        "pairs_per_probe": dict(sorted(by_probe.items())),
-        "pairs_per_skill": dict(sorted(pairs.items(), key=lambda kv: skill_sort_key(kv[0]))),
-        "by_language": by_language(totals),
-        "dead_letters": totals.get("dead_letters", 0),
-    }
-
-
-def by_language(totals: dict) -> dict:
-    """{language: {"alignments", "candidates", "episodes", "pairs", "not_applicable": {probe: candidates}}} from
-    the "language:<tag>:<count>" tallies ("not_applicable.<probe>": probes without phrasings in the language)."""
-    out: dict[str, dict] = {}
-    head = "not_applicable."
-    for key, n in sorted(totals.items()):
-        if key.startswith("language:"):
-            language, name = key[len("language:") :].rsplit(":", 1)
-            counts = out.setdefault(
-                language, {"alignments": 0, "candidates": 0, "episodes": 0, "pairs": 0, "not_applicable": {}}
-            )
-            if name.startswith(head):
-                counts["not_applicable"][name[len(head) :]] = n
-            else:
-                counts[name] = n
-    return dict(sorted(out.items()))
+    _ = finish_run(out, lambda t: build_probes_summary(static, t), dead, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:

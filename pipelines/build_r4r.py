@@ -15,8 +15,9 @@ import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, user_error
-from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig, summarize
+from pipelines.flags import add_shared, renamed_values
+from pipelines.verdict import JobError, user_error
+from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig
 from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
 from vlnkit.io import fileio
 
@@ -38,7 +39,7 @@ def declare_flags(parser) -> None:
         },
     )
     parser.add_argument(
-        "--json_output", help="Also write the R4R JSON file (published generator's keys) here; default: none"
+        "--json_output", help="Also write the R4R JSON file (the R4R generator's keys) here; default: none"
     )
     parser.add_argument("--distance_threshold", type=float, default=3.0, help="Max d(a_last, b_first), metres")
     parser.add_argument(
@@ -47,9 +48,10 @@ def declare_flags(parser) -> None:
     parser.add_argument(
         "--heading_convention",
         choices=HEADING_CONVENTIONS,
+        type=renamed_values({"published_generator": "r4r_generator"}, "--heading_convention"),
         default="simulator",
         help="simulator: clockwise from +y, wrapped to [0, pi]; "
-        "published_generator: the published generator's unwrapped atan2(y, x) check",
+        "r4r_generator: the R4R generator's unwrapped atan2(y, x) check",
     )
     parser.add_argument(
         "--num_paths",
@@ -78,7 +80,7 @@ JOB = Job("build_r4r", __doc__, declare_flags)
 
 def resolve_inputs(opts) -> tuple[str, str]:
     if opts.dataset is None and opts.connectivity_dir is None:
-        from vlnkit.navigation.synthetic import write_environment
+        from vlnkit.fixtures.grid import write_environment
 
         where = os.path.join(opts.output_dir, "synthetic_input")
         print(f"No --dataset/--connectivity_dir given: using the built-in synthetic environment in {where}")
@@ -92,15 +94,15 @@ def json_order(record):
     return (record["scan"], record["_order"])
 
 
-def published_order(key, scan_rank):
-    """The published generator's order: scans by first appearance, then first path, then second path."""
+def r4r_order(key, scan_rank):
+    """The R4R generator's order: scans by first appearance, then first path, then second path."""
     scan, order = key
     return (scan_rank[scan], order)
 
 
 def json_record(record):
-    """R4R's keys for a pair (the published generator's file, unchanged); chains add `path_ids`."""
-    from vlnkit.io.schemas import R4R_JSON_KEYS
+    """R4R's keys for a pair (the R4R generator's file, unchanged); chains add `path_ids`."""
+    from vlnkit.datasets.schemas import R4R_JSON_KEYS
 
     keys = R4R_JSON_KEYS if len(record["path_ids"]) == 2 else (*R4R_JSON_KEYS, "path_ids")
     return {k: record[k] for k in keys}
@@ -116,7 +118,7 @@ def landmark_order(record):
     return (record["scan"], record["_order"], record["_k"])
 
 
-def published_landmark_order(key, scan_rank):
+def r4r_landmark_order(key, scan_rank):
     scan, order, k = key
     return (scan_rank[scan], order, k)
 
@@ -135,7 +137,9 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     from transforms.tally import tally
     from transforms.write import WriteJsonFile, WriteTables
     from vlnkit.datasets.r4r import landmark_records
-    from vlnkit.io.schemas import R4R_PATHS, schema_version
+    from vlnkit.datasets.schemas import R4R_PATHS
+    from vlnkit.datasets.summary import build_r4r_summary
+    from vlnkit.io.schemas import schema_version
 
     out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
@@ -153,8 +157,8 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
             opts.json_output,
             project=json_record,
             sort_key=json_order,
-            final_key=published_order,
-            side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+            final_key=r4r_order,
+            side={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
             batched=True,
             runs=True,  # JoinR4R's lists are sorted runs of one scan each
         )
@@ -167,8 +171,8 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
                 landmark_path(opts.json_output),
                 project=landmark_json,
                 sort_key=landmark_order,
-                final_key=published_landmark_order,
-                side_inputs={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
+                final_key=r4r_landmark_order,
+                side={"scan_rank": beam.pvalue.AsDict(join["scan_rank"])},
                 batched=True,
                 runs=True,
             )
@@ -185,25 +189,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
         "max_paths_per_scan": config.cap,
         "seed": config.seed,
     }
-    _ = finish_run(out, lambda totals: finish_summary(static, totals), dead_letters, tallies)
-
-
-def finish_summary(static: dict, totals: dict) -> dict:
-    considered = totals.get("pairs_considered", 0)
-    return {
-        **static,
-        "records_read": totals.get("records_read", 0),
-        "dead_letters": totals.get("dead_letters", 0),
-        "join": {
-            "pairs_considered": considered,
-            "filtered_distance": considered - totals.get("passed_distance", 0),
-            "filtered_heading": totals.get("filtered_heading", 0),
-            "valid_pairs": totals.get("valid_pairs", 0),
-            "chains_valid": totals.get("chains_valid", 0),
-            "chains_capped": totals.get("chains_capped", 0),
-        },
-        "dataset": summarize(totals),
-    }
+    _ = finish_run(out, lambda totals: build_r4r_summary(static, totals), dead_letters, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:

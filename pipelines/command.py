@@ -22,7 +22,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from pipelines.options import JobError, job_parser, parse
+from pipelines.flags import job_parser, parse
+from pipelines.verdict import JobError
 from vlnkit.io.redact import redact_text
 
 if TYPE_CHECKING:
@@ -73,8 +74,7 @@ class Job:
             try:
                 ctx.check_output_dir()
                 summary = run(ctx)
-            except JobError as exc:
-                ctx.remove_success()
+            except JobError as exc:  # refused before publishing: the published output is as it was
                 _refuse(job, exc)
             except RunFailed as exc:
                 print(redact_text(f"error: {job}: run failed: {exc}; no {SUCCESS} written"), file=sys.stderr)

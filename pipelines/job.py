@@ -5,8 +5,8 @@ its inputs through the `Run` context and calls `ctx.execute(build, ...)`. The co
 concepts every job shares, each in a module of its own:
 
 - checks before anything runs: the output folder (not a file, writable), every named input exists
-  (`ctx.inputs`; a published output folder stands for its current version's data files), graphs are
-  listed once (`ctx.graphs`);
+  (`ctx.inputs`, through `vlnkit.io.inputs`: a published output folder stands for its current
+  version's data files; `ctx.agents` for `--predictions`), graphs are listed once (`ctx.graphs`);
 - provenance (`pipelines.provenance`, `vlnkit.provenance`): input checksums, the code fingerprint,
   `--skip_if_unchanged`, `manifest.json`;
 - publishing (`pipelines.publishing`): the lock, the run's own version folder, and the one-step
@@ -30,23 +30,25 @@ import argparse
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.options import JobError, local_runner, settings
 from pipelines.provenance import (
     connectivity_files,
     describe_inputs,
     describe_outputs,
     fingerprint,
+    fingerprinted_settings,
     in_background,
     manifest,
     metrics_table,
 )
 from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
-from pipelines.verdict import BEFORE_READ, Outcome, RunFailed, default_outcome, judge, with_stages, written
+from pipelines.runners import local_runner
+from pipelines.verdict import BEFORE_READ, JobError, Outcome, RunFailed, default_outcome, judge, with_stages, written
 from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, RXR_FOLLOWER_FORMAT
 from vlnkit.io import fileio, inputs, integrity, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
@@ -70,6 +72,8 @@ MANIFEST = layout.MANIFEST
 SUMMARY = "summary.json"
 DEAD_LETTER_PREFIX = "dead_letter"
 log = logging.getLogger("vlnkit")
+# `--predictions NAME=PATTERNS`: the agent's name, then its files.
+AGENT_NAME = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
 # An OSError with one of these numbers means the output's storage is full (or a file size limit).
 OUT_OF_SPACE = {28: "no space left on the device", 27: "file too large for the file size limit", 122: "disk quota"}
 
@@ -191,10 +195,6 @@ class Run:
         parent = os.path.dirname(os.path.abspath(path))
         _writable_folder(parent, f"--{flag}={path}", parent)
 
-    def remove_success(self) -> None:
-        """Called when a run is refused: the published output stays exactly as it was (a refused run
-        never wrote anything a reader sees), so there is nothing to undo here."""
-
     def inputs(
         self, flag: str, patterns: str | list[str] | None, required: bool = True, refuse: dict[str, str] | None = None
     ) -> list[str]:
@@ -240,6 +240,28 @@ class Run:
                 f"--output_dir={self.output_dir} holds {path}, an input of this run (--{flag}): publishing there "
                 "would replace what the run reads; write elsewhere"
             )
+
+    def agents(self, values: str | list[str] | None, flag: str = "predictions") -> dict[str, list[str]]:
+        """--predictions values -> {agent: [files]} in flag order, the same way in every job.
+
+        `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
+        every file is an agent named by its path. The files are listed and recorded as `inputs`; a
+        value that matches no file is a JobError.
+
+            ctx.agents(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": ["rl.json"]}
+        """
+        values = [values] if isinstance(values, str) else list(values or [])
+        agents: dict[str, list[str]] = {}
+        for value in values:
+            m = AGENT_NAME.fullmatch(value)
+            if m and not fileio.exists(value):
+                files = self.inputs(f"{flag}={m.group(1)}", m.group(2))
+                known = agents.setdefault(m.group(1), [])
+                known += [f for f in files if f not in known]
+            else:
+                for path in self.inputs(flag, value):
+                    agents.setdefault(path, [path])
+        return agents
 
     def graphs(self, connectivity_dir: str | None, flag: str = "connectivity_dir") -> str:
         """The connectivity folder, which must hold graph files; they become inputs of the run."""
@@ -290,7 +312,7 @@ class Run:
         Returns the summary, with `"skipped": True` when --skip_if_unchanged found nothing to do.
         """
         started = time.time()
-        job_settings = redact({**settings(self.args), **(extra_settings or {})})
+        job_settings = redact({**fingerprinted_settings(self.args), **(extra_settings or {})})
         inputs = sorted(set(self._inputs))
         for output in extra_outputs:
             if any(_same_file(output, path) for path, _ in inputs):
@@ -411,10 +433,6 @@ class Run:
         if counters:
             print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
         return summary, counters
-
-    def judge(self, outcome: Outcome) -> str | None:
-        """Why the run does not count as successful, or None when it does."""
-        return judge(outcome, self.args.max_failure_fraction)
 
 
 def print_outputs(output_dir: str, dead_letters: int, extra: str = "") -> None:

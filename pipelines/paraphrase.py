@@ -17,16 +17,13 @@ one line) when the uncached characters would cost more than X.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, user_error
-from vlnkit.datasets.r2r import RecordError
-from vlnkit.datasets.rxr import parse_dataset
+from pipelines.flags import add_shared
+from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES
-from vlnkit.paraphrases.pivots import instruction_sources, pivots_for
 from vlnkit.paraphrases.translation import (
     BACKENDS,
     GOOGLE,
@@ -36,9 +33,7 @@ from vlnkit.paraphrases.translation import (
     USD_PER_MILLION_CHARS,
     GoogleConfig,
     RetryPolicy,
-    codepoints,
     default_backend,
-    estimate_cost_usd,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +106,7 @@ def declare_flags(parser) -> None:
 JOB = Job("paraphrase", __doc__, declare_flags)
 
 
-def settings(opts) -> dict:
+def resolved_flags(opts) -> dict:
     """The flags as one dict, with the translator resolved and the pivots split."""
     s = dict(vars(opts))
     s["translator"] = s.get("translator") or default_backend(s["gcp_project"])
@@ -166,101 +161,11 @@ def check_credentials() -> None:
         ) from None
 
 
-def plan(files: list[str], s: dict) -> dict:
-    """What the run will send, counted in the driver before anything is paid for.
-
-    Per pivot: the distinct texts not yet in the translation cache, their characters both ways (the
-    way back costs about as much as the way out; its exact size is known only after) and the
-    fewest requests that carry them within the per-request limits (workers may split batches
-    further, so this is a lower bound).
-
-        >>> s = {"translation_cache": None, "languages": ("de",), "translator": "google",
-        ...      "source_language": "en", "max_segments_per_request": 2, "max_codepoints_per_request": 30000,
-        ...      "usd_per_million_chars": 20.0}
-        >>> p = plan_texts({"Go left.", "Stop."}, s)
-        >>> p["per_pivot"]["de"], p["estimated_requests"]
-        ({'uncached_texts': 2, 'characters': 26, 'requests': 2}, 2)
-    """
-    texts: set[tuple[str, str]] = set()
-    for path in files:
-        try:
-            data = fileio.read_bytes(path)
-        except OSError:  # unreadable (e.g. a truncated .gz): the run's reader makes it a dead letter naming it
-            continue
-        for item in parse_dataset(data, path):
-            if not isinstance(item, RecordError):
-                texts.update((src, text) for _, text, _, src in instruction_sources(item, s["source_language"]))
-    return plan_texts(texts, s)
-
-
-def plan_texts(texts: set, s: dict) -> dict:
-    """The plan of `texts`: (source language, text) pairs, or texts in --source_language. A text is sent to
-    every pivot but its own language (`vlnkit.paraphrases.pivots.pivots_for`)."""
-    from vlnkit.paraphrases.cache import CacheError, TranslationCache, translation_backend
-
-    if s["translation_cache"]:
-        with user_error(errors=(CacheError,)):
-            cache = TranslationCache(s["translation_cache"])
-    else:
-        cache = None
-    pairs = {(s["source_language"], t) if isinstance(t, str) else t for t in texts}
-    per_pivot = {}
-    cached = 0
-    google = s["translator"] == GOOGLE
-    backend = translation_backend(
-        s["translator"],
-        *((s.get("translate_model"), s.get("translate_location"), s.get("translate_endpoint")) if google else ()),
-    )
-    for lang in s["languages"]:
-        to_pivot = [(src, t) for src, t in pairs if lang in pivots_for((lang,), src)]
-        todo = [t for src, t in to_pivot if cache is None or cache.get((backend, src, lang, t)) is None]
-        cached += len(to_pivot) - len(todo)
-        forward = sum(codepoints(t) for t in todo)
-        requests = max(
-            math.ceil(len(todo) / s["max_segments_per_request"]),
-            math.ceil(forward / s["max_codepoints_per_request"]),
-        )
-        per_pivot[lang] = {"uncached_texts": len(todo), "characters": 2 * forward, "requests": 2 * requests}
-    characters = sum(p["characters"] for p in per_pivot.values())
-    cost = 0.0 if s["translator"] == OFFLINE_DEMO else estimate_cost_usd(characters, s["usd_per_million_chars"])
-    return {
-        "distinct_texts": len(pairs),
-        "pivots": len(s["languages"]),
-        "per_pivot": per_pivot,
-        "cached_forward_translations": cached,
-        "estimated_characters": characters,
-        "estimated_requests": sum(p["requests"] for p in per_pivot.values()),
-        "estimated_cost_usd": round(cost, 2),
-        "estimated_cost_usd_exact": cost,
-    }
-
-
 def print_plan(p: dict, s: dict) -> None:
     from pipelines.job import format_table
+    from vlnkit.paraphrases.planning import plan_rows
 
-    price = (
-        "free (offline-demo: not a real translator)"
-        if s["translator"] == OFFLINE_DEMO
-        else (f"${p['estimated_cost_usd']:,.2f} at ${s['usd_per_million_chars']}/million characters")
-    )
-    rows = [
-        ("translator", s["translator"]),
-        ("distinct instruction texts", p["distinct_texts"]),
-        ("pivot languages", ",".join(s["languages"])),
-        ("forward translations already cached", p["cached_forward_translations"]),
-    ]
-    for lang, v in p["per_pivot"].items():
-        rows.append(
-            (f"  {lang}: characters, requests", f"{v['characters']:,} chars, {v['requests']:,} requests (uncached)")
-        )
-    rows += [
-        ("characters to send (estimate, both ways)", f"{p['estimated_characters']:,}"),
-        ("requests (estimate, at least)", f"{p['estimated_requests']:,}"),
-        ("estimated cost", price),
-    ]
-    if s.get("max_cost_usd") is not None:
-        rows.append(("cost cap (--max_cost_usd)", f"${s['max_cost_usd']:,.2f}"))
-    print(format_table(rows, "Translation plan"), flush=True)
+    print(format_table(plan_rows(p, s), "Translation plan"), flush=True)
 
 
 def check_cost_cap(p: dict, s: dict) -> None:
@@ -286,8 +191,9 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
     from vlnkit.datasets.languages import language_counts
-    from vlnkit.io.schemas import PARAPHRASES
     from vlnkit.paraphrases.bleu_filter import BleuBounds
+    from vlnkit.paraphrases.schemas import PARAPHRASES
+    from vlnkit.paraphrases.summary import paraphrase_summary
 
     out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
@@ -323,88 +229,7 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
         )
         dead += [r4r_read[DEAD_LETTER], r4r[DEAD_LETTER]]
         tallies.append(r4r[STATS])
-    _ = finish_run(out, lambda totals: finish_summary(static, totals), dead, tallies)
-
-
-def _per_language(totals: dict, languages, prefix: str = "") -> dict:
-    return {
-        lang: {
-            "rows": totals.get(f"{prefix}rows.{lang}", 0),
-            "kept": totals.get(f"{prefix}kept.{lang}", 0),
-            "failed": totals.get(f"{prefix}failed.{lang}", 0),
-        }
-        for lang in languages
-    }
-
-
-def _reasons(totals: dict, prefix: str = "") -> dict:
-    head = f"{prefix}reason."
-    return {k[len(head) :]: v for k, v in sorted(totals.items()) if k.startswith(head)}
-
-
-def by_source_language(totals: dict, languages) -> dict:
-    """Per language of the instructions (R2R: --source_language; RxR: each record's tag): instructions,
-    the pivots they went through (all but their own language), rows, kept, failed, and per pivot."""
-    from vlnkit.datasets.languages import primary_language
-
-    head, tail = "source.", ".instructions"
-    out = {}
-    for tag in sorted(k[len(head) : -len(tail)] for k in totals if k.startswith(head) and k.endswith(tail)):
-        prefix = f"source.{tag}."
-        pivots = pivots_for(languages, primary_language(tag))
-        per_pivot = _per_language(totals, pivots, prefix=prefix)
-        out[tag] = {
-            "instructions": totals[prefix + "instructions"],
-            "pivots": list(pivots),
-            "rows": sum(v["rows"] for v in per_pivot.values()),
-            "kept": sum(v["kept"] for v in per_pivot.values()),
-            "failed": sum(v["failed"] for v in per_pivot.values()),
-            "per_language": per_pivot,
-        }
-    return out
-
-
-def finish_summary(static: dict, totals: dict) -> dict:
-    languages = static["languages"]
-    t = {k[len("translate.") :]: v for k, v in totals.items() if k.startswith("translate.")}
-    requests = t.get("requests", 0)
-    chars = t.get("characters_sent", 0)
-    per_lang = _per_language(totals, languages)
-    summary = {
-        **static,
-        "records_read": totals.get("records_read", 0),
-        "instructions": totals.get("instructions", 0),
-        "distinct_texts": totals.get("texts", 0),
-        "rows": sum(v["rows"] for v in per_lang.values()),
-        "kept": sum(v["kept"] for v in per_lang.values()),
-        "per_language": per_lang,
-        "by_source_language": by_source_language(totals, languages),
-        "reasons": _reasons(totals),
-        "translation": {
-            "calls": requests,
-            "segments_sent": t.get("segments_sent", 0),
-            "segments_per_call": t.get("segments_sent", 0) / requests if requests else None,
-            "characters_sent": chars,
-            "retries": t.get("retries", 0),
-            "failed_segments": t.get("failed_segments", 0),
-            "cache_hits": t.get("cache_hits", 0),
-            "cache_misses": t.get("cache_misses", 0),
-            "cost_usd": 0.0
-            if static["translator"] == OFFLINE_DEMO
-            else round(estimate_cost_usd(chars, static["usd_per_million_chars"]), 2),
-        },
-        "dead_letters": totals.get("dead_letters", 0),
-    }
-    if static["compose_from"]:
-        r4r_lang = _per_language(totals, languages, prefix="r4r_")
-        summary["r4r"] = {
-            "instructions": totals.get("r4r_instructions", 0),
-            "rows": sum(v["rows"] for v in r4r_lang.values()),
-            "kept": sum(v["kept"] for v in r4r_lang.values()),
-            "per_language": r4r_lang,
-            "reasons": _reasons(totals, prefix="r4r_"),
-        }
-    return summary
+    _ = finish_run(out, lambda totals: paraphrase_summary(static, totals), dead, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -455,10 +280,13 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.io.schemas import PARAPHRASES, schema_version
+    from vlnkit.io.schemas import schema_version
     from vlnkit.paraphrases.bleu_filter import BleuBounds
+    from vlnkit.paraphrases.cache import CacheError
+    from vlnkit.paraphrases.planning import translation_plan
+    from vlnkit.paraphrases.schemas import PARAPHRASES
 
-    s = settings(ctx.args)
+    s = resolved_flags(ctx.args)
     with user_error():
         bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
     spec = translator_spec(s)
@@ -468,7 +296,8 @@ def run(ctx: Run) -> dict:
         check_credentials()
     files = ctx.inputs("dataset", s["dataset"])
     compose_files = ctx.inputs("compose_from", s["compose_from"], required=False)
-    the_plan = plan(files, s)
+    with user_error(errors=(CacheError,)):  # an unreadable cache stops the job before it sends anything
+        the_plan = translation_plan(files, s)
     print_plan(the_plan, s)
     if s["plan_only"]:
         print("--plan_only: nothing was sent and nothing was written", flush=True)

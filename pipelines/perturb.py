@@ -5,7 +5,7 @@ or an RxR guide file (docs/design.md, "Instruction perturbations", "Trajectory p
         --connectivity_dir=connectivity/ --output_dir=out/perturb_val_seen [--methods=...] \
         [--per_instruction=1] [--seed=0] [--spacy_model=NAME]
 
-Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.io.schemas.PERTURBATIONS`),
+Writes `perturbations-SSSSS-of-NNNNN.parquet` (schema `vlnkit.perturbations.schemas.PERTURBATIONS`),
 `dead_letter-00000-of-00001.jsonl`, `summary.json` (per-method applicability, overall and per
 instruction language: `by_language`), `manifest.json` and `_SUCCESS` into --output_dir. RxR
 instructions in Hindi and Telugu get direction swaps from their lexicons; entity and phrase swap
@@ -44,8 +44,10 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     from transforms.tally import tally
     from transforms.write import WriteParquetShards
     from vlnkit.datasets.languages import language_counts
-    from vlnkit.io.schemas import PERTURBATIONS, schema_version
+    from vlnkit.io.schemas import schema_version
     from vlnkit.perturbations.compat import INSTRUCTION_METHODS
+    from vlnkit.perturbations.schemas import PERTURBATIONS
+    from vlnkit.perturbations.summary import perturb_summary
 
     out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
@@ -70,23 +72,8 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
         "spacy_model": opts.spacy_model if any(m in INSTRUCTION_METHODS for m in methods) else None,
     }
     _ = finish_run(
-        out, lambda totals: finish_summary(static, totals, methods), (*dead, perturbed[DEAD_LETTER]), tallies
+        out, lambda totals: perturb_summary(static, totals, methods), (*dead, perturbed[DEAD_LETTER]), tallies
     )
-
-
-def finish_summary(static: dict, totals: dict, methods) -> dict:
-    from transforms.perturb import applicability, by_language
-
-    instructions = totals.get("instructions", 0)
-    return {
-        **static,
-        "records_read": totals.get("records_read", 0),
-        "instructions": instructions,
-        "dead_letters": totals.get("dead_letters", 0),
-        "rows": {"instruction": totals.get("rows.instruction", 0), "trajectory": totals.get("rows.trajectory", 0)},
-        "methods_applicability": applicability(totals, methods, instructions),
-        "by_language": by_language(totals, methods),
-    }
 
 
 def applicability_rows(summary: dict) -> list[tuple[str, object]]:

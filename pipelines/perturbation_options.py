@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.options import JobError, add_shared, user_error
+from pipelines.flags import add_shared
+from pipelines.verdict import JobError, user_error
 from vlnkit.perturbations.compat import (
     ALL_METHODS,
     INSTRUCTION_METHODS,

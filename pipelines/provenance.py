@@ -1,5 +1,6 @@
-"""What a run records about itself in `manifest.json`: inputs and their checksums, the code, the outputs
-it wrote as read back (size, rows, crc32c, schema), Beam's counters, and how it ended.
+"""What a run records about itself in `manifest.json`: the settings that decide its outputs, inputs and
+their checksums, the code, the outputs it wrote as read back (size, rows, crc32c, schema), Beam's
+counters, and how it ended.
 
 The checksums and the code identity come from the Beam-free core (`vlnkit.provenance`); this module
 adds what only a pipeline run knows.
@@ -7,6 +8,7 @@ adds what only a pipeline run knows.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import threading
 from collections.abc import Callable
@@ -17,14 +19,40 @@ from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity, describe_inputs, fingerprint
 
 __all__ = [
+    "NOT_FINGERPRINTED",
+    "NOT_FINGERPRINTED_IN_JOB",
     "connectivity_files",
     "describe_inputs",
     "describe_outputs",
     "fingerprint",
+    "fingerprinted_settings",
     "in_background",
     "manifest",
     "metrics_table",
 ]
+
+
+# Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
+# of the manifest's settings): first those of every job, then those of one job. Declared here only.
+NOT_FINGERPRINTED = frozenset(
+    {"config", "skip_if_unchanged", "plan_only", "max_cost_usd", "keep_versions", "lock_lease_seconds"}
+)
+NOT_FINGERPRINTED_IN_JOB = {
+    "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
+}
+
+
+def fingerprinted_settings(args: argparse.Namespace) -> dict:
+    """The job's own flag values that decide its output: what --skip_if_unchanged compares, what the
+    manifest records as the run's settings.
+
+    >>> fingerprinted_settings(argparse.Namespace(_job="paraphrase", seed=3, languages="de", config=None))
+    {'languages': 'de'}
+    >>> fingerprinted_settings(argparse.Namespace(_job="perturb", seed=3, methods="random_walk"))
+    {'methods': 'random_walk', 'seed': 3}
+    """
+    ignored = NOT_FINGERPRINTED | NOT_FINGERPRINTED_IN_JOB.get(getattr(args, "_job", None), frozenset())
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ignored and not k.startswith("_")}
 
 
 def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:

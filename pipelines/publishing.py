@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 
-from pipelines.options import JobError
+from pipelines.verdict import JobError
 from vlnkit.io import fileio, layout
 from vlnkit.io.layout import fault_point
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS, LOCK, Locked, OutputLock

@@ -1,4 +1,4 @@
-"""The published random baseline: random walks from each episode's start, scored with every metric.
+"""The R2R paper's random baseline: random walks from each episode's start, scored with every metric.
 
     python -m pipelines.random_baseline --runner=DirectRunner \
         --dataset=../shared/data/r2r/R2R_val_unseen.json --steps_from=../shared/data/r2r/R2R_train.json \
@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared, user_error
+from pipelines.flags import add_shared
+from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.usable import require_usable_records
 from vlnkit.io import fileio
 
@@ -81,11 +82,13 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
     from transforms.random_walks import RandomBaseline
-    from transforms.score_read import TOTALS
-    from transforms.score_records import ReadDataset
+    from transforms.read import ReadDataset
+    from transforms.score.read import TOTALS
     from transforms.tally import tally
     from transforms.write import WriteSummary, WriteTables
-    from vlnkit.io.schemas import RANDOM_EPISODE_SCORES, schema_version
+    from vlnkit.evaluation.schemas import RANDOM_EPISODE_SCORES
+    from vlnkit.evaluation.summary import random_baseline_summary
+    from vlnkit.io.schemas import schema_version
 
     out = opts.output_dir
     dataset = pipeline | "ReadDataset" >> ReadDataset(dataset_files)
@@ -121,33 +124,15 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
         "dataset": dataset_files,
         "steps_from": steps_files,
     }
-    _ = tallies | "Summary" >> WriteSummary(fileio.join(out, "summary.json"), lambda t: finish_summary(static, t))
-
-
-def finish_summary(static: dict, totals: dict) -> dict:
-    from vlnkit.evaluation.batch import means
-
-    mean, nulls = means(totals)
-    paths = int(totals.get("training_paths", 0))
-    steps = {int(k[6:]): v for k, v in totals.items() if k.startswith("steps_")}
-    return {
-        **static,
-        "count": int(totals.get("count", 0)),
-        "metrics": mean,
-        "null_counts": nulls,
-        "evaluation_records": int(totals.get("evaluation_records", 0)),
-        "evaluation_paths": int(totals.get("evaluation_paths", 0)),
-        "evaluation_episodes": int(totals.get("evaluation_episodes", 0)),
-        "training_paths": paths,
-        "steps_distribution": {str(k): steps[k] / paths for k in sorted(steps)},
-        "dead_letters": int(totals.get("dead_letters", 0)),
-    }
+    _ = tallies | "Summary" >> WriteSummary(
+        fileio.join(out, "summary.json"), lambda t: random_baseline_summary(static, t)
+    )
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table, print_outputs
     from vlnkit.evaluation.common import METRICS
-    from vlnkit.evaluation.scoring_config import metric_rows
+    from vlnkit.evaluation.leaderboard import metric_rows
 
     output_dir = ctx.output_dir
     rows = [("random walks scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
@@ -173,8 +158,6 @@ def run(ctx: Run) -> dict:
     opts = ctx.args
     if opts.num_trajectories < 0:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")
-    if opts.seed < 0:
-        raise JobError(f"--seed must be >= 0, got {opts.seed}")
     with user_error():
         config = scoring_config(opts)
     data_files = ctx.inputs("dataset", opts.dataset)

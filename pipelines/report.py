@@ -19,26 +19,23 @@ the dataset the score job's summary.json names, or from --dataset.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import JobError, add_shared
-from vlnkit.io import fileio, inputs
+from pipelines.flags import add_shared
+from pipelines.verdict import JobError, user_error
+from vlnkit.io import fileio
 from vlnkit.reports.html import FIGURES_DIR, assemble
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
-    from transforms.report import ReportInput
+    from vlnkit.reports.report_inputs import ReportInput
 
 
 INDEX = "index.html"
 COMPARISON = "comparison.html"
 TABLES = "report_tables.json"
-# What a job's output folder holds that a report reads (summary.json only for score-like jobs).
-FOLDER_PATTERNS = ("paths-*.parquet", "episodes-*.parquet", "perturbations-*.parquet", "paraphrases-*.parquet")
-SCORE_JOBS = ("score", "random_baseline")
 
 
 def declare_flags(parser) -> None:
@@ -71,75 +68,6 @@ def declare_flags(parser) -> None:
 JOB = Job("report", __doc__, declare_flags)
 
 
-# ----------------------------------------------------------------------------- inputs
-def _parquet_columns(path: str) -> list[str]:
-    import pyarrow.parquet as pq
-
-    try:
-        with fileio.open_read(path) as f:
-            return pq.read_schema(f).names
-    except Exception as exc:  # noqa: BLE001 -- any read error is the same structural problem
-        raise JobError(f"{path}: cannot read Parquet schema ({exc})") from None
-
-
-def _read_json(path: str):
-    try:
-        return json.loads(fileio.read_bytes(path))
-    except (OSError, ValueError) as exc:
-        raise JobError(f"{path}: cannot read JSON ({exc})") from None
-
-
-def _expand(pattern: str) -> list[str]:
-    """A file, glob or output folder -> the report inputs it names, in a stable order."""
-    if not fileio.is_glob(pattern) and not pattern.endswith((".json", ".jsonl", ".parquet")):
-        folder = [p for p, _ in inputs.match_current([fileio.join(pattern, f) for f in FOLDER_PATTERNS])]
-        summary = fileio.join(pattern, "summary.json")
-        if not folder and fileio.exists(summary):  # e.g. random_baseline without --write_episodes
-            folder.append(summary)
-        if folder:
-            return folder
-    return [p for p, _ in inputs.match_current(pattern)]
-
-
-def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list[ReportInput], list[str]]:
-    """Input files with kind and label; names of matched files that are not report inputs."""
-    from transforms.report import ReportInput
-    from vlnkit.reports.stats import SCORE_SUMMARY, ReportInputError, detect_kind, input_label
-
-    items, skipped = [], []
-    flag = "--compare" if compare else "--inputs"
-    for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
-        try:
-            paths = _expand(pattern)
-        except Exception as exc:  # an unreachable filesystem, a malformed URL: as Run.inputs words it
-            raise JobError(f"{flag}={pattern}: cannot list ({type(exc).__name__}: {exc})") from None
-        if not paths:
-            what = "matches no file" if fileio.is_glob(pattern) else "does not exist (nor a job's output folder)"
-            raise JobError(f"{flag}: {pattern} {what}")
-        for path in paths:
-            name = os.path.basename(path)
-            if name in ("manifest.json", "_SUCCESS") or name.startswith(("dead_letter-", "missing_predictions-")):
-                skipped.append(path)
-                continue
-            try:
-                columns = _parquet_columns(path) if path.endswith(".parquet") else None
-                kind = detect_kind(path, columns)
-            except ReportInputError as exc:
-                raise JobError(str(exc)) from None
-            if kind == SCORE_SUMMARY:
-                summary = _read_json(path)
-                if not (isinstance(summary, dict) and summary.get("job") in SCORE_JOBS and "metrics" in summary):
-                    skipped.append(path)
-                    continue
-            label = input_label(path, kind)
-            if compare and label in taken:
-                label = f"{label} (compare)"
-            items.append(ReportInput(path, kind, label, compare))
-    if not compare:
-        taken.update(i.label for i in items)
-    return items, skipped
-
-
 # ----------------------------------------------------------------------------- the comparison page
 def _agents(path: str) -> list[str]:
     import pyarrow.compute as pc
@@ -149,28 +77,14 @@ def _agents(path: str) -> list[str]:
         return pc.unique(pq.read_table(f, columns=["agent"])["agent"]).to_pylist()
 
 
-def _scored_on(folder: str) -> list[str]:
-    """The dataset files a score job's output folder was scored on, as its summary.json names them."""
-    path = fileio.join(folder, "summary.json")
-    named = _read_json(path).get("dataset") if fileio.exists(path) else None
-    if not named:
-        raise JobError(f"{folder}: no summary.json naming the dataset its episodes were scored on; pass --dataset")
-    gone = [f for f in named if not fileio.exists(f)]
-    if gone:
-        raise JobError(
-            f"{path}: names the dataset {gone[0]}, which does not exist (moved, or a path relative to where the "
-            "score job ran); pass --dataset"
-        )
-    return named
-
-
 def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
     agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
     from vlnkit.reports.comparison_inputs import missing_columns
+    from vlnkit.reports.report_inputs import agent_names, parquet_columns, scored_on
     from vlnkit.reports.stats import SCORES
 
-    files = [i for i in inputs if i.kind == SCORES and not i.compare and not missing_columns(_parquet_columns(i.path))]
+    files = [i for i in inputs if i.kind == SCORES and not i.compare and not missing_columns(parquet_columns(i.path))]
     if not files:
         if opts.dataset or opts.baseline:
             print(
@@ -180,21 +94,14 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
         raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
     by_file = {i.path: _agents(i.path) for i in files}
-    names = [{} for _ in files]
-    if len({i.label for i in files}) > 1:  # several score folders: an agent is named by its folder too
-        per_label: dict[str, set] = {}
-        for i in files:
-            per_label.setdefault(i.label, set()).update(by_file[i.path])
-        for k, i in enumerate(files):  # a folder of one agent: the folder's name; else "<folder>/<agent>"
-            one = len(per_label[i.label]) == 1
-            names[k] = {a: i.label if one else f"{i.label}/{a}" for a in by_file[i.path]}
+    names = agent_names([(i.label, by_file[i.path]) for i in files])
     agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
     if opts.baseline is not None and opts.baseline not in agents:
         raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agents)}")
     if opts.dataset:
         dataset = ctx.inputs("dataset", opts.dataset)
     else:
-        named = [f for folder in dict.fromkeys(os.path.dirname(i.path) for i in files) for f in _scored_on(folder)]
+        named = [f for folder in dict.fromkeys(os.path.dirname(i.path) for i in files) for f in scored_on(folder)]
         dataset = ctx.inputs("dataset", list(dict.fromkeys(named)))
     options = {
         "baseline": opts.baseline,
@@ -208,25 +115,12 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
 
 
 # ----------------------------------------------------------------------------- rendering
-def keep_band(inputs: list[ReportInput]) -> tuple[float, float]:
-    """The paraphrase job's BLEU keep band, from the summary.json beside its shards (default otherwise)."""
-    from vlnkit.reports.stats import DEFAULT_KEEP_BAND, PARAPHRASES
-
-    for item in inputs:
-        if item.kind == PARAPHRASES:
-            path = fileio.join(os.path.dirname(item.path), "summary.json")
-            if fileio.exists(path):
-                s = _read_json(path)
-                if "min_bleu" in s and "max_bleu" in s:
-                    return float(s["min_bleu"]), float(s["max_bleu"])
-    return DEFAULT_KEEP_BAND
-
-
 def render(_, partial, episodes, pages, *, opts, inputs, summaries, band):
     """The single drawing step: small merged tables in, figures, page and summary out."""
     from transforms.graphs import worker_graph_store
     from transforms.write import write_json
-    from vlnkit.reports.stats import DATASET, SCORES, finalize
+    from vlnkit.reports.stats import finalize
+    from vlnkit.reports.summary import report_summary
 
     out = opts.output_dir
     tables = finalize(partial)
@@ -249,22 +143,10 @@ def render(_, partial, episodes, pages, *, opts, inputs, summaries, band):
     with fileio.open_write(fileio.join(out, INDEX)) as f:
         f.write(page.encode("utf-8"))
     write_json(fileio.join(out, TABLES), {"tables": tables, "score_summaries": summaries, "keep_band": band}, True)
-    dead = tables.get("dead_letters", {})
-    summary = {
-        "job": JOB.name,
-        "inputs": {kind: sum(1 for i in inputs if i.kind == kind) for kind in sorted({i.kind for i in inputs})},
-        "labels": sorted({i.label for i in inputs}),
-        "datasets": {k: v["counts"] for k, v in tables.get(DATASET, {}).items()},
-        "score_sets": {k: v["counts"].get("episodes", 0) for k, v in tables.get(SCORES, {}).items()},
-        "figures": sorted(files),
-        "drawings": sum(1 for f in files if os.path.basename(f).startswith("path_")),
-        "drawings_failed": notes.get("drawings_failed", []),
-        "dead_letters": sum(d["counts"].get("records", 0) for d in dead.values()),
-        "seed": opts.seed,
-        "index": fileio.join(out, INDEX),
-    }
-    if pages:
-        summary["comparison"] = {**pages[0], "file": fileio.join(out, COMPARISON) if pages[0]["written"] else None}
+    page = {**pages[0], "file": fileio.join(out, COMPARISON) if pages[0]["written"] else None} if pages else None
+    summary = report_summary(
+        {"job": JOB.name}, tables, inputs, sorted(files), notes, opts.seed, fileio.join(out, INDEX), page
+    )
     write_json(fileio.join(out, "summary.json"), summary, indent=True)
     return summary
 
@@ -369,7 +251,8 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
-    from vlnkit.reports.stats import SCORE_SUMMARY
+    from vlnkit.reports.report_inputs import classify, keep_band, read_json
+    from vlnkit.reports.stats import SCORE_SUMMARY, ReportInputError
 
     opts = ctx.args
     if not opts.inputs:
@@ -380,18 +263,21 @@ def run(ctx: Run) -> dict:
     ctx.check_names("inputs", opts.inputs)
     ctx.check_names("compare", opts.compare)
     taken: set[str] = set()
-    inputs, skipped = classify(opts.inputs, False, taken)
-    more, skipped_more = classify(opts.compare, True, taken)
+    with user_error(errors=(ReportInputError,)):
+        inputs, skipped = classify(opts.inputs, False, taken)
+        more, skipped_more = classify(opts.compare, True, taken)
     inputs += more
     if not inputs:
         raise JobError(f"--inputs={opts.inputs}: none of the matched files is a report input")
     for path in skipped + skipped_more:
         print(f"Not a report input, ignored: {path}")
-    summaries = {i.label: _read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
-    band = keep_band(inputs)
+    with user_error(errors=(ReportInputError,)):
+        summaries = {i.label: read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
+        band = keep_band(inputs)
     for i in inputs:
         ctx.inputs("inputs" if not i.compare else "compare", i.path)
-    plan = comparison_plan(ctx, opts, inputs)
+    with user_error(errors=(ReportInputError,)):
+        plan = comparison_plan(ctx, opts, inputs)
     return ctx.execute(
         lambda p: build(p, inputs, opts, summaries, band, plan),
         [],

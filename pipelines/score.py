@@ -26,13 +26,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import SHARED, JobError, add_shared, agent_inputs, one_worker_process, user_error
+from pipelines.flags import SHARED, add_shared
+from pipelines.runners import one_worker_process
+from pipelines.verdict import JobError, user_error
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
+    from vlnkit.comparison.config import BootstrapConfig
     from vlnkit.evaluation.scoring_config import ScoringConfig
 
 
@@ -77,90 +80,62 @@ def declare_flags(parser) -> None:
 JOB = Job("score", __doc__, declare_flags)
 
 
-def published_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The agents whose every prediction file is an RxR follower file (by content: lines with
-    `instruction_id` and `metrics`), e.g. `--predictions=human=rxr_val_unseen_follower.jsonl.gz`."""
-    from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, file_format
-
-    found = {}
-    for agent, files in agents.items():
-        paths = [f[0] if isinstance(f, tuple) else f for f in files]
-        try:
-            if paths and all(file_format(p) == RXR_FOLLOWER_FORMAT for p in paths):
-                found[agent] = paths
-        except OSError:  # unreadable: the read step reports it
-            continue
-    return found
-
-
 def build(
     pipeline,
-    agents,
+    agents: dict[str, list[str]],
     dataset_files: list[str],
     connectivity_dir: str,
-    opts,
+    output_dir: str,
     config: ScoringConfig,
+    bootstrap: BootstrapConfig,
+    num_shards: int = 0,
     buckets: int | None = None,
-    split_files: bool = True,
-    published: dict[str, list[str]] | None = None,
+    range_bytes: int | None = None,
+    followers: dict[str, list[str]] | None = None,
 ) -> None:
-    """Wire the score job: read batches, join by bucket, score per scan, write shards and summary.
+    """Wire the score job: read batches by bucket, join and score each bucket, write the episode rows, the
+    two episode lists, the dead letters and summary.json (with the leaderboards).
 
-    `agents`: {agent name: [prediction files]} (a plain list of files scores each file as its own
-    agent); `opts` needs `output_dir` and `num_shards`; `buckets` defaults to `bucket_count`.
-    `split_files=False` reads every file whole instead of in byte ranges for parallel workers (the
-    planning pass costs a read of each file, which only pays off with several worker processes).
-    `published` names the agents whose files are RxR follower files: their scores are compared with
-    the metrics RxR published (`human_metrics_comparison.json`, see `published_agents`).
+    `agents`: {agent name: [prediction files]}; `buckets` defaults to `bucket_count` of the inputs;
+    `range_bytes` cuts plain JSON Lines files into byte ranges of that size for parallel workers (None:
+    every file whole; the planning pass costs a read of each file, which pays off only with several
+    worker processes);
+    `followers` names the agents whose files are RxR follower files (`follower_agents`): their scores
+    are compared with the metrics RxR released (`human_metrics_comparison.json`).
     """
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
-    from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-    from transforms.score_published import COMPARISON_FILE, ComparePublished
-    from transforms.score_read import TOTALS, ReadScoringInputs
-    from transforms.score_write import WriteLines
+    from transforms.score.outputs import MergeBootstrap, MergeFollowerComparisons, WriteEpisodeLists
+    from transforms.score.read import TOTALS, ReadScoringInputs
+    from transforms.score.score import BOOTSTRAP, FOLLOWERS, LINES, MISSING, UNUSABLE, ScoreBuckets
     from transforms.write import WriteTables, write_json
     from vlnkit.datasets.buckets import bucket_count
-    from vlnkit.datasets.json_chunks import RANGE_BYTES
     from vlnkit.evaluation.leaderboard import write_leaderboard
-    from vlnkit.evaluation.score_summary import finish_summary
-    from vlnkit.io.schemas import EPISODE_SCORES, schema_version
-    from vlnkit.reports.published_metrics import finish_differences
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
+    from vlnkit.evaluation.score_summary import bootstrap_pairs, finish_summary
+    from vlnkit.io.schemas import schema_version
+    from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
-    if not isinstance(agents, dict):
-        agents = {path: [path] for path in agents}
-    agents = {name: list(files) for name, files in agents.items()}
-    out = opts.output_dir
+    followers = followers or {}
+    names = list(agents)
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
-        list(agents.items()), dataset_files, connectivity_dir, buckets, RANGE_BYTES if split_files else None
+        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes
     )
-    names = list(agents)
+    pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
+    score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers)
+    scored = read["batches"] | "Score" >> score
+    scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(output_dir, "episodes"), EPISODE_SCORES, num_shards)
+    lists = {MISSING: fileio.join(output_dir, MISSING_FILE), UNUSABLE: fileio.join(output_dir, UNUSABLE_FILE)}
+    scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
     side = {}
-    replicates = int(getattr(opts, "bootstrap", 0) or 0)
-    hook = None
-    if replicates:
-        from transforms.score_bootstrap import SliceSums
-        from vlnkit.evaluation.common import METRICS
-        from vlnkit.evaluation.score_summary import bootstrap_pairs
-
-        pairs = bootstrap_pairs(names, getattr(opts, "baseline", None))
-        seed, unit = int(getattr(opts, "seed", 0)), getattr(opts, "bootstrap_unit", "episode")
-        hook = SliceSums(METRICS, replicates, seed, unit, pairs)
-    scored = read["batches"] | "Score" >> ScoreBuckets(connectivity_dir, agents, dataset_files, config, hook)
-    if hook is not None:
-        from transforms.score_batches import BOOTSTRAP
-        from transforms.score_bootstrap import MergeSums
-
-        side["bootstrap"] = beam.pvalue.AsSingleton(scored[BOOTSTRAP] | "Bootstrap" >> MergeSums())
-    scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(out, "episodes"), EPISODE_SCORES, opts.num_shards)
-    scored[MISSING] | "WriteMissing" >> WriteLines(fileio.join(out, MISSING_FILE))
-    scored[UNUSABLE] | "WriteUnusable" >> WriteLines(fileio.join(out, UNUSABLE_FILE))
-    dead = (read[DEAD_LETTER], scored[DEAD_LETTER])
-    tallies = (scored[TOTALS], read[TOTALS])
+    if bootstrap.enabled:
+        side["bootstrap_sums"] = beam.pvalue.AsSingleton(scored[BOOTSTRAP] | "Bootstrap" >> MergeBootstrap())
+    if followers:
+        side["compared"] = beam.pvalue.AsSingleton(scored[FOLLOWERS] | "Followers" >> MergeFollowerComparisons())
     static = {
         "job": JOB.name,
         "schema_version": schema_version(EPISODE_SCORES),
@@ -168,33 +143,28 @@ def build(
         "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
         "dataset": list(dataset_files),
     }
-    bootstrap_options = {
-        "bootstrap": replicates,
-        "confidence": float(getattr(opts, "confidence", 0.95)),
-        "bootstrap_unit": getattr(opts, "bootstrap_unit", "episode"),
-        "baseline": getattr(opts, "baseline", None),
-        "seed": int(getattr(opts, "seed", 0)),
-    }
-    if published:
-        compared = scored["tables"] | "ComparePublished" >> ComparePublished(published)
-        side["compared"] = beam.pvalue.AsSingleton(compared)
 
-    def finish(totals: dict, compared: dict | None = None, bootstrap: dict | None = None) -> dict:
-        summary = finish_summary(static, totals, names, bootstrap, bootstrap_options)
-        write_leaderboard(out, summary)
+    def finish(totals: dict, compared: dict | None = None, bootstrap_sums: dict | None = None) -> dict:
+        summary = finish_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict())
+        write_leaderboard(output_dir, summary)
         if compared is not None:
-            report = {agent: finish_differences(compared.get(agent, {})) for agent in published}
-            write_json(fileio.join(out, COMPARISON_FILE), report, indent=True)
+            report = {agent: finish_differences(compared.get(agent, {})) for agent in followers}
+            write_json(fileio.join(output_dir, COMPARISON_FILE), report, indent=True)
         return summary
 
-    _ = finish_run(out, finish, dead, tallies, side)
+    _ = finish_run(output_dir, finish, (read[DEAD_LETTER], scored[DEAD_LETTER]), (scored[TOTALS], read[TOTALS]), side)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.job import format_table, print_outputs
     from vlnkit.evaluation.common import METRICS
-    from vlnkit.evaluation.leaderboard import aligned, language_rows, leaderboard_options, leaderboard_text
-    from vlnkit.evaluation.scoring_config import metric_rows
+    from vlnkit.evaluation.leaderboard import (
+        aligned,
+        language_rows,
+        leaderboard_options,
+        leaderboard_text,
+        metric_rows,
+    )
 
     output_dir = ctx.output_dir
     o = summary["options"]
@@ -204,7 +174,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
     )
     agents = summary.get("agents") or {}
     if "count" in summary:
-        rows = [("episodes scored", summary["count"]), *metric_rows({m: summary["metrics"].get(m) for m in METRICS})]
+        # One agent is shown like many: each metric with its interval (when the run has them).
+        row = summary["leaderboard"][0] if summary.get("leaderboard") else {}
+        intervals = {m: row.get(f"{m}_ci") for m in METRICS}
+        if any(intervals.values()):
+            b = summary["bootstrap"]
+            title += f"; [{100 * b['confidence']:g}% bootstrap interval, {b['bootstrap']} replicates]"
+        metrics = metric_rows({m: summary["metrics"].get(m) for m in METRICS}, intervals)
+        rows = [("episodes scored", summary["count"]), *metrics]
         rows += [
             ("predictions read", summary["predictions_read"]),
             ("reference episodes", summary["reference_episodes"]),
@@ -257,20 +234,21 @@ def outcome(summary: dict) -> Outcome:
 
 
 def run(ctx: Run) -> dict:
-    from transforms.score_published import COMPARISON_FILE
+    from vlnkit.comparison.config import BootstrapConfig
+    from vlnkit.datasets.json_chunks import RANGE_BYTES
     from vlnkit.evaluation.scoring_config import scoring_config
+    from vlnkit.scoring.followers import COMPARISON_FILE, follower_agents
 
     opts = ctx.args
     with user_error():
         config = scoring_config(opts)
+        bootstrap = BootstrapConfig.from_flags(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    agent_files = agent_inputs(ctx, opts.predictions)
-    if opts.baseline is not None and opts.baseline not in agent_files:
-        raise JobError(f"--baseline={opts.baseline} is not one of the agents: {', '.join(agent_files)}")
-    if opts.bootstrap < 0 or not 0.0 < opts.confidence < 1.0:
-        raise JobError(f"--bootstrap must be >= 0 and --confidence in (0, 1), got {opts.bootstrap}, {opts.confidence}")
-    published = published_agents(agent_files)
+    agent_files = ctx.agents(opts.predictions)
+    with user_error():
+        bootstrap.check_agents(agent_files)
+    followers = follower_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
@@ -279,22 +257,24 @@ def run(ctx: Run) -> dict:
             agent_files,
             data_files,
             opts.connectivity_dir,
-            opts,
+            opts.output_dir,
             config,
-            split_files=not one_worker_process(ctx.options),
-            published=published,
+            bootstrap,
+            num_shards=opts.num_shards,
+            range_bytes=None if one_worker_process(ctx.options) else RANGE_BYTES,
+            followers=followers,
         ),
         ["episodes", "missing_predictions", "without_usable_prediction"],
         extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD_FILES, COMPARISON_FILE)),
         outcome=outcome,
-        declared=lambda summary: declared_outputs(summary, COMPARISON_FILE if published else None),
+        declared=lambda summary: declared_outputs(summary, COMPARISON_FILE if followers else None),
     )
 
 
 def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:
     """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
     missing episode and per episode without a usable prediction, one leaderboard row per agent, and
-    the comparison with the published follower metrics when there is one."""
+    the comparison with the follower metrics RxR published when there is one."""
     blocks = list(summary.get("agents", {}).values())
     out = {
         "episodes": sum(int(b.get("count", 0)) for b in blocks),

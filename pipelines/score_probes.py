@@ -2,7 +2,7 @@
 
     python -m pipelines.score_probes --runner=DirectRunner \
         --probes='output/probes_val_unseen/probes-*.parquet' \
-        --predictions=my_agent=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--n_boot=1000]
+        --predictions=my_agent=agent_probs.jsonl --output_dir=output/probe_scores [--seed=S] [--bootstrap=1000]
 
 Agent outputs (--predictions, one agent per run) are JSON Lines `{"episode_id": ..., "probs": {"<viewpoint id>": p, ..., "STOP": p}}`.
 Writes `summary.json` ({"skills": {skill: {score, ci, shift, shift_ci, episodes, ...}}, ...}),
@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.options import SHARED, JobError, add_renamed, add_shared, agent_inputs, settings, user_error
+from pipelines.flags import SHARED, add_renamed, add_shared
+from pipelines.provenance import fingerprinted_settings
+from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 from vlnkit.probes.scoring import (
@@ -45,8 +47,19 @@ def declare_flags(parser) -> None:
         },
     )
     add_renamed(parser, "--agent_outputs", "--predictions", dest="agent_outputs")  # its files: one agent
-    add_shared(parser, "seed", "num_shards", seed={"help": "Seeds the bootstrap"})
-    parser.add_argument("--n_boot", type=int, default=N_BOOT, help="Bootstrap replicates")
+    add_shared(
+        parser,
+        "seed",
+        "num_shards",
+        "bootstrap",
+        seed={"help": "Seeds the bootstrap"},
+        bootstrap={
+            "default": N_BOOT,
+            "help": "Bootstrap replicates for each skill's intervals (hierarchical: scans, then trajectories "
+            "within them); at least 1",
+        },
+    )
+    add_renamed(parser, "--n_boot", "--bootstrap")
 
 
 JOB = Job("score_probes", __doc__, declare_flags)
@@ -59,7 +72,8 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
     from transforms.probes import MISSING, ReadAgentOutputs, ScoreProbeEpisodes, SummarizeSkills
     from transforms.run_summary import finish_run
     from transforms.write import WriteParquetShards
-    from vlnkit.io.schemas import PROBE_SCORES as SCORES
+    from vlnkit.probes.schemas import PROBE_SCORES as SCORES
+    from vlnkit.probes.summary import score_probes_summary
 
     out = opts.output_dir
     episodes = (
@@ -71,7 +85,7 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
     scored = (episodes, agent["outputs"]) | "Score" >> ScoreProbeEpisodes()
     scored["scored"] | "WriteScores" >> WriteParquetShards(fileio.join(out, "scores"), SCORES, opts.num_shards)
     dead = (agent[DEAD_LETTER], scored[DEAD_LETTER])
-    skills = scored["scored"] | "Skills" >> SummarizeSkills(opts.seed, opts.n_boot)
+    skills = scored["scored"] | "Skills" >> SummarizeSkills(opts.seed, opts.bootstrap)
     missing = scored[MISSING] | "MissingList" >> beam.combiners.ToList()
     tallies = (
         episodes | "TallyEpisodes" >> beam.Map(lambda _: {"episodes": 1}),
@@ -81,9 +95,9 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
         "job": JOB.name,
         "agent": agent_name,
         "seed": opts.seed,
-        "n_boot": opts.n_boot,
+        "bootstrap": opts.bootstrap,
         "level": LEVEL,
-        "options": redact(settings(opts)),
+        "options": redact(fingerprinted_settings(opts)),
     }
     missing_path = fileio.join(out, MISSING_FILE)
 
@@ -91,18 +105,7 @@ def build(pipeline, probe_files, output_files, opts, agent_name: str = "agent") 
         missing = sorted(missing)
         with fileio.open_write(missing_path) as f:
             f.write("".join(m + "\n" for m in missing).encode())
-        summary = {
-            **static,
-            "skills": dict(sorted(skills.items(), key=lambda kv: skill_sort_key(kv[0]))),
-            "episodes": totals.get("episodes", 0),
-            "scored": totals.get("scored", 0),
-            "renormalized": totals.get("renormalized", 0),
-            "missing": len(missing),
-            "missing_examples": missing[:20],
-            "missing_file": missing_path,
-            "dead_letters": totals.get("dead_letters", 0),
-        }
-        return summary
+        return score_probes_summary(static, totals, skills, missing, missing_path)
 
     side = {"skills": beam.pvalue.AsSingleton(skills), "missing": beam.pvalue.AsSingleton(missing)}
     _ = finish_run(out, summarize, dead, tallies, side)
@@ -154,7 +157,7 @@ def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
         values.append(f"agent={opts.agent_outputs}")
     if not values:
         raise JobError("--predictions is required")
-    agents = agent_inputs(ctx, values)
+    agents = ctx.agents(values)
     if len(agents) > 1:
         raise JobError(
             f"--predictions names {len(agents)} agents ({', '.join(agents)}); score_probes scores one agent per "
@@ -166,8 +169,8 @@ def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
 
 def run(ctx: Run) -> dict:
     opts = ctx.args
-    if opts.n_boot < 1:
-        raise JobError(f"--n_boot must be >= 1, got {opts.n_boot}")
+    if opts.bootstrap < 1:
+        raise JobError(f"--bootstrap must be >= 1, got {opts.bootstrap}")
     probe_files = ctx.inputs("probes", opts.probes)
     with user_error():
         for path in probe_files:

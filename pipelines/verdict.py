@@ -1,4 +1,5 @@
-"""Whether a finished run counts as a success: one rule for every job (exit code 3 when it does not).
+"""How a job ends, one rule for every job: refused before it runs (`JobError`, exit code 2), or run and
+judged (`judge`: exit code 3 when the run does not count as a success).
 
 A run fails when what it wrote does not match what it counted (`written`: a missing, short or extra
 output), when nothing usable was read, or when more than `--max_failure_fraction` of the records
@@ -12,7 +13,31 @@ offered were dead-lettered (or of another part of the work a job names, e.g. tra
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+
+class JobError(RuntimeError):
+    """Something structural is wrong (no input, bad flags, unusable output folder): the job cannot run.
+
+    The job ends with one line naming the flag, the file and the reason, and exit code 2.
+    """
+
+
+@contextmanager
+def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueError,)):
+    """Checks of a user's flags and files raise ValueError (or `errors`); here they become one JobError line.
+
+    >>> with user_error("--methods=x: "):  # doctest: +IGNORE_EXCEPTION_DETAIL
+    ...     raise ValueError("unknown method 'x'")
+    Traceback (most recent call last):
+    ...
+    JobError: --methods=x: unknown method 'x'
+    """
+    try:
+        yield
+    except errors as exc:
+        raise JobError(f"{prefix}{exc}") from None
 
 
 class RunFailed(RuntimeError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vlnkit.navigation.synthetic import write_environment
+from vlnkit.fixtures.grid import write_environment
 
 SECRET_VALUES = {
     # Beam options that carry secrets; the values look like real ones so value-based redaction is tested too.

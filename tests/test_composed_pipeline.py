@@ -23,7 +23,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import build_compat, build_r4r, paraphrase, perturb, score
 from transforms.deadletter import DEAD_LETTER
-from transforms.score_references import ReferenceBatchesFromRecords
+from transforms.score.read import ReferenceBatchesFromRecords
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "composing.md"
 
@@ -154,8 +154,8 @@ def test_reference_batches_from_records_dead_letters_bad_records(example):
     bad = {**records[0], "path_id": 999, "heading": "north"}
     with TestPipeline() as p:
         out = p | beam.Create([*records, bad]) | ReferenceBatchesFromRecords(conn, buckets=1, source="test-records")
-        ids = out["batches"] | beam.FlatMap(lambda kv: [(kv[0], kv[1][0], int(i)) for i in kv[1][1].path_id])
-        assert_that(ids, equal_to([(0, "r", r["path_id"]) for r in records]), label="valid")
+        ids = out["batches"] | beam.FlatMap(lambda kv: [(kv[0], type(kv[1]).__name__, int(i)) for i in kv[1].path_id])
+        assert_that(ids, equal_to([(0, "ReferenceBatch", r["path_id"]) for r in records]), label="valid")
         reasons = out[DEAD_LETTER] | beam.Map(
             lambda d: (d["source"], "path_id=999" in d["record"], "heading" in d["reason"])
         )
@@ -164,8 +164,8 @@ def test_reference_batches_from_records_dead_letters_bad_records(example):
 
 def test_duplicate_path_ids_from_records_are_dead_lettered_not_dropped(example, tmp_path):
     """Two records with one path_id: the scorer keeps one and dead-letters the other, naming the source."""
-    from transforms.score_batches import MISSING, ScoreBuckets
-    from transforms.score_read import ReadPredictionBatches
+    from transforms.score.read import ReadScoringInputs
+    from transforms.score.score import LINES, ScoreBuckets
     from vlnkit.evaluation.scoring_config import ScoringConfig
 
     result, _ = example
@@ -175,7 +175,7 @@ def test_duplicate_path_ids_from_records_are_dead_lettered_not_dropped(example, 
     empty.write_text("[]")
     with TestPipeline() as p:
         refs = p | beam.Create([record, dict(record)]) | ReferenceBatchesFromRecords(conn, buckets=1, source="mine")
-        preds = p | ReadPredictionBatches([("a", [str(empty)])], conn, 1)
+        preds = p | ReadScoringInputs([("a", [str(empty)])], [], conn, 1)
         scored = (
             (refs["batches"], preds["batches"])
             | beam.Flatten()
@@ -186,4 +186,5 @@ def test_duplicate_path_ids_from_records_are_dead_lettered_not_dropped(example, 
         )
         assert_that(dead, equal_to([("dedupe", "mine", True)]), label="dedupe")
         k = len(record["instructions"])
-        assert_that(scored[MISSING], equal_to([f"{record['path_id']}_{i}" for i in range(k)]), label="missing")
+        missing = scored[LINES] | beam.Filter(lambda pair: pair[0] == "missing_predictions") | beam.Values()
+        assert_that(missing, equal_to([f"{record['path_id']}_{i}" for i in range(k)]), label="missing")

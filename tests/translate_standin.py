@@ -189,7 +189,7 @@ def sample_records() -> list[dict]:
 
 
 def sample_r4r_records(records: list[dict]) -> list[dict]:
-    """R4R-format records joining (10, 12) and (11, 13), as the published generator writes them."""
+    """R4R-format records joining (10, 12) and (11, 13), as the R4R generator writes them."""
     out = []
     for a, b in [(records[0], records[2]), (records[1], records[3])]:
         out.append(

@@ -14,11 +14,10 @@ PCollections; `"dead_letter"` is always among them.
 | `JoinR4R(connectivity_dir, config, batched=False, landmark=False, records=True)` | records (or lists) | `joined`: sorted lists of R4R records; `tables`: one Arrow table per scan; `stats`; `scan_rank`; `dead_letter` |
 | `Perturb(methods, spacy_model, connectivity_dir, per_instruction, seed)` | records | `rows`: perturbation rows; `stats`; `dead_letter` |
 | `RoundTripParaphrase(spec, languages, bounds)` | records | `rows`: paraphrase rows; `stats`; `by_text`; `dead_letter` |
+| `ReadDataset(files, batched=False)` | pipeline | `records` unique by episode key, JSON and build_r4r Parquet; `dead_letter` |
 | `ReadScoringInputs(agents, dataset_files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch or ReferenceBatch); totals; `dead_letter` |
-| `ReadPredictionBatches(agents, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, PredictionBatch); totals; `dead_letter` |
-| `ReadReferenceBatches(files, connectivity_dir, buckets)` | pipeline | `batches`: (bucket, ReferenceBatch); `dead_letter` |
 | `ReferenceBatchesFromRecords(connectivity_dir, buckets, source)` | records | `batches`: (bucket, ReferenceBatch); `dead_letter` |
-| `ScoreBuckets(connectivity_dir, agents, dataset_files, config)` | both batch kinds, flattened | `tables`: Arrow tables of episode scores; totals; missing; `dead_letter` |
+| `ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap)` | both batch kinds, flattened | `tables`: Arrow tables of episode scores; totals; `lines` of the episode lists; `bootstrap`; `dead_letter` |
 | `AssembleCompat(methods, seed)` | {`records` or `items`, `perturbations`, optional `paraphrases`} | `rows`: COMPAT rows; `items`; `available`; `dead_letter` |
 | `RandomBaseline(connectivity_dir, steps, num_trajectories, seed)` | records | `tables`; totals; `dead_letter` |
 | `ReadAlignments`, `MakeProbeEpisodes`, `ScoreProbeEpisodes`, `SummarizeSkills` | see `transforms.probes` | |
@@ -44,16 +43,14 @@ freeze_heap_at_exit_in_sdk_worker()
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "read": ("ReadFiles", "ReadR2R", "ReadUniqueR2R", "DedupeBy", "UniqueBy", "SpreadRecords"),
+        "read": ("ReadFiles", "ReadR2R", "ReadUniqueR2R", "DedupeBy", "UniqueBy", "SpreadRecords", "ReadDataset"),
         "r4r": ("JoinR4R",),
         "perturb": ("Perturb", "PerturbInstructions", "PerturbTrajectories"),
         "paraphrase": ("RoundTripParaphrase", "ComposeR4RParaphrases", "TranslatorSpec"),
-        "score_read": ("ReadScoringInputs", "ReadPredictionBatches", "ReadReferenceBatches"),
-        "score_references": ("ReferenceBatchesFromRecords",),
-        "score_batches": ("ScoreBuckets",),
+        "score.read": ("ReadScoringInputs", "ReferenceBatchesFromRecords"),
+        "score.score": ("ScoreBuckets",),
+        "score.outputs": ("WriteEpisodeLists", "MergeBootstrap", "MergeFollowerComparisons"),
         "compat": ("AssembleCompat",),
-        "score_records": ("ReadDataset",),
-        "score_write": ("WriteLines",),
         "random_walks": ("RandomBaseline",),
         "probes": ("ReadAlignments", "MakeProbeEpisodes", "ReadAgentOutputs", "ScoreProbeEpisodes", "SummarizeSkills"),
         "report": ("DatasetStats", "ParquetStats", "SampleEpisodes", "MergePartials"),

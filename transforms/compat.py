@@ -13,35 +13,22 @@ of (method, instr_id), so any runner picks the same rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.perturb import instruction_items
 from vlnkit.perturbations.compat import (
     GROUND_TRUTH,
-    INSTRUCTION,
-    INSTRUCTION_METHODS,
-    TRAJECTORY,
-    TRAJECTORY_METHODS,
     compat_row,
+    family_methods,
     family_of,
     method_quota,
     select_negatives,
 )
 
 AVAILABLE = "available"
-
-
-def family_methods(methods) -> dict[str, tuple[str, ...]]:
-    """The requested methods of each family, in request order.
-
-    >>> family_methods(["random_walk", "direction_swap"])["trajectory"]
-    ('random_walk',)
-    """
-    return {
-        INSTRUCTION: tuple(m for m in methods if m in INSTRUCTION_METHODS),
-        TRAJECTORY: tuple(m for m in methods if m in TRAJECTORY_METHODS),
-    }
 
 
 def ground_truth(item: dict) -> dict:
@@ -83,6 +70,7 @@ def choose(kv, positives: int, available: dict, methods, seed: int):
         yield compat_row({**row, "instr_id": row["source_instr_id"]}, 0, family, method)
 
 
+@dataclass
 class AssembleCompat(beam.PTransform):
     """Instructions, perturbations and (optionally) paraphrases -> a 2:1:1 compatibility set.
 
@@ -94,7 +82,7 @@ class AssembleCompat(beam.PTransform):
       `paraphrases` (optional): paraphrase rows {instr_id, paraphrase, kept, ...}, e.g.
         `RoundTripParaphrase(...)["rows"]`; only kept rows with a text become positives.
     Returns a dict of PCollections:
-      `rows`: COMPAT rows (`vlnkit.io.schemas.COMPAT`: instr_id, scan, language, path, instruction,
+      `rows`: COMPAT rows (`vlnkit.perturbations.schemas.COMPAT`: instr_id, scan, language, path, instruction,
         label, family, method; a paraphrase has its source instruction's language);
       `items`: the instruction items used;
       `available`: (method, number of candidate perturbations);
@@ -103,10 +91,8 @@ class AssembleCompat(beam.PTransform):
         compat = {"records": records, "perturbations": perturbed["rows"]} | AssembleCompat(methods, seed=0)
     """
 
-    def __init__(self, methods, seed: int = 0):
-        super().__init__()
-        self.methods = tuple(methods)
-        self.seed = seed
+    methods: tuple[str, ...]
+    seed: int = 0
 
     def expand(self, inputs):
         inputs = dict(inputs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -19,10 +20,7 @@ def dead_letter(stage: str, source: str, record: str, reason: str) -> dict:
     return RecordError(source=source, record=record, reason=reason, stage=stage).to_dict()
 
 
-def record_label(record: dict) -> str:
-    return f"#{record.get('_index', '?')} (path_id={record.get('path_id')!r})"
-
-
+@dataclass
 class WriteDeadLetters(beam.PTransform):
     """Flatten dead-letter PCollections into one JSON Lines file (empty when there are none).
 
@@ -30,9 +28,7 @@ class WriteDeadLetters(beam.PTransform):
     sharding machinery. Returns the flattened PCollection (for counting).
     """
 
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
+    path: str
 
     def expand(self, pcolls):
         # One PCollection (e.g. already flattened) or several.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import apache_beam as beam
 
 from transforms.worker_cache import per_worker
@@ -13,13 +15,14 @@ def worker_graph_store(connectivity_dir: str) -> GraphStore:
     return per_worker("graphs", connectivity_dir, lambda: GraphStore(connectivity_dir))
 
 
+@dataclass
 class GraphDoFn(beam.DoFn):
-    """A DoFn that reads navigation graphs through the worker's shared store (each scan loaded once)."""
+    """A DoFn that reads navigation graphs through the worker's shared store (each scan loaded once).
 
-    def __init__(self, connectivity_dir: str):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.graphs: GraphStore | None = None
+    A subclass adds its own parameters as dataclass fields, after `connectivity_dir`."""
+
+    connectivity_dir: str
+    graphs = None  # the worker's GraphStore, set in `setup` (per worker, not a parameter)
 
     def setup(self):
         self.graphs = worker_graph_store(self.connectivity_dir)

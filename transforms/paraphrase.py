@@ -10,18 +10,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.progress import Progress
 from transforms.worker_cache import per_worker
+from vlnkit.datasets.r2r import record_label
 from vlnkit.paraphrases.bleu_filter import BleuBounds, ComposeError, compose, judge, r4r_sources
 from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
 from vlnkit.paraphrases.pivots import instruction_sources, pivots_for
-from vlnkit.paraphrases.translation import GoogleConfig, Job, Translator, make_translator
+from vlnkit.paraphrases.translation import GoogleConfig, TranslationJob, Translator, make_translator
 
 BY_TEXT = "by_text"
 STATS = "stats"
@@ -79,23 +80,23 @@ def _add(stats: dict, key: str, n: int = 1) -> None:
     stats[key] = stats.get(key, 0) + n
 
 
+@dataclass
 class _RoundTrip(beam.DoFn):
     """A batch of ((source language, text), [(instr_id, file, language tag)]) -> rows, dead letters,
     per-text paraphrases (texts in the R2R source language), stats."""
 
-    def __init__(self, spec: TranslatorSpec, languages: tuple[str, ...], source_language: str, bounds: BleuBounds):
-        self.spec = spec
-        self.languages = tuple(languages)
-        self.source_language = source_language
-        self.bounds = bounds
-        self.texts = Metrics.counter("paraphrase", "texts")
-        self.rows = Metrics.counter("paraphrase", "rows")
-        self.kept = Metrics.counter("paraphrase", "kept")
-        self.bad = Metrics.counter("paraphrase", "dead_letter")
-        self.requests = Metrics.counter("translate", "requests")
-        self.retries = Metrics.counter("translate", "retries")
-        self.chars = Metrics.counter("translate", "characters_sent")
-        self.hits = Metrics.counter("translate", "cache_hits")
+    spec: TranslatorSpec
+    languages: tuple[str, ...]
+    source_language: str
+    bounds: BleuBounds
+    texts = Metrics.counter("paraphrase", "texts")
+    rows = Metrics.counter("paraphrase", "rows")
+    kept = Metrics.counter("paraphrase", "kept")
+    bad = Metrics.counter("paraphrase", "dead_letter")
+    requests = Metrics.counter("translate", "requests")
+    retries = Metrics.counter("translate", "retries")
+    chars = Metrics.counter("translate", "characters_sent")
+    hits = Metrics.counter("translate", "cache_hits")
 
     def setup(self):
         self.translator = self.spec.build()
@@ -129,9 +130,10 @@ class _RoundTrip(beam.DoFn):
         """The texts of one source language through every pivot but that language, and back into it."""
         languages = pivots_for(self.languages, src)
         texts = tuple(text for (_, text), _ in batch)
-        forward = self.translator.translate([Job(texts, src, lang) for lang in languages])
+        forward = self.translator.translate([TranslationJob(texts, src, lang) for lang in languages])
         back_jobs = [
-            Job(tuple(o.translation for o in outs if o.ok), lang, src) for lang, outs in zip(languages, forward)
+            TranslationJob(tuple(o.translation for o in outs if o.ok), lang, src)
+            for lang, outs in zip(languages, forward)
         ]
         backward = [iter(outs) for outs in self.translator.translate(back_jobs)]
         # per text: [(language, back-translation)] and [(language, error)]
@@ -175,6 +177,7 @@ class _RoundTrip(beam.DoFn):
             translator.close()
 
 
+@dataclass
 class RoundTripParaphrase(beam.PTransform):
     """Validated R2R or RxR guide records -> {"rows", "dead_letter", "by_text", "stats"}.
 
@@ -189,20 +192,11 @@ class RoundTripParaphrase(beam.PTransform):
     "source.<tag>.*", translation counters).
     """
 
-    def __init__(
-        self,
-        spec: TranslatorSpec,
-        languages,
-        bounds: BleuBounds = BleuBounds(),
-        source_language: str = "en",
-        batch_texts: int = 512,
-    ):
-        super().__init__()
-        self.spec = spec
-        self.languages = tuple(languages)
-        self.bounds = bounds
-        self.source_language = source_language
-        self.batch_texts = batch_texts
+    spec: TranslatorSpec
+    languages: tuple[str, ...]
+    bounds: BleuBounds = field(default_factory=BleuBounds)
+    source_language: str = "en"
+    batch_texts: int = 512
 
     def expand(self, records):
         out = (
@@ -212,21 +206,24 @@ class RoundTripParaphrase(beam.PTransform):
             | "SortIds" >> beam.MapTuple(lambda text, ids: (text, sorted(ids)))
             | "Batch" >> beam.BatchElements(min_batch_size=self.batch_texts, max_batch_size=self.batch_texts)
             | "RoundTrip"
-            >> beam.ParDo(_RoundTrip(self.spec, self.languages, self.source_language, self.bounds)).with_outputs(
+            >> beam.ParDo(_RoundTrip(self.spec, tuple(self.languages), self.source_language, self.bounds)).with_outputs(
                 DEAD_LETTER, BY_TEXT, STATS, main="rows"
             )
         )
         return {"rows": out.rows, DEAD_LETTER: out[DEAD_LETTER], BY_TEXT: out[BY_TEXT], STATS: out[STATS]}
 
 
+@dataclass
 class _Compose(beam.DoFn):
-    def __init__(self, languages: tuple[str, ...], bounds: BleuBounds, backend: str, source_language: str):
-        self.backend = backend
-        self.source_language = source_language
-        self.languages = tuple(languages)
-        self.bounds = bounds
-        self.rows = Metrics.counter("paraphrase", "r4r_rows")
-        self.bad = Metrics.counter("paraphrase", "r4r_dead_letter")
+    """An R4R record (with the R2R instructions and paraphrases as side inputs) -> composed paraphrase rows,
+    dead letters, stats."""
+
+    languages: tuple[str, ...]
+    bounds: BleuBounds
+    backend: str
+    source_language: str
+    rows = Metrics.counter("paraphrase", "r4r_rows")
+    bad = Metrics.counter("paraphrase", "r4r_dead_letter")
 
     def process(self, record, r2r_instructions, paraphrases):
         where = (record.get("_source", ""), record_label(record))
@@ -274,6 +271,7 @@ class _Compose(beam.DoFn):
         yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
+@dataclass
 class ComposeR4RParaphrases(beam.PTransform):
     """R4R records + R2R records + `by_text` paraphrases -> {"rows", "dead_letter", "stats"}.
 
@@ -284,28 +282,18 @@ class ComposeR4RParaphrases(beam.PTransform):
     travels as side inputs; the R4R records, up to hundreds of thousands, stream past it.
     """
 
-    def __init__(
-        self,
-        r2r_records,
-        by_text,
-        languages,
-        bounds: BleuBounds = BleuBounds(),
-        *,
-        backend: str,
-        source_language: str = "en",
-    ):
-        super().__init__()
-        self.backend = backend
-        self.source_language = source_language
-        self.r2r_records = r2r_records
-        self.by_text = by_text
-        self.languages = tuple(languages)
-        self.bounds = bounds
+    r2r_records: beam.PCollection
+    by_text: beam.PCollection
+    languages: tuple[str, ...]
+    bounds: BleuBounds = field(default_factory=BleuBounds)
+    _: KW_ONLY
+    backend: str
+    source_language: str = "en"
 
     def expand(self, r4r_records):
         by_path = self.r2r_records | "InstructionsByPathId" >> beam.Map(lambda r: (r["path_id"], r["instructions"]))
         out = r4r_records | "Compose" >> beam.ParDo(
-            _Compose(self.languages, self.bounds, self.backend, self.source_language),
+            _Compose(tuple(self.languages), self.bounds, self.backend, self.source_language),
             r2r_instructions=beam.pvalue.AsDict(by_path),
             paraphrases=beam.pvalue.AsDict(self.by_text),
         ).with_outputs(DEAD_LETTER, STATS, main="rows")

@@ -12,22 +12,22 @@ applied to, the rows emitted, and the reasons it did not apply.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import partial
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from vlnkit.datasets.languages import primary_language, record_instructions
+from vlnkit.datasets.r2r import record_label
 from vlnkit.navigation.graph import GraphError
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
 from vlnkit.perturbations.compat import (
-    INSTRUCTION,
     INSTRUCTION_METHODS,
-    TRAJECTORY,
     TRAJECTORY_METHODS,
     NotApplicable,
     perturbation_row,
@@ -62,14 +62,14 @@ def instruction_items(record: dict) -> list[dict]:
     ]
 
 
+@dataclass
 class _Perturber:
     """Runs the requested methods on one item and keeps the per-method tallies (shared by both DoFns)."""
 
-    def __init__(self, methods, per_instruction: int, seed: int, namespace: str):
-        self.methods = tuple(methods)
-        self.per_instruction = per_instruction
-        self.seed = seed
-        self.namespace = namespace
+    methods: tuple[str, ...]
+    per_instruction: int
+    seed: int
+    namespace: str  # of the per-method counters
 
     def start(self):
         self.applied = {m: Metrics.counter(self.namespace, f"{m}_applied") for m in self.methods}
@@ -125,6 +125,7 @@ def _perturb_instruction(doc, language: str, method: str, rng):
     return perturb(doc, rng)
 
 
+@dataclass
 class _PerturbInstructionBatch(beam.DoFn):
     """A batch of instruction items -> perturbed-instruction rows (one `nlp.pipe` pass per batch).
 
@@ -133,10 +134,9 @@ class _PerturbInstructionBatch(beam.DoFn):
     of the batch is still parsed and perturbed (`vlnkit.perturbations.nlp.parse_batch`).
     """
 
-    def __init__(self, model: str | None, methods, per_instruction: int, seed: int, pipe_batch_size: int):
-        self.model = model
-        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_instruction")
-        self.pipe_batch_size = pipe_batch_size
+    model: str | None
+    perturber: _Perturber
+    pipe_batch_size: int
 
     def setup(self):
         self.nlp = worker_pipeline(self.model, self.perturber.methods)
@@ -188,12 +188,11 @@ class _PerturbInstructionBatch(beam.DoFn):
         return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, item.get("_source", ""), label, reason))
 
 
+@dataclass
 class _PerturbTrajectories(GraphDoFn):
     """An R2R record -> perturbed-trajectory rows for each of its instructions (graph looked up once)."""
 
-    def __init__(self, connectivity_dir: str, methods, per_instruction: int, seed: int):
-        super().__init__(connectivity_dir)
-        self.perturber = _Perturber(methods, per_instruction, seed, "perturb_trajectory")
+    perturber: _Perturber
 
     def setup(self):
         super().setup()
@@ -220,18 +219,21 @@ class _PerturbTrajectories(GraphDoFn):
         yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
+@dataclass
 class PerturbInstructions(beam.PTransform):
-    """Instruction items -> PERTURBATIONS rows of the instruction family, dead letters, summary tallies."""
+    """Instruction items -> PERTURBATIONS rows of the instruction family, dead letters, summary tallies.
 
-    def __init__(self, methods, model: str | None, per_instruction: int = 1, seed: int = 0, batch_size: int = 512):
-        super().__init__()
-        self.methods = [m for m in methods if m in INSTRUCTION_METHODS]
-        self.model = model
-        self.per_instruction = per_instruction
-        self.seed = seed
-        self.batch_size = batch_size
+    `methods` may name trajectory methods too: this family runs its own."""
+
+    methods: tuple[str, ...]
+    model: str | None
+    per_instruction: int = 1
+    seed: int = 0
+    batch_size: int = 512
 
     def expand(self, items):
+        methods = tuple(m for m in self.methods if m in INSTRUCTION_METHODS)
+        perturber = _Perturber(methods, self.per_instruction, self.seed, "perturb_instruction")
         out = (
             items
             | "Batch" >> beam.BatchElements(min_batch_size=min(64, self.batch_size), max_batch_size=self.batch_size)
@@ -239,44 +241,44 @@ class PerturbInstructions(beam.PTransform):
             >> beam.ParDo(
                 # nlp.pipe minibatches of 64: as fast as 256 with the small English pipeline and about
                 # 110 MB less peak memory (benchmarks/RESULTS.md, instruction perturbations, issue 15).
-                _PerturbInstructionBatch(self.model, self.methods, self.per_instruction, self.seed, 64)
+                _PerturbInstructionBatch(self.model, perturber, 64)
             ).with_outputs(STATS, DEAD_LETTER, main="rows")
         )
         return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
 
 
+@dataclass
 class PerturbTrajectories(beam.PTransform):
-    """R2R records -> PERTURBATIONS rows of the trajectory family, dead letters, and summary tallies."""
+    """R2R records -> PERTURBATIONS rows of the trajectory family, dead letters, and summary tallies.
 
-    def __init__(self, connectivity_dir: str, methods, per_instruction: int = 1, seed: int = 0):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.methods = [m for m in methods if m in TRAJECTORY_METHODS]
-        self.per_instruction = per_instruction
-        self.seed = seed
+    `methods` may name instruction methods too: this family runs its own."""
+
+    connectivity_dir: str
+    methods: tuple[str, ...]
+    per_instruction: int = 1
+    seed: int = 0
 
     def expand(self, records):
-        out = records | "Perturb" >> beam.ParDo(
-            _PerturbTrajectories(self.connectivity_dir, self.methods, self.per_instruction, self.seed)
-        ).with_outputs(STATS, DEAD_LETTER, main="rows")
+        methods = tuple(m for m in self.methods if m in TRAJECTORY_METHODS)
+        perturber = _Perturber(methods, self.per_instruction, self.seed, "perturb_trajectory")
+        out = records | "Perturb" >> beam.ParDo(_PerturbTrajectories(self.connectivity_dir, perturber)).with_outputs(
+            STATS, DEAD_LETTER, main="rows"
+        )
         return {"rows": out.rows, STATS: out[STATS], DEAD_LETTER: out[DEAD_LETTER]}
 
 
+@dataclass
 class Perturb(beam.PTransform):
     """R2R records -> every requested perturbation (both families) as PERTURBATIONS rows.
 
     Returns {"rows", "stats", "dead_letter"}; a family with no requested method adds nothing.
     """
 
-    def __init__(
-        self, methods, model: str | None, connectivity_dir: str | None, per_instruction: int = 1, seed: int = 0
-    ):
-        super().__init__()
-        self.methods = tuple(methods)
-        self.model = model
-        self.connectivity_dir = connectivity_dir
-        self.per_instruction = per_instruction
-        self.seed = seed
+    methods: tuple[str, ...]
+    model: str | None
+    connectivity_dir: str | None
+    per_instruction: int = 1
+    seed: int = 0
 
     def expand(self, records):
         rows, stats, dead = [], [], []
@@ -301,36 +303,3 @@ class Perturb(beam.PTransform):
             STATS: tuple(stats) | "AllStats" >> beam.Flatten(pipeline=p),
             DEAD_LETTER: tuple(dead) | "AllDeadLetters" >> beam.Flatten(pipeline=p),
         }
-
-
-def applicability(totals: dict, methods, instructions: int, prefix: str = "") -> dict:
-    """Per method: instructions it applied to, the share of all instructions, rows emitted, reasons it did not.
-    `prefix` ("language.<tag>.") reads one language's tallies instead of all instructions'."""
-    out = {}
-    for m in methods:
-        reason = f"{prefix}{m}.not_applicable."
-        applied = totals.get(f"{prefix}{m}.applied", 0)
-        out[m] = {
-            "applied": applied,
-            "applicability": round(applied / instructions, 4) if instructions else None,
-            "emitted": totals.get(f"{prefix}{m}.emitted", 0),
-            "duplicates_skipped": totals.get(f"{prefix}{m}.duplicate", 0),
-            "not_applicable": {k[len(reason) :]: v for k, v in sorted(totals.items()) if k.startswith(reason)},
-        }
-    return out
-
-
-def by_language(totals: dict, methods, families=(INSTRUCTION, TRAJECTORY)) -> dict:
-    """{language tag: {"instructions", "rows" per family, "methods_applicability"}} from the summed tallies
-    (`vlnkit.datasets.languages.language_counts`, the per-language keys of `_Perturber.run`, and "rows.<tag>.<family>").
-    `families` names the row counts: perturb's two, or build_compat's three (ground truth first)."""
-    head = "instructions."
-    out = {}
-    for language in sorted(k[len(head) :] for k in totals if k.startswith(head)):
-        n = totals[head + language]
-        out[language] = {
-            "instructions": n,
-            "rows": {f: totals.get(f"rows.{language}.{f}", 0) for f in families},
-            "methods_applicability": applicability(totals, methods, n, prefix=f"language.{language}."),
-        }
-    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -52,6 +53,7 @@ def worker_table(kind: str, path: str | None) -> dict:
 
 
 # ---------------------------------------------------------------------------- reading alignments
+@dataclass
 class ReadAlignments(beam.PTransform):
     """Alignment files of one format -> alignment records and dead letters.
 
@@ -59,14 +61,17 @@ class ReadAlignments(beam.PTransform):
     each guide aligned to its path by the pose trace in `pose_traces` (`ReadRxRAlignments`).
     """
 
-    def __init__(self, files: list[str], fmt: str = "fgr2r", batched: bool = False, pose_traces: str | None = None):
-        super().__init__()
-        if fmt == RXR_FORMAT:
-            if not pose_traces:
+    files: list[str]
+    fmt: str = "fgr2r"
+    batched: bool = False
+    pose_traces: str | None = None
+
+    def __post_init__(self):  # a wrong format fails where the pipeline is built, not on a worker
+        if self.fmt == RXR_FORMAT:
+            if not self.pose_traces:
                 raise ValueError("RxR alignments need the pose-trace folder (pose_traces)")
         else:
-            reader(fmt)  # unknown formats fail at construction, not on a worker
-        self.files, self.fmt, self.batched, self.pose_traces = list(files), fmt, batched, pose_traces
+            reader(self.fmt)
 
     def expand(self, pbegin):
         if self.fmt == RXR_FORMAT:
@@ -93,15 +98,14 @@ def rxr_guide_lines(data: bytes | str, source: str):
             )
 
 
+@dataclass
 class _AlignGuides(beam.DoFn):
     """A list of guide lines -> the list of their alignment records (`rxr_alignments`, one pose trace read
     per guide) and a dead letter per guide whose trace is missing, corrupt or off its path."""
 
-    def __init__(self, pose_traces: str):
-        super().__init__()
-        self.pose_traces = pose_traces
-        self.aligned = Metrics.counter("alignments", "records")
-        self.bad = Metrics.counter("alignments", "dead_letter")
+    pose_traces: str
+    aligned = Metrics.counter("alignments", "records")
+    bad = Metrics.counter("alignments", "dead_letter")
 
     def process(self, guides):
         kept = []
@@ -117,6 +121,7 @@ class _AlignGuides(beam.DoFn):
             yield kept
 
 
+@dataclass
 class ReadRxRAlignments(beam.PTransform):
     """RxR guide files + their pose-trace folder -> {"records": alignment records, "dead_letter"}.
 
@@ -124,9 +129,9 @@ class ReadRxRAlignments(beam.PTransform):
     read; with `batched=True` `records` holds lists of alignment records, otherwise single ones.
     """
 
-    def __init__(self, files: list[str], pose_traces: str, batched: bool = False):
-        super().__init__()
-        self.files, self.pose_traces, self.batched = list(files), pose_traces, batched
+    files: list[str]
+    pose_traces: str
+    batched: bool = False
 
     def expand(self, pbegin):
         read = pbegin | "ReadGuides" >> ReadFiles(self.files, rxr_guide_lines, "guides", reshuffle=False, batched=True)
@@ -142,15 +147,15 @@ class ReadRxRAlignments(beam.PTransform):
 
 
 # ---------------------------------------------------------------------------- building episodes
+@dataclass
 class _ProbeEpisodes(GraphDoFn):
     """One alignment -> the probe episodes of all its truncation candidates (graphs and tables per worker)."""
 
-    def __init__(self, connectivity_dir: str, config: ProbeConfig, rooms_path: str | None, objects_path: str | None):
-        super().__init__(connectivity_dir)
-        self.config = config
-        self.rooms_path, self.objects_path = rooms_path, objects_path
-        self.made = Metrics.counter("probes", "episodes")
-        self.bad = Metrics.counter("probes", "dead_letter")
+    config: ProbeConfig
+    rooms_path: str | None
+    objects_path: str | None
+    made = Metrics.counter("probes", "episodes")
+    bad = Metrics.counter("probes", "dead_letter")
 
     def setup(self):
         super().setup()
@@ -203,27 +208,27 @@ class _ProbeEpisodes(GraphDoFn):
         yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
+@dataclass
 class MakeProbeEpisodes(beam.PTransform):
     """Alignment records -> {"episodes", "dead_letter", "stats"} (stats: {name: count} dicts to sum)."""
 
-    def __init__(
-        self, connectivity_dir: str, config: ProbeConfig, rooms: str | None = None, objects: str | None = None
-    ):
-        super().__init__()
-        self.args = (connectivity_dir, config, rooms, objects)
+    connectivity_dir: str
+    config: ProbeConfig
+    rooms: str | None = None  # the room table's path
+    objects: str | None = None  # the object table's path
 
     def expand(self, alignments):
-        out = alignments | "Episodes" >> beam.ParDo(_ProbeEpisodes(*self.args)).with_outputs(
-            STATS, DEAD_LETTER, main="episodes"
-        )
+        episodes = _ProbeEpisodes(self.connectivity_dir, self.config, self.rooms, self.objects)
+        out = alignments | "Episodes" >> beam.ParDo(episodes).with_outputs(STATS, DEAD_LETTER, main="episodes")
         return {"episodes": out.episodes, DEAD_LETTER: out[DEAD_LETTER], STATS: out[STATS]}
 
 
 # ---------------------------------------------------------------------------- scoring
 class _ParseAgentOutputFile(beam.DoFn):
-    def __init__(self):
-        self.bad = Metrics.counter("agent_outputs", "dead_letter")
-        self.read = Metrics.counter("agent_outputs", "records")
+    """An agent output file -> (episode_id, (file, probs)) per line; an unreadable file or line is a dead letter."""
+
+    bad = Metrics.counter("agent_outputs", "dead_letter")
+    read = Metrics.counter("agent_outputs", "records")
 
     def process(self, path):
         try:
@@ -247,12 +252,11 @@ class _ParseAgentOutputFile(beam.DoFn):
                 yield item[0], (path, item[1])
 
 
+@dataclass
 class ReadAgentOutputs(beam.PTransform):
     """JSON Lines agent outputs -> (episode_id, (file, probs)) and dead letters."""
 
-    def __init__(self, files: list[str]):
-        super().__init__()
-        self.files = list(files)
+    files: list[str]
 
     def expand(self, pbegin):
         out = (
@@ -266,11 +270,10 @@ class ReadAgentOutputs(beam.PTransform):
 class _ScoreEpisode(beam.DoFn):
     """One episode id with its episode rows and agent outputs -> a scored row, a missing id, or dead letters."""
 
-    def __init__(self):
-        self.scored = Metrics.counter("score", "episodes_scored")
-        self.missing = Metrics.counter("score", "episodes_missing")
-        self.bad = Metrics.counter("score", "dead_letter")
-        self.renormalized = Metrics.counter("score", "renormalized")
+    scored = Metrics.counter("score", "episodes_scored")
+    missing = Metrics.counter("score", "episodes_missing")
+    bad = Metrics.counter("score", "dead_letter")
+    renormalized = Metrics.counter("score", "renormalized")
 
     def process(self, element):
         episode_id = element[0]
@@ -337,15 +340,15 @@ class ScoreProbeEpisodes(beam.PTransform):
         return {"scored": out.scored, MISSING: out[MISSING], DEAD_LETTER: out[DEAD_LETTER]}
 
 
+@dataclass
 class SummarizeSkills(beam.PTransform):
     """Scored rows -> one {skill: summary} dict (each skill's bootstrap runs on its own worker)."""
 
-    def __init__(self, seed: int, n_boot: int):
-        super().__init__()
-        self.seed, self.n_boot = seed, n_boot
+    seed: int
+    bootstrap: int  # replicates per skill
 
     def expand(self, scored):
-        seed, n_boot = self.seed, self.n_boot
+        seed, n_boot = self.seed, self.bootstrap
 
         def one(kv):
             skill, rows = kv

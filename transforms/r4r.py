@@ -14,13 +14,16 @@ JOINED_PER_LIST records.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from transforms.read import record_order, split_by
+from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.r4r import (
     JoinConfig,
     add_totals,
@@ -40,19 +43,18 @@ def _scan(record: dict) -> str:
     return record["scan"]
 
 
+@dataclass
 class _JoinScan(GraphDoFn):
     """(scan, lists of its records) -> lists of joined records; dead letters, the scan's rank and counts."""
 
-    def __init__(self, connectivity_dir: str, config: JoinConfig, landmark: bool = False, records: bool = True):
-        super().__init__(connectivity_dir)
-        self.config = config
-        self.landmark = landmark
-        self.records = records
-        self.keyed = Metrics.counter("r4r", "paths_keyed")
-        self.joined = Metrics.counter("r4r", "joined")
-        self.heading_filtered = Metrics.counter("r4r", "filtered_heading")
-        self.bad = Metrics.counter("r4r", "dead_letter")
-        self.capped = Metrics.counter("r4r", "chains_capped")
+    config: JoinConfig
+    landmark: bool = False
+    records: bool = True
+    keyed = Metrics.counter("r4r", "paths_keyed")
+    joined = Metrics.counter("r4r", "joined")
+    heading_filtered = Metrics.counter("r4r", "filtered_heading")
+    bad = Metrics.counter("r4r", "dead_letter")
+    capped = Metrics.counter("r4r", "chains_capped")
 
     def setup(self):
         super().setup()
@@ -82,7 +84,7 @@ class _JoinScan(GraphDoFn):
             return
         self.keyed.inc(len(usable))
         yield beam.pvalue.TaggedOutput(SCAN_RANK, (scan, usable[0]["_order"]))
-        result = join_chains(graph, usable, self.config)  # joined records in the published order
+        result = join_chains(graph, usable, self.config)  # joined records in the R4R generator's order
         for sources, reason in result.errors:
             label = "chain (" + ", ".join(f"path_id={s['path_id']}" for s in sources) + ")"
             yield self._dead("join", sources[0], label, reason)
@@ -101,6 +103,7 @@ class _JoinScan(GraphDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS, counts)
 
 
+@dataclass
 class JoinR4R(beam.PTransform):
     """Validated R2R records (unique path ids) -> joined records (R4R, or chains of `config.num_paths`
     paths), plus dead letters and join statistics.
@@ -115,26 +118,17 @@ class JoinR4R(beam.PTransform):
         `records=False`;
       `tables`: the same joined paths as one Arrow table (`R4R_PATHS`) per scan, for `WriteTables`;
       `dead_letter`: records and pairs that could not be used, with reasons;
-      `scan_rank`: (scan, first `_order` of the scan), for the published output order;
+      `scan_rank`: (scan, first `_order` of the scan), for the R4R generator's output order;
       `stats`: {name: number} dicts to be summed: pairs considered, passed the distance rule,
         filtered by heading, valid pairs, valid chains and chains left out by the cap, and the joined
         records' totals (see `vlnkit.datasets.r4r.join_chains` and `group_totals`).
     """
 
-    def __init__(
-        self,
-        connectivity_dir: str,
-        config: JoinConfig = JoinConfig(),
-        batched: bool = False,
-        landmark: bool = False,
-        records: bool = True,
-    ):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.config = config
-        self.batched = batched
-        self.landmark = landmark
-        self.records = records
+    connectivity_dir: str
+    config: JoinConfig = field(default_factory=JoinConfig)
+    batched: bool = False
+    landmark: bool = False
+    records: bool = True
 
     def expand(self, records):
         batches = records if self.batched else records | "AsLists" >> beam.Map(lambda r: [r])

@@ -1,12 +1,14 @@
 """The random baseline as a transform: dataset record dicts in, random walks scored per scan out.
 
-`RandomBaseline`: dataset records (dicts from `score_read.ReadDataset`) -> {"tables": pyarrow
+`RandomBaseline`: dataset records (dicts from `transforms.read.ReadDataset`) -> {"tables": pyarrow
 Tables in the RANDOM_EPISODE_SCORES schema (if asked), "totals": summable dicts, "dead_letter":
 dicts}. Walks are `vlnkit.evaluation.random_baseline`; they are grouped by scan and scored in
 vectorized chunks with `score_batch`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 import numpy as np
@@ -16,15 +18,16 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
-from transforms.score_batches import metric_columns
-from transforms.score_read import TOTALS
+from transforms.score.read import TOTALS
+from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.rxr import episode_ids
 from vlnkit.evaluation.batch import score_batch, totals
 from vlnkit.evaluation.common import collapse_repeats_padded, pack
 from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, walk
+from vlnkit.evaluation.schemas import RANDOM_EPISODE_SCORES
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.io.schemas import RANDOM_EPISODE_SCORES
 from vlnkit.navigation.graph import GraphError
+from vlnkit.scoring.score import metric_columns
 
 
 def allocation(episodes: list[tuple], num_trajectories: int) -> dict[str, int]:
@@ -33,16 +36,15 @@ def allocation(episodes: list[tuple], num_trajectories: int) -> dict[str, int]:
     return dict(zip(ordered, allocate(num_trajectories, len(ordered)).tolist()))
 
 
+@dataclass
 class _RandomScan(GraphDoFn):
     """All episodes of one scan -> random walks from their starts, scored in vectorized chunks."""
 
-    def __init__(self, connectivity_dir: str, config: ScoringConfig, seed: int, chunk_size: int, tables: bool):
-        super().__init__(connectivity_dir)
-        self.config = config
-        self.seed = seed
-        self.chunk_size = chunk_size
-        self.tables = tables
-        self.generated = Metrics.counter("random_baseline", "trajectories")
+    config: ScoringConfig
+    seed: int
+    chunk_size: int
+    tables: bool  # also the per-walk Arrow tables, besides the totals
+    generated = Metrics.counter("random_baseline", "trajectories")
 
     def setup(self):
         super().setup()
@@ -103,6 +105,7 @@ class _RandomScan(GraphDoFn):
             )
 
 
+@dataclass
 class RandomBaseline(beam.PTransform):
     """Dataset records -> random-walk scores: {"tables": pa.Table (if asked), "totals", "dead_letter"}.
 
@@ -110,24 +113,13 @@ class RandomBaseline(beam.PTransform):
     dataset order (`allocation`), and each episode's walks are seeded from `seed` and its instr_id.
     """
 
-    def __init__(
-        self,
-        connectivity_dir: str,
-        pool,
-        num_trajectories: int,
-        seed: int,
-        config: ScoringConfig = ScoringConfig(),
-        chunk_size: int = 65536,
-        tables: bool = False,
-    ):
-        super().__init__()
-        self.connectivity_dir = connectivity_dir
-        self.pool = pool
-        self.num_trajectories = num_trajectories
-        self.seed = seed
-        self.config = config
-        self.chunk_size = chunk_size
-        self.tables = tables
+    connectivity_dir: str
+    pool: beam.PCollection
+    num_trajectories: int
+    seed: int
+    config: ScoringConfig = field(default_factory=ScoringConfig)
+    chunk_size: int = 65536
+    tables: bool = False
 
     def expand(self, records):
         checked = records | "CheckPaths" >> beam.ParDo(_IndexReference(self.connectivity_dir)).with_outputs(
@@ -162,9 +154,8 @@ class _IndexReference(GraphDoFn):
         try:
             ref_idx = self.graphs.get(record["scan"]).indices(record["path"])
         except GraphError as exc:
-            label = f"#{record.get('_index', '?')} (path_id={record.get('path_id')!r})"
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), label, str(exc))
+                DEAD_LETTER, dead_letter("graph", record.get("_source", ""), record_label(record), str(exc))
             )
             return
         for k, instr_id in enumerate(episode_ids(record)):

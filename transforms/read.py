@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -17,23 +19,27 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from vlnkit.datasets.buckets import bucket_count
 from vlnkit.datasets.r2r import RecordError, parse_r2r
+from vlnkit.datasets.records import validate_record
 from vlnkit.datasets.rxr import is_rxr, parse_dataset
+from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
 
 BATCH_RECORDS = 4096  # records per list when readers hand over batches
 
 
+@dataclass
 class _ParseFiles(beam.DoFn):
     """(rank, path) -> the file's parsed items (or lists of them); an unreadable file or a bad record is a dead letter."""
 
-    def __init__(self, parse, namespace: str, order_key, batch_records: int | None = None):
-        super().__init__()
-        self.parse = parse
-        self.order_key = order_key
-        self.batch_records = batch_records
-        self.read = Metrics.counter(namespace, "records")
-        self.bad = Metrics.counter(namespace, "dead_letter")
+    parse: Callable
+    namespace: str  # of the counters of records read and dead-lettered
+    order_key: Callable
+    batch_records: int | None = None
+
+    def setup(self):
+        self.read = Metrics.counter(self.namespace, "records")
+        self.bad = Metrics.counter(self.namespace, "dead_letter")
 
     def process(self, element):
         rank, path = element
@@ -72,6 +78,7 @@ def _index_in_file(item: dict) -> tuple:
     return (item["_index"],)
 
 
+@dataclass
 class ReadFiles(beam.PTransform):
     """Files -> parsed record dicts (main output `records`) and dead letters.
 
@@ -82,22 +89,12 @@ class ReadFiles(beam.PTransform):
     With `batched=True`, `records` holds lists of up to BATCH_RECORDS dicts (one file's, in file order).
     """
 
-    def __init__(
-        self,
-        files: list[str],
-        parse,
-        namespace: str = "read",
-        reshuffle: bool = True,
-        order_key=_index_in_file,
-        batched: bool = False,
-    ):
-        super().__init__()
-        self.order_key = order_key
-        self.files = list(files)
-        self.parse = parse
-        self.namespace = namespace
-        self.reshuffle = reshuffle
-        self.batched = batched
+    files: list[str]
+    parse: Callable
+    namespace: str = "read"
+    reshuffle: bool = True
+    order_key: Callable = _index_in_file
+    batched: bool = False
 
     def expand(self, pbegin):
         parsed = (
@@ -113,23 +110,25 @@ class ReadFiles(beam.PTransform):
         return {"records": records, DEAD_LETTER: parsed[DEAD_LETTER]}
 
 
-class ReadR2R(ReadFiles):
+@dataclass
+class ReadR2R(beam.PTransform):
     """R2R JSON / JSON Lines files -> validated record dicts (with `_source`, `_index`, `_order`) and dead letters.
 
     With `rxr_guides=True` a file may also be an RxR guide file (told apart per file by its first record,
-    `vlnkit.datasets.rxr.parse_dataset`): its lines are RxR records, one instruction each.
+    `vlnkit.datasets.rxr.parse_dataset`): its lines are RxR records, one instruction each. The reading
+    is `ReadFiles`'.
     """
 
-    def __init__(
-        self,
-        files: list[str],
-        require_distance: bool = False,
-        reshuffle: bool = True,
-        batched: bool = False,
-        rxr_guides: bool = False,
-    ):
-        parse = functools.partial(parse_dataset if rxr_guides else parse_r2r, require_distance=require_distance)
-        super().__init__(files, parse, "read", reshuffle, batched=batched)
+    files: list[str]
+    require_distance: bool = False
+    reshuffle: bool = True
+    batched: bool = False
+    rxr_guides: bool = False
+
+    def expand(self, pbegin):
+        parse = parse_dataset if self.rxr_guides else parse_r2r
+        parse = functools.partial(parse, require_distance=self.require_distance)
+        return ReadFiles(self.files, parse, "read", self.reshuffle, batched=self.batched).expand(pbegin)
 
 
 def record_order(record: dict):
@@ -160,13 +159,12 @@ def _duplicate(what, key, dup: dict, first: dict) -> dict:
 KEY_GROUPS = 1 << 63
 
 
+@dataclass
 class _SplitByBucket(beam.DoFn):
     """A list of records -> (bucket, the list's records of that bucket) per bucket it touches."""
 
-    def __init__(self, key_fn, buckets: int):
-        super().__init__()
-        self.key_fn = key_fn
-        self.buckets = buckets
+    key_fn: Callable
+    buckets: int
 
     def _bucket(self, record: dict) -> int:
         return stable_bucket(self.key_fn(record), buckets=self.buckets)
@@ -178,6 +176,7 @@ class _SplitByBucket(beam.DoFn):
         yield from split_by(batch, self._bucket)
 
 
+@dataclass
 class _KeepFirst(beam.DoFn):
     """A group (a stable hash of the key) -> the first record (by `_order`) of each key; the others
     become dead letters. Keys are compared by value, as dict keys: 5, 5.0 and numpy.int64(5) are one.
@@ -186,12 +185,10 @@ class _KeepFirst(beam.DoFn):
     without, a group holds records and each kept record leaves alone.
     """
 
-    def __init__(self, what, key_fn, lists: bool):
-        super().__init__()
-        self.what = what
-        self.key_fn = key_fn
-        self.lists = lists
-        self.duplicates = Metrics.counter("dedupe", "dead_letter")
+    what: str | Callable
+    key_fn: Callable
+    lists: bool
+    duplicates = Metrics.counter("dedupe", "dead_letter")
 
     def process(self, element):
         _, values = element
@@ -211,6 +208,7 @@ class _KeepFirst(beam.DoFn):
             yield kept
 
 
+@dataclass
 class DedupeBy(beam.PTransform):
     """Keep the first record (by `_order`) of each key; the others become dead letters.
 
@@ -222,12 +220,10 @@ class DedupeBy(beam.PTransform):
     output list is one bucket's kept records in `_order`.
     """
 
-    def __init__(self, key_fn, what, batched: bool = False, buckets: int = 1):
-        super().__init__()
-        self.key_fn = key_fn
-        self.what = what
-        self.batched = batched
-        self.buckets = buckets
+    key_fn: Callable
+    what: str | Callable  # the key's name ("path_id"), or a function wording a key for its dead letter
+    batched: bool = False
+    buckets: int = 1
 
     def expand(self, records):
         if self.batched:
@@ -269,6 +265,7 @@ class SpreadRecords(beam.PTransform):
         )
 
 
+@dataclass
 class UniqueBy(beam.PTransform):
     """Lists of records read from `files` -> {"records", "dead_letter"}: the first record of each key.
 
@@ -277,13 +274,14 @@ class UniqueBy(beam.PTransform):
     records, spread over workers (`SpreadRecords`).
     """
 
-    def __init__(self, key_fn, what, files: list[str], batched: bool = False):
-        super().__init__()
-        self.key_fn, self.what, self.batched = key_fn, what, batched
-        self.buckets = bucket_count(list(files))
+    key_fn: Callable
+    what: str | Callable
+    files: list[str]  # what was read: its size chooses the number of buckets
+    batched: bool = False
 
     def expand(self, lists):
-        unique = lists | "Dedupe" >> DedupeBy(self.key_fn, self.what, batched=True, buckets=self.buckets)
+        buckets = bucket_count(list(self.files))
+        unique = lists | "Dedupe" >> DedupeBy(self.key_fn, self.what, batched=True, buckets=buckets)
         records = unique["records"] if self.batched else unique["records"] | "SpreadRecords" >> SpreadRecords()
         return {"records": records, DEAD_LETTER: unique[DEAD_LETTER]}
 
@@ -302,6 +300,7 @@ def episode_key_text(key) -> str:
     return f"path_id {key!r}"
 
 
+@dataclass
 class ReadUniqueR2R(beam.PTransform):
     """R2R-format files -> {"records": validated records with unique path ids, "dead_letter": what could not be used}.
 
@@ -310,17 +309,84 @@ class ReadUniqueR2R(beam.PTransform):
     Records are read and deduplicated in lists (buckets chosen from the input size, see
     `vlnkit.datasets.buckets.bucket_count`); with `batched=True` `records` holds those lists, otherwise
     single records, spread over workers in small lists first so per-record work downstream runs
-    in parallel.
+    in parallel. `require_distance` and `rxr_guides` are `ReadR2R`'s.
     """
 
-    def __init__(self, files: list[str], batched: bool = False, **read_kwargs):
-        super().__init__()
-        self.files = list(files)
-        self.batched = batched
-        self.read_kwargs = {**read_kwargs, "reshuffle": False, "batched": True}
+    files: list[str]
+    batched: bool = False
+    require_distance: bool = False
+    rxr_guides: bool = False
 
     def expand(self, pbegin):
-        read = pbegin | "Read" >> ReadR2R(self.files, **self.read_kwargs)
+        read = pbegin | "Read" >> ReadR2R(
+            self.files, self.require_distance, reshuffle=False, batched=True, rxr_guides=self.rxr_guides
+        )
         unique = read["records"] | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
         dead = (read[DEAD_LETTER], unique[DEAD_LETTER]) | "FlattenDead" >> beam.Flatten()
         return {"records": unique["records"], DEAD_LETTER: dead}
+
+
+# ----------------------------------------------------------------------------- datasets with Parquet
+class _ReadParquetPaths(beam.DoFn):
+    """`build_r4r`'s paths-*.parquet -> lists of validated record dicts, like ReadR2R(batched=True) does for JSON."""
+
+    read = Metrics.counter("read", "records")
+    bad = Metrics.counter("read", "dead_letter")
+
+    def process(self, element):
+        import pyarrow.parquet as pq
+
+        rank, path = element
+        try:
+            with fileio.open_read(path) as f:
+                rows = pq.read_table(f).to_pylist()
+        except Exception as exc:  # unreadable or not Parquet: the file is the dead letter
+            self.bad.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read Parquet ({exc})"))
+            return
+        kept = []
+        for index, row in enumerate(rows):
+            reason = validate_record(row)
+            if reason is not None:
+                self.bad.inc()
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, f"#{index}", reason))
+                continue
+            kept.append({**row, "_source": path, "_index": index, "_order": (rank, index)})
+        yield from in_lists(kept, BATCH_RECORDS, self.read)
+
+
+@dataclass
+class ReadDataset(beam.PTransform):
+    """Dataset files (R2R/R4R JSON or JSON Lines, RxR guide files, or build_r4r Parquet) -> records unique
+    by `episode_key` (path_id for R2R-format records, instruction_id for RxR guide lines: one episode each).
+
+    Records are read and deduplicated in lists (see `ReadUniqueR2R`); `batched=True` hands the lists
+    on, otherwise single records, spread over workers.
+    """
+
+    files: list[str]
+    batched: bool = False
+
+    def expand(self, pbegin):
+        from vlnkit.scoring.reading import dataset_ranks  # the one rank rule: JSON files first, then Parquet
+
+        ranked = dataset_ranks(self.files)
+        json_files = [p for _, p in ranked if not is_parquet(p)]
+        parquet = [(r, p) for r, p in ranked if is_parquet(p)]
+        pieces, dead = [], []
+        if json_files:
+            read = pbegin | "ReadJson" >> ReadR2R(json_files, reshuffle=False, batched=True, rxr_guides=True)
+            pieces.append(read["records"])
+            dead.append(read[DEAD_LETTER])
+        if parquet:
+            read = (
+                pbegin
+                | "ParquetFiles" >> beam.Create(parquet)
+                | "ReadParquet" >> beam.ParDo(_ReadParquetPaths()).with_outputs(DEAD_LETTER, main="records")
+            )
+            pieces.append(read.records)
+            dead.append(read[DEAD_LETTER])
+        records = tuple(pieces) | "AllRecords" >> beam.Flatten()
+        unique = records | "UniquePathIds" >> UniqueBy(episode_key, episode_key_text, self.files, self.batched)
+        dead.append(unique[DEAD_LETTER])
+        return {"records": unique["records"], DEAD_LETTER: tuple(dead) | "DatasetDeadLetters" >> beam.Flatten()}

@@ -15,14 +15,15 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
-from transforms.deadletter import DEAD_LETTER, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
-from transforms.read import DedupeBy
-from transforms.score_records import ReadDataset
+from transforms.read import DedupeBy, ReadDataset
 from transforms.tally import MergeWith
 from vlnkit.datasets.buckets import bucket_count
+from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.rxr import episode_ids, path_key
 from vlnkit.io import fileio
+from vlnkit.reports.report_inputs import ReportInput
 from vlnkit.reports.stats import (
     METRIC_WIDTHS,
     PARAPHRASES,
@@ -39,16 +40,6 @@ from vlnkit.reports.stats import (
 )
 
 BATCH_ROWS = 65536
-
-
-@dataclass(frozen=True)
-class ReportInput:
-    """One input file: its kind, the data set it belongs to (`label`) and whether it came from --compare."""
-
-    path: str
-    kind: str
-    label: str
-    compare: bool = False
 
 
 class MergePartials(MergeWith):
@@ -75,14 +66,13 @@ def reference_lite(record: dict, label: str) -> dict:
     return out
 
 
+@dataclass
 class _PathsPartial(GraphDoFn):
     """A list of records, one per path -> its path statistics (`paths_partial`); unmeasurable ones are dead letters."""
 
-    def __init__(self, connectivity_dir: str, label: str):
-        super().__init__(connectivity_dir)
-        self.label = label
-        self.measured = Metrics.counter("report", "dataset_records")
-        self.bad = Metrics.counter("report", "dead_letter")
+    label: str  # the data set's
+    measured = Metrics.counter("report", "dataset_records")
+    bad = Metrics.counter("report", "dead_letter")
 
     def process(self, batch):
         partial, bad = paths_partial(self.label, batch, self.graphs)
@@ -95,17 +85,17 @@ class _PathsPartial(GraphDoFn):
         yield partial
 
 
+@dataclass
 class _InstructionsPartial(GraphDoFn):
     """A list of records -> the statistics of the instructions of those whose path is on the graph."""
 
-    def __init__(self, connectivity_dir: str, label: str):
-        super().__init__(connectivity_dir)
-        self.label = label
+    label: str  # the data set's
 
     def process(self, batch):
         yield instructions_partial(self.label, [r for r in batch if unmeasurable(r, self.graphs) is None])
 
 
+@dataclass
 class DatasetStats(beam.PTransform):
     """Dataset files of one label -> {"partials", "references" (lite records), dead_letter}.
 
@@ -114,11 +104,9 @@ class DatasetStats(beam.PTransform):
     the same computation on one list).
     """
 
-    def __init__(self, label: str, files: list[str], connectivity_dir: str):
-        super().__init__()
-        self.dataset_label = label  # not `label`: that is the PTransform's own name
-        self.files = list(files)
-        self.connectivity_dir = connectivity_dir
+    dataset_label: str  # not `label`: that is the PTransform's own name
+    files: list[str]
+    connectivity_dir: str
 
     def expand(self, pbegin):
         read = pbegin | "Read" >> ReadDataset(self.files, batched=True)
@@ -152,15 +140,15 @@ def _column(batch, name) -> np.ndarray:
     return batch.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
+@dataclass
 class _ParquetPartials(beam.DoFn):
     """One Parquet output file, read in column batches -> one partial; with `sample` > 0 (score files), also
     the file's `sample` smallest-keyed episodes, so only a few rows per file travel to the sampler."""
 
-    def __init__(self, seed: int, sample: int):
-        self.seed = seed
-        self.sample = sample
-        self.rows = Metrics.counter("report", "parquet_rows")
-        self.bad = Metrics.counter("report", "dead_letter")
+    seed: int
+    sample: int
+    rows = Metrics.counter("report", "parquet_rows")
+    bad = Metrics.counter("report", "dead_letter")
 
     def process(self, item: ReportInput):
         import pyarrow.parquet as pq
@@ -228,15 +216,14 @@ class _ParquetPartials(beam.DoFn):
         return out
 
 
+@dataclass
 class ParquetStats(beam.PTransform):
     """Score / perturbation / paraphrase Parquet files -> {"partials", "samples", dead_letter}."""
 
-    def __init__(self, inputs: list[ReportInput], seed: int = 0, sample_from: str | None = None, sample: int = 0):
-        super().__init__()
-        self.inputs = list(inputs)
-        self.seed = seed
-        self.sample_from = sample_from
-        self.sample = sample
+    inputs: list[ReportInput]
+    seed: int = 0
+    sample_from: str | None = None
+    sample: int = 0
 
     def expand(self, pbegin):
         sampled = [i for i in self.inputs if i.label == self.sample_from and i.kind == SCORES]
@@ -265,6 +252,7 @@ def _smallest(n: int):
     return beam.combiners.Top.Of(n, key=lambda c: c[0], reverse=True)
 
 
+@dataclass
 class SampleEpisodes(beam.PTransform):
     """N episodes to draw, chosen by `sample_key(seed, ...)`, never by run order.
 
@@ -275,12 +263,10 @@ class SampleEpisodes(beam.PTransform):
     Output: one list of episode dicts {"reference", "score", "sources"} in key order.
     """
 
-    def __init__(self, n: int, seed: int, draw_label: str | None, with_scores: bool):
-        super().__init__()
-        self.n = n
-        self.seed = seed
-        self.draw_label = draw_label
-        self.with_scores = with_scores
+    n: int
+    seed: int
+    draw_label: str | None
+    with_scores: bool
 
     def expand(self, inputs):
         refs = inputs["references"]
@@ -343,19 +329,19 @@ class SampleEpisodes(beam.PTransform):
 # ----------------------------------------------------------------------------- the comparison page
 def _reference_paths(records: list[dict]) -> dict[str, list[str]]:
     """{instr_id: reference path} of a list of dataset records (one dict per batch, not one element per episode)."""
-    from transforms.score_records import reference_episodes
-
-    return {i: ref["path"] for record in records for i, ref in reference_episodes(record)}
+    return {i: list(record["path"]) for record in records for i in episode_ids(record)}
 
 
+@dataclass
 class _WriteComparisonPage(GraphDoFn):
     """The one step that reads every episode file (in Arrow batches), sets unusable rows aside as dead
     letters and writes comparison.html; yields what the report's summary says of the page."""
 
-    def __init__(self, connectivity_dir: str, files: list[str], path: str, options: dict, names: list[dict]):
-        super().__init__(connectivity_dir)
-        self.files, self.path, self.options, self.names = list(files), path, dict(options), list(names)
-        self.bad = Metrics.counter("report", "dead_letter")
+    files: list[str]
+    path: str
+    options: dict
+    names: list[dict]
+    bad = Metrics.counter("report", "dead_letter")
 
     def process(self, _, reference_batches):
         import pyarrow as pa
@@ -395,6 +381,7 @@ class _WriteComparisonPage(GraphDoFn):
         yield {"written": True, "episodes": kept.num_rows, "agents": agents, "set_aside": len(problems)}
 
 
+@dataclass
 class ComparisonPage(beam.PTransform):
     """Score episode files + the dataset they were scored on -> `path` (comparison.html).
 
@@ -403,11 +390,12 @@ class ComparisonPage(beam.PTransform):
     `names[k]` renames the agents of `files[k]` ({} keeps them; see `comparison_inputs.rename_agents`).
     """
 
-    def __init__(self, files, dataset_files, connectivity_dir, path, options: dict, names=None):
-        super().__init__()
-        self.files, self.dataset_files = list(files), list(dataset_files)
-        self.connectivity_dir, self.path, self.options = connectivity_dir, path, dict(options)
-        self.names = list(names or [{}] * len(self.files))
+    files: list[str]
+    dataset_files: list[str]
+    connectivity_dir: str
+    path: str
+    options: dict
+    names: list[dict] | None = None  # per file, {agent: its name on the page}; None: agents keep their names
 
     def expand(self, pbegin):
         read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
@@ -417,7 +405,9 @@ class ComparisonPage(beam.PTransform):
             | "One" >> beam.Create([None])
             | "Write"
             >> beam.ParDo(
-                _WriteComparisonPage(self.connectivity_dir, self.files, self.path, self.options, self.names),
+                _WriteComparisonPage(
+                    self.connectivity_dir, self.files, self.path, self.options, self.names or [{}] * len(self.files)
+                ),
                 beam.pvalue.AsList(references),
             ).with_outputs(DEAD_LETTER, main="page")
         )

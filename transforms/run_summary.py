@@ -8,6 +8,9 @@ writes the manifest and `_SUCCESS` (pipelines/job.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER_FILE, WriteDeadLetters
@@ -17,21 +20,20 @@ from vlnkit.io import fileio
 STAGE = "dead_letters_at."  # tally keys counting dead letters per stage (read, join, graph, ...)
 
 
+@dataclass
 class FinishRun(beam.PTransform):
     """{"dead_letters": [PCollection[dict]], "tallies": [PCollection[{name: number}]]} -> the summary.
 
     `summarize(totals, **side)` turns the summed tallies (with `dead_letters` counted in) into the
-    summary dict; `side_inputs` are passed to it as Beam side inputs (e.g. `AsSingleton(skills)`).
+    summary dict; `side` holds Beam side inputs by keyword (e.g. `AsSingleton(skills)`).
     The summary also gets `dead_letters_by_stage`, so a run can be judged against the records it was
     offered (records refused at reading never count as read; records refused later already do).
     Returns the PCollection holding the one summary dict.
     """
 
-    def __init__(self, output_dir: str, summarize, side_inputs: dict | None = None):
-        super().__init__()
-        self.output_dir = output_dir
-        self.summarize = summarize
-        self.side_values = side_inputs or {}
+    output_dir: str
+    summarize: Callable
+    side: dict = field(default_factory=dict)
 
     def expand(self, parts):
         dead = _pcolls(parts.get("dead_letters", ())) | "DeadLetters" >> WriteDeadLetters(
@@ -46,9 +48,7 @@ class FinishRun(beam.PTransform):
             stages = {k[len(STAGE) :]: v for k, v in sorted(totals.items()) if k.startswith(STAGE)}
             return {**summary, "dead_letters_by_stage": stages}
 
-        return tallies | "Summary" >> WriteSummary(
-            fileio.join(self.output_dir, "summary.json"), with_stages, self.side_values
-        )
+        return tallies | "Summary" >> WriteSummary(fileio.join(self.output_dir, "summary.json"), with_stages, self.side)
 
 
 def _pcolls(value) -> tuple:
@@ -56,7 +56,7 @@ def _pcolls(value) -> tuple:
     return (value,) if isinstance(value, beam.pvalue.PCollection) else tuple(value)
 
 
-def finish_run(output_dir: str, summarize, dead_letters, tallies, side_inputs: dict | None = None):
+def finish_run(output_dir: str, summarize, dead_letters, tallies, side: dict | None = None):
     """Apply `FinishRun` to sequences of PCollections (each sequence is flattened into one first)."""
     dead = _pcolls(dead_letters)
     counted = _pcolls(tallies)
@@ -67,4 +67,4 @@ def finish_run(output_dir: str, summarize, dead_letters, tallies, side_inputs: d
         "dead_letters": dead | "FlattenDeadLetters" >> beam.Flatten(pipeline=pipeline),
         "tallies": counted | "FlattenTallies" >> beam.Flatten(pipeline=pipeline),
     }
-    return parts | "Finish" >> FinishRun(output_dir, summarize, side_inputs)
+    return parts | "Finish" >> FinishRun(output_dir, summarize, side or {})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 import orjson
@@ -19,6 +21,7 @@ from vlnkit.io import fileio
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 
 
+@dataclass
 class _ToArrowTables(beam.DoFn):
     """Lists of record dicts -> pyarrow Tables of about `rows` rows (columnar conversion in C++).
 
@@ -27,11 +30,12 @@ class _ToArrowTables(beam.DoFn):
     one at a time (`pa.table` of lists), about twice as fast as `Table.from_pylist` of row dicts.
     """
 
-    def __init__(self, schema: pa.Schema, name: str, rows: int = 16384):
-        super().__init__()
-        self.schema = schema
-        self.rows = rows
-        self.written = Metrics.counter("write", name)
+    schema: pa.Schema
+    name: str  # the output's name: the counter of rows written
+    rows: int = 16384
+
+    def setup(self):
+        self.written = Metrics.counter("write", self.name)
 
     def start_bundle(self):
         self._buffer = []
@@ -53,15 +57,14 @@ class _ToArrowTables(beam.DoFn):
             yield WindowedValue(self._table(), MIN_TIMESTAMP, [GlobalWindow()])
 
 
+@dataclass
 class WriteParquetShards(beam.PTransform):
     """Records (or, with `batched=True`, lists of records) -> `<prefix>-SSSSS-of-NNNNN.parquet`."""
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema, num_shards: int = 0, batched: bool = False):
-        super().__init__()
-        self.file_path_prefix = file_path_prefix
-        self.schema = schema
-        self.num_shards = num_shards
-        self.batched = batched
+    file_path_prefix: str
+    schema: pa.Schema
+    num_shards: int = 0
+    batched: bool = False
 
     def expand(self, records):
         batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
@@ -72,14 +75,13 @@ class WriteParquetShards(beam.PTransform):
         )
 
 
+@dataclass
 class WriteTables(beam.PTransform):
     """pyarrow Tables -> `<prefix>-SSSSS-of-NNNNN.parquet` (tables are written as they come, no per-row work)."""
 
-    def __init__(self, file_path_prefix: str, schema: pa.Schema, num_shards: int = 0):
-        super().__init__()
-        self.file_path_prefix = file_path_prefix
-        self.schema = schema
-        self.num_shards = num_shards
+    file_path_prefix: str
+    schema: pa.Schema
+    num_shards: int = 0
 
     def expand(self, tables):
         return tables | "WriteParquet" >> beam.io.WriteToParquetBatched(
@@ -103,6 +105,7 @@ def write_json(path: str, obj, indent: bool = False) -> None:
         f.write(orjson.dumps(obj, option=option))
 
 
+@dataclass
 class _WriteFragments(beam.DoFn):
     """Serialize a bundle's records into one fragment file; emit its index: (first key, last key, offset, length, records).
 
@@ -110,13 +113,10 @@ class _WriteFragments(beam.DoFn):
     its records joined by `,\n`; `last key` is None for a single record.
     """
 
-    def __init__(self, temp_dir: str, project, sort_key, runs: bool = False):
-        super().__init__()
-        self.temp_dir = temp_dir
-        self.project = project
-        self.sort_key = sort_key
-        self.runs = runs
-        self._file = None
+    temp_dir: str
+    project: Callable
+    sort_key: Callable
+    runs: bool = False
 
     def start_bundle(self):
         self._path = fileio.join(self.temp_dir, f"fragment-{uuid.uuid4().hex}.jsonl")
@@ -152,6 +152,7 @@ class _WriteFragments(beam.DoFn):
         yield WindowedValue((self._path, self._index), MIN_TIMESTAMP, [GlobalWindow()])
 
 
+@dataclass
 class WriteJsonFile(beam.PTransform):
     """Gather records (or, with `batched=True`, lists of records) into one JSON list file, one
     record per line, ordered by `sort_key`.
@@ -169,29 +170,20 @@ class WriteJsonFile(beam.PTransform):
     run with an error instead of writing a misordered file.
     """
 
-    def __init__(
-        self,
-        path: str,
-        project,
-        sort_key,
-        final_key=None,
-        side_inputs: dict | None = None,
-        batched: bool = False,
-        runs: bool = False,
-    ):
-        super().__init__()
-        if runs and not batched:
+    path: str
+    project: Callable
+    sort_key: Callable
+    final_key: Callable | None = None  # None: the sort key as it is
+    side: dict = field(default_factory=dict)  # side inputs of `final_key`, by keyword
+    batched: bool = False
+    runs: bool = False
+
+    def __post_init__(self):
+        if self.runs and not self.batched:
             raise ValueError("WriteJsonFile: runs=True needs batched=True (a run is an input list)")
-        self.batched = batched
-        self.runs = runs
-        self.path = path
-        self.project = project
-        self.sort_key = sort_key
-        self.final_key = final_key or (lambda key: key)
-        self.side_values = side_inputs or {}
 
     def expand(self, records):
-        path, final_key = self.path, self.final_key
+        path, final_key = self.path, self.final_key or _same_key
         temp_dir = f"{path}.fragments-{uuid.uuid4().hex[:12]}"
 
         def write(indexes, **side):
@@ -223,17 +215,21 @@ class WriteJsonFile(beam.PTransform):
         batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
         keyed = batches | "Serialize" >> beam.ParDo(_WriteFragments(temp_dir, self.project, self.sort_key, self.runs))
         # Always one group, so an empty input still writes `[]`.
-        return keyed | "Gather" >> GatherToOne() | "WriteJson" >> beam.Map(write, **self.side_values)
+        return keyed | "Gather" >> GatherToOne() | "WriteJson" >> beam.Map(write, **self.side)
 
 
+def _same_key(key):
+    return key
+
+
+@dataclass
 class WriteSummary(beam.PTransform):
-    """Sum {name: number} dicts (one PCollection or several) into totals; write `finish(totals)` as `summary.json`."""
+    """Sum {name: number} dicts (one PCollection or several) into totals; write `finish(totals, **side)` as
+    `summary.json` (`side`: Beam side inputs by keyword, e.g. `AsSingleton(skills)`)."""
 
-    def __init__(self, path: str, finish, side_inputs: dict | None = None):
-        super().__init__()
-        self.path = path
-        self.finish = finish
-        self.side_values = side_inputs or {}
+    path: str
+    finish: Callable
+    side: dict = field(default_factory=dict)
 
     def expand(self, tallies):
         path, finish = self.path, self.finish
@@ -245,8 +241,4 @@ class WriteSummary(beam.PTransform):
 
         if isinstance(tallies, (tuple, list)):
             tallies = tuple(tallies) | "FlattenTallies" >> beam.Flatten()
-        return (
-            tallies
-            | "Totals" >> beam.CombineGlobally(SumDicts())
-            | "WriteSummary" >> beam.Map(write, **self.side_values)
-        )
+        return tallies | "Totals" >> beam.CombineGlobally(SumDicts()) | "WriteSummary" >> beam.Map(write, **self.side)

@@ -32,7 +32,7 @@ def with_examples() -> list[str]:
 
 def test_every_package_is_walked():
     found = modules()
-    assert "vlnkit.datasets.reference_batches" in found and "transforms.score_read" in found
+    assert "vlnkit.datasets.reference_batches" in found and "transforms.score.read" in found
     assert "vlnkit.hashing" in found
     assert "pipelines.score" in found and len(found) > 80
     assert len(with_examples()) > 20

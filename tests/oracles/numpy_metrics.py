@@ -1,9 +1,8 @@
 """A test oracle: the numpy implementation of the path metrics the compiled kernels are tested against.
 
-This was the library's implementation before the compiled kernels (`vlnkit.evaluation.kernels`). It
-is kept, with the tests and benchmarks, because it is written differently (whole-batch array
-operations, dynamic programmes swept by anti-diagonals) and so checks the kernels independently; it
-does not ship with the package. Use `vlnkit.evaluation.batch.score_batch` / `vlnkit.evaluation.metrics`.
+It is written differently from the compiled kernels (`vlnkit.evaluation.kernels`): whole-batch array
+operations, dynamic programmes swept by anti-diagonals; so it checks them independently, in the tests
+and the benchmarks. It does not ship with the package. Use `vlnkit.evaluation.batch.score_batch` / `vlnkit.evaluation.metrics`.
 
 Conventions are those of `vlnkit.evaluation.metrics` with the default success rule (NE <= d_th). The DTW and edit-distance programmes sweep
 anti-diagonals k = i + j over the whole batch (Python loops run |R| + |Q| times per batch, not per pair).

@@ -1,7 +1,7 @@
 """A straightforward single-process R4R generator: the baseline for benchmarks and the oracle for tests.
 
 Written independently of `vlnkit` on purpose: per scan, every (A, B) pair, networkx Dijkstra,
-one JSON file, exactly the published rule (distance threshold, no heading threshold).
+one JSON file, exactly the R4R generator's rule (distance threshold, no heading threshold).
 """
 
 from __future__ import annotations

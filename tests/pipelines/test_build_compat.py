@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import build_compat
-from vlnkit.navigation.synthetic import write_environment
+from vlnkit.fixtures.grid import write_environment
 
 
 def test_two_to_one_to_one_with_paraphrases(tmp_path):
@@ -123,7 +123,7 @@ def test_rxr_guide_file_rows_carry_languages_and_counts_per_language_add_up(tmp_
     """An RxR guide file (made from R2R val_unseen): rows keep their instruction's language, Hindi and Telugu
     instructions get direction swaps with their lexicon's words, phrase swap is not applicable to them (never a
     dead letter), trajectory negatives come in every language, and `by_language` adds up to the totals."""
-    from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+    from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
     from vlnkit.perturbations.direction_lexicons import lexicon_for
 
     records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())[:16]

@@ -17,8 +17,8 @@ from pipelines import build_probes
 from tests.conftest import ROOT
 from tests.vlnkit.datasets.test_alignments import write_fgr2r
 from vlnkit.datasets.pose_traces import pose_trace_path
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_jsonl_gz, write_rxr_fixtures
-from vlnkit.io.schemas import PROBE_EPISODES
+from vlnkit.fixtures.rxr import read_jsonl, write_jsonl_gz, write_rxr_fixtures
+from vlnkit.probes.schemas import PROBE_EPISODES
 
 
 def run(tmp_path, *flags):

@@ -11,8 +11,8 @@ from pipelines import build_r4r
 from tests.conftest import ROOT
 from tests.oracles.r4r_generator import generate
 
-# Counts the published rule gives on ../shared/data (its README).
-PUBLISHED_COUNTS = {"train": (25_921, 233_532), "val_seen": (115, 1_035), "val_unseen": (5_026, 45_234)}
+# Counts the R4R generator's rule gives on ../shared/data (its README).
+R4R_RULE_COUNTS = {"train": (25_921, 233_532), "val_seen": (115, 1_035), "val_unseen": (5_026, 45_234)}
 
 
 def run(tmp_path, *flags):
@@ -63,19 +63,19 @@ def key(r):
 
 @pytest.mark.real_data
 @pytest.mark.parametrize("split", ["val_seen", "val_unseen", "train"])
-def test_real_splits_give_exactly_the_published_generators_joins(tmp_path, split, r2r_dir, connectivity_dir):
+def test_real_splits_give_exactly_the_r4r_generators_joins(tmp_path, split, r2r_dir, connectivity_dir):
     r2r = r2r_dir / f"R2R_{split}.json"
     json_out = tmp_path / f"R4R_{split}.json"
     out, summary = run(
         tmp_path, f"--r2r_path={r2r}", f"--connectivity_dir={connectivity_dir}", f"--json_output={json_out}"
     )
-    paths, instructions = PUBLISHED_COUNTS[split]
+    paths, instructions = R4R_RULE_COUNTS[split]
     assert summary["dataset"]["paths"] == paths and summary["dataset"]["instructions"] == instructions
     assert summary["dead_letters"] == 0 and (out / "_SUCCESS").exists()
 
     expected = generate(json.loads(r2r.read_text()), connectivity_dir)
     ours = json.loads(json_out.read_text())
-    # Same pairs, in the published generator's order.
+    # Same pairs, in the R4R generator's order.
     assert [key(r) for r in ours] == [key(r) for r in expected]
     for mine, ref in zip(ours, expected):
         assert mine["path"] == ref["path"]
@@ -102,7 +102,7 @@ def test_real_splits_give_exactly_the_published_generators_joins(tmp_path, split
 
 
 @pytest.mark.real_data
-def test_val_seen_matches_the_independently_published_r4r_file(tmp_path, shared_data, connectivity_dir):
+def test_val_seen_matches_the_independently_released_r4r_file(tmp_path, shared_data, connectivity_dir):
     json_out = tmp_path / "R4R_val_seen.json"
     run(
         tmp_path,
@@ -110,11 +110,11 @@ def test_val_seen_matches_the_independently_published_r4r_file(tmp_path, shared_
         f"--connectivity_dir={connectivity_dir}",
         f"--json_output={json_out}",
     )
-    published = {key(r): r for r in json.loads((shared_data / "r4r_published" / "R4R_val_seen.json").read_text())}
+    released = {key(r): r for r in json.loads((shared_data / "r4r_published" / "R4R_val_seen.json").read_text())}
     ours = {key(r): r for r in json.loads(json_out.read_text())}
-    assert set(ours) == set(published) and len(ours) == 115
+    assert set(ours) == set(released) and len(ours) == 115
     changed_texts = 0
-    for k, ref in published.items():
+    for k, ref in released.items():
         assert ours[k]["path"] == ref["path"]
         assert ours[k]["shortest_path"] == ref["shortest_path"]
         assert ours[k]["distance"] == pytest.approx(ref["distance"], abs=1e-9)
@@ -142,7 +142,7 @@ def test_config_profile_and_heading_threshold(tmp_path, shared_data):
 
 
 def test_missing_graphs_and_bad_records_go_to_dead_letters(tmp_path):
-    from vlnkit.navigation.synthetic import write_environment
+    from vlnkit.fixtures.grid import write_environment
 
     r2r_path, conn_dir = write_environment(str(tmp_path / "env"), scans=2, paths_per_scan=6, seed=5)
     records = json.loads(open(r2r_path).read())
@@ -185,7 +185,7 @@ def test_empty_connectivity_dir_is_structural(tmp_path, capsys):
 
 def test_empty_input_file_is_a_failed_run_not_a_complete_one(tmp_path, capsys):
     """Nothing read is never success: no _SUCCESS, exit 3, and the manifest says why."""
-    from vlnkit.navigation.synthetic import write_environment
+    from vlnkit.fixtures.grid import write_environment
 
     _, conn_dir = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=1)
     (tmp_path / "in.json").write_text("[]")

@@ -10,8 +10,8 @@ from pipelines import build_r4r
 from tests.oracles.r4r_chains import Distances, chain_problems
 from tests.oracles.r4r_generator import load_graph
 from vlnkit.datasets.r4r import JoinConfig, join_paths
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 
 
 def run(tmp_path, *flags):
@@ -45,7 +45,7 @@ def test_val_seen_chains_of_three_are_valid_complete_and_in_both_layouts(tmp_pat
         distances.setdefault(scan, Distances(load_graph(connectivity_dir, scan)))
         assert chain_problems(joined, sources, distances[scan], 3.0) == []
         assert len(joined["path_ids"]) == 3 and joined["first_path_id"] == joined["path_ids"][0]
-    # The published order: scans by first appearance, then the sources' positions in the file.
+    # The R4R generator's order: scans by first appearance, then the sources' positions in the file.
     position = {r["path_id"]: i for i, r in enumerate(records)}
     scan_rank = {}
     for r in records:
@@ -69,7 +69,7 @@ def test_val_seen_chains_of_three_are_valid_complete_and_in_both_layouts(tmp_pat
         assert merged == joined["path"]
 
 
-def test_a_cap_on_r4r_keeps_a_seeded_subset_of_the_published_join(tmp_path):
+def test_a_cap_on_r4r_keeps_a_seeded_subset_of_the_full_join(tmp_path):
     r2r_path, conn_dir = write_environment(str(tmp_path / "env"), scans=2, paths_per_scan=30, seed=2)
     json_out = tmp_path / "capped.json"
     _, summary = run(
@@ -92,7 +92,7 @@ def test_a_cap_on_r4r_keeps_a_seeded_subset_of_the_published_join(tmp_path):
     for record in capped:
         reference = full[record["scan"]][(record["first_path_id"], record["second_path_id"])]
         assert record == {k: reference[k] for k in record}
-        assert "path_ids" not in record  # R4R's JSON keys stay the published generator's
+        assert "path_ids" not in record  # R4R's JSON keys stay the R4R generator's
 
 
 def test_landmark_layout_needs_a_json_output(tmp_path, capsys):

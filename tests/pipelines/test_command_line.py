@@ -16,6 +16,7 @@ SAME_MEANING_OWN_WORDS = {
     "--dataset": "always the R2R-format dataset the job reads; each job names the formats it accepts",
     "--seed": "always the one seed of the job's random choices; each job names what it draws",
     "--predictions": "always the agents' outputs (NAME=FILES names an agent); each job names what an output holds",
+    "--bootstrap": "always the number of bootstrap replicates; each job names what it resamples",
 }
 
 
@@ -90,7 +91,7 @@ def test_a_flag_name_means_one_thing_in_every_job():
 
 def test_settings_left_out_of_the_fingerprint_are_flags_of_their_job():
     """The one list of settings that cannot change outputs names real flags (a renamed flag cannot linger)."""
-    from pipelines.options import NOT_FINGERPRINTED, NOT_FINGERPRINTED_IN_JOB, settings
+    from pipelines.provenance import NOT_FINGERPRINTED, NOT_FINGERPRINTED_IN_JOB, fingerprinted_settings
 
     every = {a.dest for job in JOBS for a in parser_of(job)._actions}
     assert NOT_FINGERPRINTED <= every
@@ -100,6 +101,8 @@ def test_settings_left_out_of_the_fingerprint_are_flags_of_their_job():
         one, two = parser.parse_args([]), parser.parse_args([])
         for name in names:
             setattr(two, name, "changed")
-        assert settings(one) == settings(two)
+        assert fingerprinted_settings(one) == fingerprinted_settings(two)
     perturb = parser_of("perturb")
-    assert settings(perturb.parse_args(["--seed=1"])) != settings(perturb.parse_args(["--seed=2"]))
+    assert fingerprinted_settings(perturb.parse_args(["--seed=1"])) != fingerprinted_settings(
+        perturb.parse_args(["--seed=2"])
+    )

@@ -92,7 +92,7 @@ def test_a_truncated_gz_input_is_a_dead_letter_naming_the_file(job, inputs, tmp_
 def test_a_truncated_rxr_guide_file_beside_a_good_one_is_one_dead_letter_naming_it(inputs, tmp_path):
     """The truncated file is refused whole (its readable first lines too: a file cut short is not a
     smaller dataset), the other file is read, and the run goes on."""
-    from vlnkit.datasets.rxr_fixtures import write_rxr_fixtures
+    from vlnkit.fixtures.rxr import write_rxr_fixtures
 
     records = json.loads(Path(inputs["dataset"]).read_text())
     files = write_rxr_fixtures(records, "val", inputs["connectivity_dir"], str(tmp_path / "rxr"), pose_traces=False)
@@ -141,7 +141,7 @@ def test_a_score_run_that_scores_no_episode_fails_even_when_every_failure_is_acc
 def test_report_on_a_score_output_without_scored_episodes_is_one_line(inputs, tmp_path, capsys):
     import pyarrow.parquet as pq
 
-    from vlnkit.io.schemas import EPISODE_SCORES
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
 
     empty = tmp_path / "score" / "episodes-00000-of-00001.parquet"
     empty.parent.mkdir()
@@ -252,7 +252,7 @@ def test_report_on_its_own_output_folder_is_refused(inputs, tmp_path, capsys):
 # ---------------------------------------------------------------------------- 10. a file of the wrong kind
 @pytest.mark.parametrize("job", ["build_r4r", "random_baseline", "perturb", "build_compat", "paraphrase", "score"])
 def test_an_rxr_follower_file_as_a_dataset_is_refused_the_same_way_in_every_job(job, inputs, tmp_path, capsys):
-    from vlnkit.datasets.rxr_fixtures import write_rxr_fixtures
+    from vlnkit.fixtures.rxr import write_rxr_fixtures
 
     records = json.loads(Path(inputs["dataset"]).read_text())
     files = write_rxr_fixtures(records, "val", inputs["connectivity_dir"], str(tmp_path / "rxr"), pose_traces=False)

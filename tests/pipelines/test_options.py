@@ -1,4 +1,4 @@
-"""One options mechanism: every job lists its flags, shares flag meanings, rejects unknown flags."""
+"""One flags mechanism: every job lists its flags, shares flag meanings, rejects unknown flags; profiles and runners."""
 
 import importlib
 import pkgutil
@@ -10,15 +10,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import pipelines
 from pipelines.command import Job
-from pipelines.options import (
-    JobError,
-    add_shared,
-    expand_config,
-    job_parser,
-    local_runner,
-    one_worker_process,
-    parse,
-)
+from pipelines.flags import add_shared, job_parser, parse
+from pipelines.profiles import expand_config
+from pipelines.runners import local_runner, one_worker_process
+from pipelines.verdict import JobError
 
 JOBS = sorted(
     m.name
@@ -103,6 +98,55 @@ def test_renamed_probe_kinds_flag_still_works_with_a_warning_naming_the_new_one(
     _, args = build_probes.JOB.parse(["--probe_types=direction"])
     assert args.probe_types == "direction" and capsys.readouterr().err == ""
     assert "--probe_types" in build_probes.JOB.parser().format_help()
+
+
+def test_the_alias_mechanism_keeps_an_old_flag_or_value_working_with_one_warning(capsys):
+    """`add_renamed` (a flag) and `renamed_values` (a value of one): the old spelling acts as the new one,
+    with one line naming the new one; the new spelling says nothing; the old one is hidden from --help."""
+    from pipelines.flags import add_renamed, renamed_values
+
+    parser = job_parser("demo", "Demo.")
+    add_shared(parser, "bootstrap")
+    add_renamed(parser, "--old_boot", "--bootstrap")
+    parser.add_argument(
+        "--mode", choices=("fast", "exact"), default="fast", type=renamed_values({"quick": "fast"}, "--mode")
+    )
+    for argv in (["--old_boot=7"], ["--old_boot", "7"]):
+        _, args = parse(parser, argv)
+        assert args.bootstrap == 7  # typed as the new flag
+        assert (
+            capsys.readouterr().err
+            == "warning: --old_boot is deprecated and goes in the next release: use --bootstrap\n"
+        )
+    _, args = parse(parser, ["--bootstrap=5", "--mode=quick"])
+    assert args.bootstrap == 5 and args.mode == "fast"
+    assert (
+        capsys.readouterr().err == "warning: --mode=quick is deprecated and goes in the next release: use --mode=fast\n"
+    )
+    _, args = parse(parser, [])
+    assert args.bootstrap == 1000 and args.mode == "fast" and capsys.readouterr().err == ""
+    assert "--old_boot" not in parser.format_help() and "quick" not in parser.format_help()
+    with pytest.raises(JobError, match=r"^argument --mode: invalid choice: 'slow'"):
+        parse(parser, ["--mode=slow"])  # an unknown value is still refused by `choices`, in one line
+
+
+def test_score_probes_bootstrap_keeps_n_boot_for_one_release(capsys):
+    """score_probes' --n_boot is --bootstrap (the number of bootstrap replicates, as in score and report)."""
+    from pipelines import score_probes
+
+    _, args = score_probes.JOB.parse(["--n_boot=200"])
+    assert args.bootstrap == 200 and not hasattr(args, "n_boot")
+    assert "--n_boot is deprecated and goes in the next release: use --bootstrap" in capsys.readouterr().err
+    _, args = score_probes.JOB.parse([])
+    assert args.bootstrap == 1000 and capsys.readouterr().err == ""
+
+
+def test_build_r4r_heading_convention_keeps_its_old_value_for_one_release(capsys):
+    from pipelines import build_r4r
+
+    _, args = build_r4r.JOB.parse(["--heading_convention=published_generator"])
+    assert args.heading_convention == "r4r_generator"
+    assert "use --heading_convention=r4r_generator" in capsys.readouterr().err
 
 
 def test_beam_flags_pass_through():

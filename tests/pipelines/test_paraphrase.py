@@ -13,7 +13,7 @@ import pytest
 from pipelines import paraphrase
 from tests.conftest import ROOT
 from tests.translate_standin import TranslateStandin, sample_r4r_records, sample_records
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES, judge
 from vlnkit.paraphrases.translation import demo_round_trip
 
@@ -172,7 +172,7 @@ def test_a_real_google_run_without_credentials_stops_before_reading_anything(tmp
 
 
 @pytest.mark.real_data
-def test_real_val_seen_and_published_r4r_compose_with_revised_texts_dead_lettered(tmp_path, shared_data, r2r_dir):
+def test_real_val_seen_and_released_r4r_compose_with_revised_texts_dead_lettered(tmp_path, shared_data, r2r_dir):
     r4r = shared_data / "r4r_published" / "R4R_val_seen.json"
     out = tmp_path / "out"
     summary = paraphrase.main(

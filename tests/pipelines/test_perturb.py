@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import perturb
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.grid import write_environment
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 from vlnkit.perturbations import nlp as nlp_module
 from vlnkit.perturbations.nlp import resolve_model
 

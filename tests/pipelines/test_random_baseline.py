@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import random_baseline
-from vlnkit.navigation.synthetic import write_environment
+from vlnkit.fixtures.grid import write_environment
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import random_baseline
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 
 pytestmark = pytest.mark.real_data
 RECORDS = 40

@@ -9,7 +9,7 @@ import pytest
 from pipelines import build_r4r, report, score
 from tests.pipelines.test_report_comparison import run_report
 from tests.vlnkit.reports.browser import Browser, draw_episode, require_chromium
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 
 pytestmark = pytest.mark.real_data
 RECORDS = 40

@@ -147,7 +147,7 @@ def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
 
 @pytest.mark.real_data
 def test_a_direct_runner_run_leaves_nothing_in_the_temporary_directory(shared_data, tmp_path, monkeypatch):
-    """--runner=DirectRunner means Beam's Python runner on every machine (pipelines.options.local_runner):
+    """--runner=DirectRunner means Beam's Python runner on every machine (pipelines.runners.local_runner):
     Beam's own DirectRunner would first try Prism, which offline leaves empty folders behind on every run
     and online runs the job on another runner. Neither the job's process nor its workers leave anything."""
     tmp = tmp_path / "tmp"

@@ -1,6 +1,7 @@
 """End-to-end runs of `python -m pipelines.score` (in-process, DirectRunner)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,8 +16,8 @@ from vlnkit.datasets.r2r import RecordError
 from vlnkit.datasets.trajectories import parse_predictions
 from vlnkit.evaluation.batch import score_batch
 from vlnkit.evaluation.common import METRICS
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 
 
 @pytest.fixture(scope="module")
@@ -65,27 +66,40 @@ def test_synthetic_end_to_end_with_options_and_parquet_inputs(env, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["summary"] == summary and len(manifest["inputs"]) == 2 + 2  # predictions, dataset, 2 graphs
 
+    # With success_rule=lt, one more episode: 0_0 stops one viewpoint short of its goal, and d_th is set to
+    # exactly that distance, so NE == d_th: `lt` (NE < d_th) fails it where `le` (NE <= d_th) would count it.
+    store = GraphStore(conn_dir)
+    g0 = store.get(records[0]["scan"])
+    short = records[0]["path"][:-1]
+    d_th = float(g0.distances[g0.idx(short[-1]), g0.idx(records[0]["path"][-1])])
+    with_tie = tmp_path / "preds_with_tie.parquet"
+    pq.write_table(pa.Table.from_pylist([*preds, {"instr_id": "0_0", "path": short}]), with_tie)
     out2 = tmp_path / "kept"
-    kept = run(out2, *common, "--keep_repeats", "--spl_reference=path", "--success_distance=2.5", "--success_rule=lt")
+    tie_flags = [f"--predictions={with_tie}", *common[1:], f"--success_distance={d_th!r}", "--success_rule=lt"]
+    kept = run(out2, *tie_flags, "--keep_repeats", "--spl_reference=path")
     assert kept["options"] == {
-        "success_distance": 2.5,
+        "success_distance": d_th,
         "keep_repeats": True,
         "spl_reference": "path",
         "success_rule": "lt",
     }
-    assert (out2 / "leaderboard.md").read_text().startswith("Success: NE < 2.5 m (success_rule=lt")
-    assert kept["metrics"]["ndtw"] == 1.0  # repeats align at zero cost with the same node ...
-    assert kept["metrics"]["sed"] < 1.0  # ... but add (v, v) edges
+    assert (out2 / "leaderboard.md").read_text().startswith(f"Success: NE < {d_th} m (success_rule=lt")
     rows = {r["instr_id"]: r for r in episodes(out2)}
-    store = GraphStore(conn_dir)
-    for p in preds[:5]:
+    assert all(rows[p["instr_id"]]["ndtw"] == 1.0 for p in preds)  # repeats align at zero cost with the same node ...
+    assert kept["metrics"]["sed"] < 1.0  # ... but add (v, v) edges
+    tie = rows["0_0"]
+    assert tie["ne"] == d_th and tie["sr"] == 0.0 and tie["spl"] == 0.0  # NE == d_th is no success under lt
+    options = dict(keep_repeats=True, spl_reference="path")
+    as_le = score_batch(g0.distances, [g0.indices(records[0]["path"])], [g0.indices(short)], d_th, **options)
+    assert as_le["ne"][0] == d_th and as_le["sr"][0] == 1.0 and as_le["spl"][0] > 0  # ... and is one under le
+    for p in [*preds[:5], {"instr_id": "0_0", "path": short}]:
         r = records[int(p["instr_id"].split("_")[0])]
         g = store.get(r["scan"])
         want = score_batch(
-            g.distances, [g.indices(r["path"])], [g.indices(p["path"])], 2.5, keep_repeats=True, spl_reference="path"
+            g.distances, [g.indices(r["path"])], [g.indices(p["path"])], d_th, success_rule="lt", **options
         )
         for m in METRICS:
-            assert rows[p["instr_id"]][m] == pytest.approx(float(want[m][0]), abs=1e-12)
+            assert rows[p["instr_id"]][m] == pytest.approx(float(want[m][0]), abs=1e-12), (p["instr_id"], m)
 
 
 def test_structural_errors_are_one_clear_line(env, tmp_path):
@@ -250,15 +264,15 @@ def test_compressed_inputs_read_like_plain_ones(env, tmp_path):
 
 def test_agent_flags():
     from pipelines.job import Run
-    from pipelines.options import agent_inputs
     from vlnkit.io import fileio
 
     ctx = Run("score", None, score.JOB.parse([])[1])
     here = __file__
-    agents = agent_inputs(ctx, [f"mine={here}", here, f"mine={here}"])
+    agents = ctx.agents([f"mine={here}", here, f"mine={here}"])
     assert list(agents) == ["mine", fileio.match(here)[0][0]] and len(agents["mine"]) == 1
+    assert ctx._inputs == [(here, os.path.getsize(here))] * 3  # every file listed is an input of the run
     with pytest.raises(score.JobError, match="matches no file"):
-        agent_inputs(ctx, ["x=/nonexistent/*.json"])
+        ctx.agents(["x=/nonexistent/*.json"])
 
 
 @pytest.mark.real_data

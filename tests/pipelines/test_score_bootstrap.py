@@ -12,7 +12,7 @@ from pipelines import score
 from vlnkit.comparison.episodes import agent_sums, breakdown, compare, length_buckets, length_labels
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import METRICS
-from vlnkit.navigation.synthetic import write_environment
+from vlnkit.fixtures.grid import write_environment
 
 FOLDER = "agent_outputs/rszia+rpl2024-final-group9"
 

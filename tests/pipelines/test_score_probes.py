@@ -48,7 +48,7 @@ def score(tmp_path, pattern, agent_file, *flags):
             f"--probes={pattern}",
             f"--predictions={agent_file}",
             f"--output_dir={tmp_path}/s",
-            "--n_boot=200",
+            "--bootstrap=200",
             *flags,
         ]
     )
@@ -139,7 +139,7 @@ def test_command_line_entry_point_and_structural_errors(tmp_path, probes, capsys
             f"--probes={pattern}",
             f"--predictions={f}",
             f"--output_dir={tmp_path}/cli",
-            "--n_boot=50",
+            "--bootstrap=50",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -166,7 +166,7 @@ def test_predictions_name_the_agent_as_in_score_and_the_old_flag_still_works(tmp
     assert "deprecated" not in capsys.readouterr().err
     old = score_probes.main(
         ["--runner=DirectRunner", f"--probes={pattern}", f"--agent_outputs={files}", f"--output_dir={tmp_path}/old"]
-        + ["--n_boot=200"]
+        + ["--bootstrap=200"]
     )
     assert "--agent_outputs is deprecated and goes in the next release: use --predictions" in capsys.readouterr().err
     assert old["skills"] == named["skills"] and old["scored"] == len(episodes)

@@ -1,6 +1,6 @@
 """Scoring RxR end to end: an RxR-format conversion of R2R val_unseen scores exactly as the R2R file itself,
 per-language summaries equal a groupby over the episode rows, follower paths score as an agent and are
-compared with their published metrics, and the README sample's follower path scores as SOURCE.md says."""
+compared with the metrics RxR released with them, and the README sample's follower path scores as SOURCE.md says."""
 
 import gzip
 import json
@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import score
-from vlnkit.datasets.rxr_fixtures import r2r_instr_id, rxr_instruction_id, write_rxr_fixtures
 from vlnkit.evaluation.common import METRICS
+from vlnkit.fixtures.rxr import r2r_instr_id, rxr_instruction_id, write_rxr_fixtures
 
 pytestmark = pytest.mark.real_data
 AGENT = "agent_outputs/rszia+rpl2024-final-group9/val_unseen_shortest_agent.json"
@@ -96,7 +96,7 @@ def test_by_language_is_a_groupby_over_the_episode_rows(runs):
     assert "SR te-IN (%)" in (tmp / "rxr" / "leaderboard.md").read_text()
 
 
-def test_follower_lines_score_as_an_agent_and_are_compared_with_their_published_metrics(runs):
+def test_follower_lines_score_as_an_agent_and_are_compared_with_their_released_metrics(runs):
     tmp, files, _, rxr, n = runs
     report = json.loads((tmp / "rxr" / "human_metrics_comparison.json").read_text())
     assert set(report) == {"human"}  # the shortest-path agent's files are not follower files
@@ -124,6 +124,6 @@ def test_the_readme_sample_follower_path_scores_as_source_md_says(shared_data, c
         json.loads(x) for x in gzip.decompress((folder / "rxr_sample_follower.jsonl.gz").read_bytes()).splitlines()
     ]
     report = json.loads((tmp_path / "human_metrics_comparison.json").read_text())["human"]["metrics"]
-    # SOURCE.md: the published dtw comes from another graph revision, about 0.03 m away.
+    # SOURCE.md: the released dtw comes from another graph revision, about 0.03 m away.
     assert report["dtw"]["max_abs_difference"] == pytest.approx(abs(row["dtw"] - follower["metrics"]["dtw"]))
     assert 0.02 < report["dtw"]["max_abs_difference"] < 0.04 and report["sr"]["max_abs_difference"] == 0.0

@@ -8,7 +8,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.deadletter import DEAD_LETTER_FILE, WriteDeadLetters, dead_letter, record_label
+from transforms.deadletter import DEAD_LETTER_FILE, WriteDeadLetters, dead_letter
 
 
 def _lines(path):
@@ -19,11 +19,6 @@ def _lines(path):
 def test_dead_letter_has_the_four_fields():
     d = dead_letter("read", "a.json", "#3 (path_id=7)", "missing field 'path'")
     assert d == {"stage": "read", "source": "a.json", "record": "#3 (path_id=7)", "reason": "missing field 'path'"}
-
-
-def test_record_label_names_index_and_path_id():
-    assert record_label({"_index": 4, "path_id": 12}) == "#4 (path_id=12)"
-    assert record_label({}) == "#? (path_id=None)"
 
 
 def test_several_stages_flattened_sorted_into_one_file(tmp_path):

@@ -1,4 +1,4 @@
-"""RoundTripParaphrase on RxR guide records (from R2R val_unseen via `rxr_fixtures`): every pivot but the
+"""RoundTripParaphrase on RxR guide records (from R2R val_unseen via `vlnkit.fixtures.rxr`): every pivot but the
 instruction's own language, and back into that language, seen on the wire through the gRPC stand-in."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from tests.translate_standin import TranslateStandin
 from transforms.deadletter import DEAD_LETTER
 from transforms.paraphrase import RoundTripParaphrase, TranslatorSpec
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 from vlnkit.paraphrases.bleu_filter import judge
 from vlnkit.paraphrases.translation import GOOGLE, GoogleConfig, demo_translate
 

@@ -10,8 +10,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from transforms.deadletter import DEAD_LETTER
 from transforms.perturb import Perturb, instruction_items
 from transforms.read import ReadR2R
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 from vlnkit.perturbations import instructions as instruction_perturbations
 from vlnkit.perturbations import trajectories as trajectory_perturbations
 from vlnkit.perturbations.compat import NotApplicable, perturbation_row, record_rng

@@ -1,4 +1,4 @@
-"""Perturb on RxR guide records (made from R2R val_unseen by `rxr_fixtures`): direction swap in English,
+"""Perturb on RxR guide records (made from R2R val_unseen by `vlnkit.fixtures.rxr`): direction swap in English,
 Hindi and Telugu against the core called directly, the English-only methods "not applicable" per
 language (never dead letters), trajectory perturbations for every language."""
 
@@ -12,13 +12,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.deadletter import DEAD_LETTER
-from transforms.perturb import STATS, Perturb, by_language, instruction_items
+from transforms.perturb import STATS, Perturb, instruction_items
 from vlnkit.datasets.languages import language_counts
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 from vlnkit.perturbations.compat import ALL_METHODS, NotApplicable, perturbation_row, record_rng
 from vlnkit.perturbations.direction_lexicons import lexicon_for
 from vlnkit.perturbations.instructions import direction_swap
 from vlnkit.perturbations.nlp import NOT_ENGLISH
+from vlnkit.perturbations.summary import by_language
 
 pytestmark = pytest.mark.real_data
 

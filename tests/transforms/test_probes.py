@@ -119,7 +119,7 @@ def test_scoring_transforms_match_the_core_and_report_missing_and_bad_outputs(tm
             equal_to(["duplicate agent output"] + ["agent output for an episode id that is in no probe file"] * 2),
             label="dead",
         )
-        skills = scored["scored"] | SummarizeSkills(seed=3, n_boot=100)
+        skills = scored["scored"] | SummarizeSkills(seed=3, bootstrap=100)
         assert_that(skills, equal_to([expected]), label="skills")
 
 

@@ -9,8 +9,8 @@ from transforms.r4r import JoinR4R
 from transforms.read import DedupeBy, ReadR2R
 from vlnkit.datasets.r2r import public
 from vlnkit.datasets.r4r import JoinConfig, join_paths
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 
 
 def expected_joins(r2r_path, conn_dir, config):

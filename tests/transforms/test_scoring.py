@@ -1,4 +1,5 @@
-"""The scoring transforms on the synthetic environment, checked against the core library."""
+"""The score job's pipeline (as `pipelines.score.build` wires it) and the dataset reader on the synthetic environment,
+checked against the core library."""
 
 import json
 import math
@@ -13,9 +14,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.random_walks import RandomBaseline, allocation
-from transforms.score_batches import MISSING, UNUSABLE, ScoreBuckets
-from transforms.score_read import TOTALS, ReadPredictionBatches, ReadReferenceBatches, ReadScoringInputs
-from transforms.score_records import ReadDataset
+from transforms.read import ReadDataset
+from transforms.score.read import TOTALS
 from vlnkit.datasets.json_chunks import plan_line_ranges
 from vlnkit.datasets.records import flatten_trajectory
 from vlnkit.datasets.trajectories import collapse_repeats
@@ -23,11 +23,10 @@ from vlnkit.evaluation.batch import score_batch
 from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.metrics import score
 from vlnkit.evaluation.random_baseline import draw, neighbour_table, walk
-from vlnkit.evaluation.score_summary import SEP
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.io.exactsum import SUM_SCALE
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.navigation.synthetic import write_environment
 
 
 @pytest.fixture(scope="module")
@@ -71,45 +70,32 @@ def predictions_for(records, store):
     return preds
 
 
-def table_rows(tables):
-    return [row for t in tables for row in t.to_pylist()]
+def run_score_job(out, agents, dataset_files, conn_dir, config=None, buckets=None, range_bytes=None) -> dict:
+    """The score job's pipeline, as `pipelines.score.build` wires it, in a TestPipeline (no bootstrap); what it
+    wrote, read back: sorted episode rows, dead letters, the two episode lists, the summed totals."""
+    import glob
+    import os
 
+    from pipelines.score import MISSING_FILE, UNUSABLE_FILE, build
+    from vlnkit.comparison.config import BootstrapConfig
 
-def score_job(p, agents, dataset_files, conn_dir, config, buckets):
-    """The score job's transforms, wired as pipelines.score wires them."""
-    preds = p | "Preds" >> ReadPredictionBatches(list(agents.items()), conn_dir, buckets)
-    refs = p | "Data" >> ReadReferenceBatches(dataset_files, conn_dir, buckets)
-    pieces = (preds["batches"], refs["batches"]) | "Pieces" >> beam.Flatten()
-    scored = pieces | ScoreBuckets(conn_dir, agents, dataset_files, config)
-    return preds, refs, scored
-
-
-def _score_outputs(p, label, agents, dataset_files, conn_dir, range_bytes):
-    """Every output of read + score as sorted, comparable lists (one pipeline branch per label)."""
-    read = p | f"Read{label}" >> ReadScoringInputs(list(agents.items()), dataset_files, conn_dir, 3, range_bytes)
-    scored = read["batches"] | f"Score{label}" >> ScoreBuckets(conn_dir, agents, dataset_files, ScoringConfig())
-    rows = scored["tables"] | f"Rows{label}" >> beam.FlatMap(
-        lambda t: [json.dumps(r, sort_keys=True) for r in t.to_pylist()]
-    )
-    dead = (read[DEAD_LETTER], scored[DEAD_LETTER]) | f"Dead{label}" >> beam.Flatten()
-    tallies = (read[TOTALS], scored[TOTALS]) | f"Tallies{label}" >> beam.Flatten()
+    config = config or ScoringConfig()
+    with TestPipeline() as p:
+        build(
+            p, agents, dataset_files, conn_dir, str(out), config, BootstrapConfig(replicates=0),
+            buckets=buckets, range_bytes=range_bytes,
+        )  # fmt: skip
+    rows = [r for f in sorted(glob.glob(os.path.join(out, "episodes-*.parquet"))) for r in pq.read_table(f).to_pylist()]
     return {
-        "rows": rows,
-        "dead": dead | f"DeadJson{label}" >> beam.Map(lambda d: json.dumps(d, sort_keys=True)),
-        "missing": scored[MISSING],
-        "unusable": scored[UNUSABLE],
-        "totals": tallies
-        | f"AllTallies{label}" >> beam.combiners.ToList()
-        | f"Sum{label}" >> beam.Map(lambda ds: json.dumps(_sum_dicts(ds), sort_keys=True)),
+        "rows": sorted(rows, key=lambda r: (r["agent"], r["instr_id"])),
+        "dead": sorted(
+            (json.loads(line) for line in open(os.path.join(out, "dead_letter-00000-of-00001.jsonl"))),
+            key=lambda d: json.dumps(d, sort_keys=True),
+        ),
+        "missing": open(os.path.join(out, MISSING_FILE)).read().split(),
+        "unusable": open(os.path.join(out, UNUSABLE_FILE)).read().split(),
+        "summary": json.load(open(os.path.join(out, "summary.json"))),
     }
-
-
-def _sum_dicts(dicts):
-    out = {}
-    for d in dicts:
-        for k, v in d.items():
-            out[k] = out.get(k, 0) + v
-    return out
 
 
 def test_json_lines_read_in_byte_ranges_score_exactly_as_read_whole(env, tmp_path):
@@ -124,18 +110,9 @@ def test_json_lines_read_in_byte_ranges_score_exactly_as_read_whole(env, tmp_pat
     with open(pred_path, "rb") as f:
         assert len(plan_line_ranges(f, 300)) > 5  # the small range size really cuts the file
     agents = {"a": [str(pred_path)]}
-    with TestPipeline() as p:
-        whole = _score_outputs(p, "Whole", agents, [str(data_path)], conn_dir, None)
-        ranged = _score_outputs(p, "Ranged", agents, [str(data_path)], conn_dir, 300)
-        for name in whole:
-            expected = whole[name] | f"Gather{name}" >> beam.combiners.ToList() | f"Sort{name}" >> beam.Map(sorted)
-            got = ranged[name] | f"GatherR{name}" >> beam.combiners.ToList() | f"SortR{name}" >> beam.Map(sorted)
-            both = (expected, got) | f"Both{name}" >> beam.Flatten() | f"Pair{name}" >> beam.combiners.ToList()
-            assert_that(
-                both | f"Same{name}" >> beam.Map(lambda pair: pair[0] == pair[1] and len(pair) == 2),
-                equal_to([True]),
-                label=f"same {name}",
-            )
+    whole = run_score_job(tmp_path / "whole", agents, [str(data_path)], conn_dir, buckets=3)
+    ranged = run_score_job(tmp_path / "ranged", agents, [str(data_path)], conn_dir, buckets=3, range_bytes=300)
+    assert whole["rows"] and whole["dead"] and whole == ranged
 
 
 @pytest.mark.parametrize("buckets", [1, 3, 16])
@@ -169,25 +146,18 @@ def test_read_join_and_score_match_the_core(env, tmp_path, buckets):
         s = score(g.indices(r["path"]), g.indices(q), g.distances, 2.0)
         expected.append(("a", p["instr_id"], r["scan"], None, *[s[m] for m in METRICS], q))  # None: no language
 
-    with TestPipeline() as p:
-        read, data, scored = score_job(
-            p, {"a": [str(pred_path)]}, [r2r_path], conn_dir, ScoringConfig(success_distance=2.0), buckets
-        )
-        rows = scored["tables"] | beam.FlatMap(lambda t: t.to_pylist()) | beam.Map(lambda r: tuple(r.values()))
-        assert_that(rows | "NoJumps" >> beam.Map(lambda r: r[:-2] + r[-1:]), equal_to(expected), label="scores")
-        # 2_0's only prediction was empty (a dead letter), so its reference counts as missing too.
-        assert_that(scored[MISSING], equal_to(["0_1", "2_0"]), label="missing")
-        # ... and 3_0 (unknown viewpoint) and 4_0 (wrong start) have no usable prediction either.
-        assert_that(scored[UNUSABLE], equal_to(["0_1", "2_0", "3_0", "4_0"]), label="unusable")
-        dead = (read[DEAD_LETTER], scored[DEAD_LETTER]) | "AllDead" >> beam.Flatten()
-        assert_that(
-            dead | beam.Map(lambda d: (d["stage"], d["record"].split("instr_id=")[-1].rstrip(")"))),
-            equal_to([("read", "2_0"), ("match", "999_0"), ("match", "1_0"), ("viewpoint", "3_0"), ("start", "4_0")]),
-            label="dead letters",
-        )
-        assert_that(data[DEAD_LETTER], equal_to([]), label="dataset dead letters")
-        counts = scored[TOTALS] | beam.Map(lambda t: t.get(f"a{SEP}count", 0)) | beam.CombineGlobally(sum)
-        assert_that(counts, equal_to([len(expected)]), label="totals")
+    got = run_score_job(tmp_path / "out", {"a": [str(pred_path)]}, [r2r_path], conn_dir, ScoringConfig(2.0), buckets)
+    rows = [tuple(r.values()) for r in got["rows"]]
+    assert sorted(r[:-2] + r[-1:] for r in rows) == sorted(expected)
+    # 2_0's only prediction was empty (a dead letter), so its reference counts as missing too.
+    assert got["missing"] == ["0_1", "2_0"]
+    # ... and 3_0 (unknown viewpoint) and 4_0 (wrong start) have no usable prediction either.
+    assert got["unusable"] == ["0_1", "2_0", "3_0", "4_0"]
+    dead = sorted((d["stage"], d["record"].split("instr_id=")[-1].rstrip(")")) for d in got["dead"])
+    assert dead == sorted(
+        [("read", "2_0"), ("match", "999_0"), ("match", "1_0"), ("viewpoint", "3_0"), ("start", "4_0")]
+    )
+    assert got["summary"]["count"] == len(expected) and got["summary"]["dead_letters"] == 5
 
 
 def test_dataset_reader_takes_build_r4r_parquet_and_dedupes(env, tmp_path):
@@ -217,21 +187,16 @@ def test_batch_dataset_reader_dedupes_like_the_record_reader(env, tmp_path):
     files = [parquet, r2r_path]  # JSON files rank first whatever the order given
     with TestPipeline() as p:
         old = p | "Records" >> ReadDataset(files)
-        _, data, scored = score_job(p, {"a": []}, files, conn_dir, ScoringConfig(), 4)
-        new_dead = (data[DEAD_LETTER], scored[DEAD_LETTER]) | "NewDead" >> beam.Flatten()
-        old_sorted = old[DEAD_LETTER] | "OldKeys" >> beam.Map(lambda d: json.dumps(d, sort_keys=True))
-        new_sorted = new_dead | "NewKeys" >> beam.Map(lambda d: json.dumps(d, sort_keys=True))
-        both = (
-            {
-                "old": old_sorted | "O" >> beam.Map(lambda x: (0, x)),
-                "new": new_sorted | "N" >> beam.Map(lambda x: (0, x)),
-            }
-            | beam.CoGroupByKey()
-            | beam.Map(lambda kv: sorted(kv[1]["old"]) == sorted(kv[1]["new"]) and len(kv[1]["old"]) == len(records))
+        assert_that(
+            old[DEAD_LETTER] | beam.Map(lambda d: json.dumps(d, sort_keys=True)),
+            lambda found: _same_dead_letters(found, tmp_path, files, conn_dir, records),
         )
-        assert_that(both, equal_to([True]), label="same dead letters")
-        missing = scored[MISSING] | beam.combiners.Count.Globally()
-        assert_that(missing, equal_to([sum(len(r["instructions"]) for r in records)]), label="all missing")
+
+
+def _same_dead_letters(found, tmp_path, files, conn_dir, records):
+    new = run_score_job(tmp_path / "job", {"a": []}, files, conn_dir, buckets=4)
+    assert sorted(found) == sorted(json.dumps(d, sort_keys=True) for d in new["dead"]) and len(found) == len(records)
+    assert len(new["missing"]) == sum(len(r["instructions"]) for r in records)
 
 
 def test_random_baseline_transform_is_the_core_recipe(env):

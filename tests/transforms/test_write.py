@@ -88,7 +88,7 @@ def test_write_json_file_final_key_with_a_side_input(tmp_path):
                 lambda r: r,
                 lambda r: (r["k"],),
                 final_key=lambda key, rank: (rank[key[0]],),
-                side_inputs={"rank": beam.pvalue.AsSingleton(order)},
+                side={"rank": beam.pvalue.AsSingleton(order)},
             )
         )
     assert json.loads(open(path).read()) == [{"k": "b"}, {"k": "a"}]

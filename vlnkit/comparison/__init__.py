@@ -5,8 +5,8 @@
 - `replicates`: `ReplicateSums`, exact per-replicate weighted sums (of values on a 2**-26 grid) that
   merge across workers in any order, `slot_sums` (many agents or groups in one pass), and
   `percentile_interval`.
-- `kernels`, `threads`: the compiled passes behind the weights and the sums, and how they share a
-  worker's cores with the same bits.
+- `kernels`: the compiled passes behind the weights and the sums (they share a worker's cores with the
+  same bits through `vlnkit.parallel`).
 - `paired`: paired differences between agents with intervals, bootstrap p-values, Holm's
   correction (`holm`) and the leaderboard's tie marks (`adjacent_ties`: Holm over the adjacent pairs).
 - `episodes`: all of it from a per-episode score table in one process: `agent_sums`, `compare`

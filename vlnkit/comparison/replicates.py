@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vlnkit.comparison.resampling import episode_keys, poisson_weights  # noqa: F401  (doctest names)
-from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
 from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
+from vlnkit.parallel import parts, run_in_parallel, thread_count
 
 __all__ = ["ReplicateSums", "slot_sums", "limbs_of", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"]
 

@@ -30,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vlnkit.comparison.threads import parts, run_in_parallel, thread_count
 from vlnkit.hashing import integer_key_hashes, seed_state, stable_hash, stable_hash_array
+from vlnkit.parallel import parts, run_in_parallel, thread_count
 
 __all__ = ["UNITS", "episode_keys", "poisson_weights", "POISSON_CDF"]
 

@@ -3,9 +3,9 @@
 A prediction or a reference path travels as one row of a batch of numpy arrays, and its path as
 global viewpoint numbers (int32, see `Vocabulary`) in one flat array with offsets (`Paths`), never
 as a Python dict with a list of 32-character viewpoint ids. Batches are split by a stable bucket
-of their path_id (`vlnkit.datasets.buckets.split_by_bucket`), so predictions and references of one
-path meet on one worker. The batches are built from file chunks by
-`vlnkit.datasets.prediction_batches` and `vlnkit.datasets.reference_batches`.
+of their path_id (`vlnkit.datasets.buckets`), so predictions and references of one path meet on one worker.
+The batches are built from file chunks by `vlnkit.datasets.prediction_batches` and
+`vlnkit.datasets.reference_batches`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from itertools import chain
 
 import numpy as np
 
-# The score transforms import the bucketing from here; it lives with the shuffle sizing in `buckets`.
-from vlnkit.datasets.buckets import bucket_of, split_by_bucket  # noqa: F401
 from vlnkit.io.json_text import loads_exact
 
 

@@ -201,7 +201,7 @@ def first_line(stream, chunk_bytes: int = 1 << 16) -> bytes | None:
 
 
 def json_chunks(
-    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES, typed=None
+    stream, source: str, what: str = "records", chunk_bytes: int = CHUNK_BYTES, typed=None, scan=None
 ) -> Iterator[tuple[int, list, bool] | RecordError]:
     """(index of the first item, items, strict) per chunk of a JSON list or JSON Lines stream.
 
@@ -212,7 +212,10 @@ def json_chunks(
 
     `typed(lines) -> Sized | None` (for example `submission_chunk`) may decode a JSON Lines
     chunk's non-blank lines into something else, one item per line; where it returns None the
-    chunk is parsed as above.
+    chunk is parsed as above. `scan(block) -> Sized | None` (a compiled scanner of
+    `vlnkit.datasets.line_scan`) goes first, over blocks of SCAN_BYTES of whole lines: where it
+    accepts a block, its result is the block's one chunk; where it refuses, the block is read in
+    chunks as above, so what a file gives does not depend on whether the scanner read it.
     """
     head, _, kind = _sniff(stream, chunk_bytes)
     if kind == "list":
@@ -251,10 +254,28 @@ def json_chunks(
         if items:
             yield 0, items, False
         return
-    yield from _json_lines(head, lambda: stream.read(chunk_bytes), source, 0, 1, True, typed)
+    read = lambda: stream.read(SCAN_BYTES if scan is not None else chunk_bytes)  # noqa: E731
+    yield from _json_lines(head, read, source, 0, 1, True, typed, scan, chunk_bytes)
 
 
-def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed=None):
+SCAN_BYTES = 16 << 20  # a compiled scanner reads blocks this large (on threads: `vlnkit.datasets.line_scan`)
+
+
+class _Stop(Exception):
+    """A chunk that ends the file's reading (its text is not UTF-8)."""
+
+
+def _json_lines(
+    block: bytes,
+    read,
+    source: str,
+    index: int,
+    lineno: int,
+    first: bool,
+    typed=None,
+    scan=None,
+    chunk_bytes=CHUNK_BYTES,
+):
     """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines."""
     rest = b""
     while True:
@@ -266,26 +287,56 @@ def _json_lines(block: bytes, read, source: str, index: int, lineno: int, first:
             cut = data.rfind(b"\n") + 1
             chunk, rest = data[:cut], data[cut:]
         if chunk:
-            if not chunk.isascii():
-                try:
-                    chunk.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    label = "" if first else f"line {lineno}"
-                    yield RecordError(source, label, f"not UTF-8 text ({exc})")
-                    return
-            unusual = _unusual_break(chunk)
-            items = typed(list(filter(None, chunk.split(b"\n")))) if typed is not None and not unusual else None
-            strict = items is not None
-            if items is None:
-                items, strict = _parse_lines(chunk, lineno, source)
-            if items:
-                yield index, items, strict
-            index += len(items)
-            lineno += len(chunk.decode("utf-8").splitlines()) if unusual else chunk.count(b"\n")
-            first = False
+            scanned = scan(chunk) if scan is not None and not _unusual_break(chunk) else None
+            if scanned is not None:
+                if len(scanned):
+                    yield index, scanned, True
+                index += len(scanned)
+                lineno += chunk.count(b"\n")
+                first = False
+            else:
+                for piece in _pieces(chunk, chunk_bytes) if scan is not None else (chunk,):
+                    try:
+                        found = _chunk_items(piece, source, lineno, first, typed)
+                    except _Stop as stop:
+                        yield stop.args[0]
+                        return
+                    items, strict, lines = found
+                    if items:
+                        yield index, items, strict
+                    index += len(items)
+                    lineno += lines
+                    first = False
         if eof:
             return
         block = read()
+
+
+def _pieces(chunk: bytes, size: int):
+    """A chunk of whole lines as pieces of whole lines of about `size` bytes (one piece if it is small)."""
+    start = 0
+    while start < len(chunk):
+        cut = len(chunk) if len(chunk) - start <= size else chunk.rfind(b"\n", start, start + size) + 1
+        if cut <= start:  # a line longer than `size`: up to its end
+            cut = chunk.find(b"\n", start + size) + 1 or len(chunk)
+        yield chunk[start:cut]
+        start = cut
+
+
+def _chunk_items(chunk: bytes, source: str, lineno: int, first: bool, typed) -> tuple[list, bool, int]:
+    """(items, strict, line breaks) of a chunk of whole lines; raises _Stop(RecordError) if it is not UTF-8."""
+    if not chunk.isascii():
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            label = "" if first else f"line {lineno}"
+            raise _Stop(RecordError(source, label, f"not UTF-8 text ({exc})")) from None
+    unusual = _unusual_break(chunk)
+    items = typed(list(filter(None, chunk.split(b"\n")))) if typed is not None and not unusual else None
+    strict = items is not None
+    if items is None:
+        items, strict = _parse_lines(chunk, lineno, source)
+    return items, strict, len(chunk.decode("utf-8").splitlines()) if unusual else chunk.count(b"\n")
 
 
 # ----------------------------------------------------------------------------- byte ranges
@@ -357,15 +408,17 @@ def _is_utf8(chunk: bytes) -> bool:
     return True
 
 
-def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int = CHUNK_BYTES, typed=None):
-    """The `json_chunks` chunks of one planned range of a seekable stream (`typed` as there)."""
+def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int = CHUNK_BYTES, typed=None, scan=None):
+    """The `json_chunks` chunks of one planned range of a seekable stream (`typed` and `scan` as there)."""
     stream.seek(line_range.start)
     left = line_range.end - line_range.start
+    size = SCAN_BYTES if scan is not None else chunk_bytes
 
     def read() -> bytes:
         nonlocal left
-        block = stream.read(min(chunk_bytes, left)) if left > 0 else b""
+        block = stream.read(min(size, left)) if left > 0 else b""
         left -= len(block)
         return block
 
-    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, line_range.index == 0, typed)
+    first = line_range.index == 0
+    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, first, typed, scan, chunk_bytes)

@@ -24,12 +24,14 @@ import numpy as np
 
 from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
+from vlnkit.datasets.line_scan import ScannedPredictions
 from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
 from vlnkit.io.dead_letters import RecordError
 
-# The exact text f"{path_id}_{k}" of two integers that fit in 64 bits (18 digits always do), or, for
-# RxR, the exact text of one such integer (an instruction_id): its k is BARE_K.
-_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:_(?:0|[1-9][0-9]{0,17}))?")
+# The exact text f"{path_id}_{k}" of two integers, or, for RxR, the exact text of one integer (an
+# instruction_id, whose k is BARE_K); at most 19 digits each, and only values within 64 bits are
+# canonical (`_split_canonical` checks the range: RxR instruction ids reach 19 digits).
+_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]{0,18})(?:_(?:0|[1-9][0-9]{0,18}))?")
 _ALL_CANONICAL = re.compile(r"(?:" + _CANONICAL.pattern + r"\n)*")
 BARE_K = -1  # the k of an instr_id that is one integer (an RxR instruction_id), see `ReferenceBatch.first_k`
 
@@ -43,9 +45,15 @@ def canonical_instr_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
     ([True, False, False, True], [12, 26], [0, -1])
     """
     if ids and _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
-        return np.ones(len(ids), dtype=bool), *_split_canonical(ids)
+        try:
+            return np.ones(len(ids), dtype=bool), *_split_canonical(ids)
+        except OverflowError:  # a 19-digit part beyond 64 bits: decided id by id below
+            pass
     matches = np.asarray(list(map(_CANONICAL.fullmatch, ids)), dtype=object)
     ok = np.not_equal(matches, None).astype(bool) if len(ids) else np.zeros(0, dtype=bool)
+    for i in np.flatnonzero(ok).tolist():
+        if any(not -(2**63) <= int(part) < 2**63 for part in ids[i].split("_")):
+            ok[i] = False
     pid = np.zeros(len(ids), np.int64)
     k = np.zeros(len(ids), np.int64)
     if ok.any():
@@ -54,7 +62,8 @@ def canonical_instr_ids(ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _split_canonical(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(path_id, k) of canonical instr_ids, parsed in one pass (k = -1 for a bare integer)."""
+    """(path_id, k) of canonical instr_ids, parsed in one pass (k = -1 for a bare integer); OverflowError
+    when a part is beyond 64 bits."""
     joined = "_".join(ids)
     if joined.count("_") == 2 * len(ids) - 1:  # every id is "<path_id>_<k>"
         nums = np.fromiter(map(int, joined.split("_")), dtype=np.int64, count=2 * len(ids))
@@ -92,10 +101,14 @@ def _submission_columns(lines: list | None) -> SubmissionChunk | None:
     ids = list(map(attrgetter("instr_id"), lines))
     if not _ALL_CANONICAL.fullmatch("\n".join(ids) + "\n"):
         return None
+    try:
+        path_id, k = _split_canonical(ids)
+    except OverflowError:  # beyond 64 bits: the general path names it
+        return None
     trajectories = list(map(attrgetter("trajectory"), lines))
     lengths = np.fromiter(map(len, trajectories), dtype=np.int64, count=len(trajectories))
     viewpoints = list(map(itemgetter(0), chain.from_iterable(trajectories)))
-    return SubmissionChunk(*_split_canonical(ids), lengths, viewpoints)
+    return SubmissionChunk(path_id, k, lengths, viewpoints)
 
 
 def _instruction_columns(lines: list | None) -> SubmissionChunk | None:
@@ -131,7 +144,7 @@ def submission_chunk(lines: list[bytes]) -> SubmissionChunk | None:
 
 
 def prediction_batch(
-    items: list | SubmissionChunk,
+    items: list | SubmissionChunk | ScannedPredictions,
     start: int,
     source: str,
     agent: str,
@@ -148,6 +161,9 @@ def prediction_batch(
     by orjson (see `json_chunks`), so the chunk may be checked as a whole first.
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
+    if isinstance(items, ScannedPredictions):  # a compiled scanner's block: already numbered
+        rank_col = np.full(len(items), rank, np.int64)
+        return PredictionBatch(agent, rank_col, index, items.path_id, items.k, items.paths), [], []
     if isinstance(items, SubmissionChunk):
         fast = items
     else:

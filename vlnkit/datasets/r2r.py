@@ -136,8 +136,15 @@ def json_items(
         yield item if isinstance(item, RecordError) else (item[0], item[2])
 
 
-def record_label(obj, index: int) -> str:
-    """How a person finds a record in its file: "#<index>", with its path_id when it has one."""
+def record_label(obj, index: int | None = None) -> str:
+    """How a person finds a record in its file: "#<index>", with its path_id when it has one. `index`
+    defaults to the `_index` the readers add to every record (`?` when there is none).
+
+    >>> record_label({"path_id": 12}, 4), record_label({"_index": 4, "path_id": 12}), record_label([1], 0)
+    ('#4 (path_id=12)', '#4 (path_id=12)', '#0')
+    """
+    if index is None:
+        index = obj.get("_index", "?") if isinstance(obj, dict) else "?"
     if isinstance(obj, dict) and "path_id" in obj:
         return f"#{index} (path_id={obj['path_id']!r})"
     return f"#{index}"

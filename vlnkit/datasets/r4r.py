@@ -16,7 +16,7 @@ Heading conventions
 -------------------
 `simulator` (default): headings are radians clockwise from +y (atan2(dx, dy)), as in the
 Matterport3D simulator and in R2R's `heading` field; the difference is wrapped to [0, pi].
-`published_generator`: the published R4R generator's check, abs(b_heading - atan2(dy, dx) mod 2pi),
+`r4r_generator`: the check of R4R's own generator (google-research/r4r), abs(b_heading - atan2(dy, dx) mod 2pi),
 which measures A's direction counter-clockwise from +x and does not wrap around, so it
 compares angles in different conventions and treats 359 deg vs 1 deg as far apart. Use it
 only to reproduce files made by that generator with a heading threshold.
@@ -38,7 +38,7 @@ from vlnkit.hashing import stable_hash_array
 from vlnkit.io.exactsum import exact_mean, exact_sum
 from vlnkit.navigation.graph import NavGraph, angle_difference, simulator_heading
 
-HEADING_CONVENTIONS = ("simulator", "published_generator")
+HEADING_CONVENTIONS = ("simulator", "r4r_generator")
 
 
 class JoinError(ValueError):
@@ -46,7 +46,7 @@ class JoinError(ValueError):
 
 
 # Default --max_paths_per_scan for K >= 3 (docs/design.md, "Longer joins"): keeps R8R of R2R train under
-# 1 GB of output. K = 2 (R4R) is published unsampled, so it has no default cap.
+# 1 GB of output. K = 2 (R4R) is released unsampled, so it has no default cap.
 DEFAULT_MAX_PATHS_PER_SCAN = 50
 
 
@@ -104,7 +104,7 @@ def final_heading(graph: NavGraph, record: dict) -> float:
 
 def heading_difference(graph: NavGraph, first: dict, second: dict, convention: str = "simulator") -> float:
     """How far B's starting heading is from A's final direction of travel, in radians."""
-    if convention == "published_generator":
+    if convention == "r4r_generator":
         path = first["path"]
         if len(path) < 2:
             return abs(second["heading"] - first["heading"])
@@ -151,7 +151,7 @@ def chain_path_id(path_ids: list[int]) -> int:
 
 
 def build_chain(graph: NavGraph, sources: list[dict], landmark: bool = False) -> dict:
-    """The joined record of `sources` (K >= 2 R2R records, in order), as the published generator builds a
+    """The joined record of `sources` (K >= 2 R2R records, in order), as the R4R generator builds a
     pair (`r4r_batch.build_chains` on one chain; raises JoinError when it cannot be built). Besides R4R's
     fields it keeps `path_ids` and `join_distances`, and with `landmark` BabyWalk's `_landmark` layout.
 
@@ -169,7 +169,7 @@ def build_chain(graph: NavGraph, sources: list[dict], landmark: bool = False) ->
 
 
 def build_joined(graph: NavGraph, first: dict, second: dict, landmark: bool = False) -> dict:
-    """The R4R record of the pair (first, second), exactly as the published generator builds it."""
+    """The R4R record of the pair (first, second), exactly as the R4R generator builds it."""
     return build_chain(graph, [first, second], landmark)
 
 
@@ -210,7 +210,7 @@ def join_paths(
     graph: NavGraph, records: list[dict], config: JoinConfig = JoinConfig(), landmark: bool = False
 ) -> tuple[list[dict], dict]:
     """Join every qualifying pair of one scan's records in memory (R4R: K = 2, no cap; the pairs in
-    the published order, first path, then second). Returns (joined records, counts).
+    the R4R generator's order, first path, then second). Returns (joined records, counts).
 
     A record whose path is unusable (see `path_problem`), or a pair that cannot be built, raises
     JoinError: the Beam transform dead-letters such records and pairs instead.
@@ -316,7 +316,7 @@ def chain_blocks(table: PairTable, n_records: int, num_paths: int, block_rows: i
 
 
 def sample_chains(blocks, path_ids: np.ndarray, cap: int | None, seed: int = 0) -> tuple[np.ndarray, int]:
-    """The chains a scan keeps, sorted by their records (the published order), and how many were valid.
+    """The chains a scan keeps, sorted by their records (the R4R generator's order), and how many were valid.
 
     With a cap, a chain's priority is `stable_hash(its path_ids in order, seed)` and the `cap` chains of
     lowest priority are kept (ties by records): a uniform sample without replacement that depends only on
@@ -347,7 +347,7 @@ def sample_chains(blocks, path_ids: np.ndarray, cap: int | None, seed: int = 0) 
 
 @dataclass
 class ScanChains:
-    """One scan's longer join: the joined paths as columns (published order), the chains that failed, the counts."""
+    """One scan's longer join: the joined paths as columns (the R4R generator's order), the chains that failed, the counts."""
 
     batch: JoinedBatch
     sources: list[dict]  # the records `batch.chains` index

@@ -8,8 +8,8 @@ chains by walking the predecessor matrix column-wise, the paths and the K-way in
 assembled as ragged gathers into one Arrow `list<string>` column each. Dicts are made only where an
 output needs them (`JoinedBatch.records`), and BabyWalk's `_landmark` layout only when asked.
 
-The record of a chain is the published generator's (`tests/oracles/r4r_chain_builder.py` keeps the
-per-chain builder this replaced, as the tests' oracle): each next source S is appended as
+The record of a chain is the R4R generator's (`tests/oracles/r4r_chain_builder.py`, a builder of one
+chain at a time, is the tests' oracle for it): each next source S is appended as
 `path[:-1] + C + S.path[1:]`, C the shortest path from the path so far's end to S's start; distances
 add up left to right (d_1 + g_1 + d_2 + g_2 + ...), so K = 2 gives R4R's record bit for bit.
 """
@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vlnkit.datasets.schemas import R4R_PATHS
 from vlnkit.hashing import stable_hash_array
-from vlnkit.io.schemas import R4R_PATHS
 from vlnkit.navigation.graph import NavGraph
 
 # path_id of a joined pair = first_path_id * PAIR_ID_BASE + second_path_id: stable on any runner,

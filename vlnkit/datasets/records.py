@@ -260,7 +260,7 @@ INSTRUCTION_PREDICTION = RecordKind(InstructionPrediction)  # worded by `predict
 
 class RxRFollowerLine(msgspec.Struct, kw_only=True):
     """A Room-across-Room follower annotation: the viewpoints a person walked for one instruction, and
-    the metrics RxR published for that walk (`ne`, `sr`, `spl`, `dtw`, `ndtw`, `sdtw`)."""
+    the metrics RxR released with that walk (`ne`, `sr`, `spl`, `dtw`, `ndtw`, `sdtw`)."""
 
     instruction_id: Int64
     path: ViewpointPath

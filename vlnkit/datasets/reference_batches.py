@@ -18,6 +18,7 @@ import numpy as np
 
 from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
+from vlnkit.datasets.line_scan import ScannedReferences, scan_records
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format, line_format, rxr_label
@@ -117,14 +118,22 @@ class FileFormat:
             self.fmt = line_format(lines[0])
         return reference_chunk(lines, self.fmt) if self.fmt is not None else None
 
+    def scan(self, block: bytes, vocab) -> ScannedReferences | None:
+        """A compiled scanner's reading of a block of whole lines (`json_chunks`' `scan`), for R2R records;
+        None for any other format (the typed decoder and the general reader take those)."""
+        if self.fmt is None:
+            first = next((line for line in block.split(b"\n", 64) if line.strip()), None)
+            self.fmt = line_format(first) if first is not None else None
+        return scan_records(block, vocab) if self.fmt == R2R else None
+
     def fmt_of(self, items) -> str:
         if self.fmt is None:
-            self.fmt = items_format(items) if not isinstance(items, ReferenceChunk) else None
+            self.fmt = items_format(items) if isinstance(items, list) else None
         return self.fmt or R2R
 
 
 def reference_batch(
-    items: list | ReferenceChunk,
+    items: list | ReferenceChunk | ScannedReferences,
     start: int,
     source: str,
     rank: int,
@@ -141,6 +150,10 @@ def reference_batch(
     `json_chunks`), so the chunk may be checked as a whole first.
     """
     kind, columns = _COLUMNS[fmt]
+    if isinstance(items, ScannedReferences):  # a compiled scanner's block (R2R records): already numbered
+        n = len(items)
+        ranks, index = np.full(n, rank, np.int64), np.arange(start, start + n, dtype=np.int64)
+        return ReferenceBatch(ranks, index, items.path_id, items.scans, items.instructions, items.paths), []
     if isinstance(items, ReferenceChunk):
         fast = items
     else:

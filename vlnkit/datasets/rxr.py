@@ -3,7 +3,7 @@
 RxR (Ku et al., EMNLP 2020) releases gzip JSON Lines: **guide** lines (`rxr_{split}_guide.jsonl.gz`,
 one instruction each: `instruction_id`, `path_id`, `scan`, `path`, `heading`, `language`,
 `instruction`, `annotator_id`, `timed_instruction`, ...) and **follower** lines (`instruction_id`,
-`demonstration_id`, `annotator_id`, the `path` a person walked and the `metrics` RxR published). What
+`demonstration_id`, `annotator_id`, the `path` a person walked and the `metrics` RxR released with it). What
 a valid line is lives in `vlnkit.datasets.records` (`RxRGuideLine`, `RxRFollowerLine`).
 
 One RxR instruction is one episode, addressed by `instr_id = str(instruction_id)` (several

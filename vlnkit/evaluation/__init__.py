@@ -6,11 +6,12 @@
   give exact, order-independent summaries.
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
-- `random_baseline`: the published random-walk baseline, generated in vectorized batches.
+- `random_baseline`: the R2R paper's random-walk baseline, generated in vectorized batches.
 - `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
   (`finish_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
 - `leaderboard`: agents ranked (SPL, then SR) and the same rows as `leaderboard.csv`/`.md` and the
   console's tables (`leaderboard`, `leaderboard_text`, `write_leaderboard`, `language_rows`).
+- `schemas`: the Parquet schemas of scored episodes (`EPISODE_SCORES`, `RANDOM_EPISODE_SCORES`).
 - Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, options,
   packing; the success rule, `SUCCESS_RULES`). The numpy implementation the kernels are tested
   against is a test oracle (`tests/oracles/numpy_metrics.py`), not part of the package.
@@ -36,6 +37,7 @@ _HOME = {
     **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
     **dict.fromkeys(("finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
     **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
+    **dict.fromkeys(("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"), "schemas"),
 }
 
 
@@ -65,6 +67,8 @@ __all__ = [
     # the score job's summary and leaderboard
     "finish_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
     "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
+    # the Parquet schemas of scored episodes
+    "EPISODE_SCORES", "RANDOM_EPISODE_SCORES",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)

@@ -19,6 +19,7 @@ from operator import itemgetter
 import numpy as np
 
 METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
+RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")  # shown in %; every other metric is a distance in m
 EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
 ALL = METRICS + EXTRA  # the kernels' output rows, in this order
 SPL_REFERENCES = ("shortest", "path")
@@ -30,11 +31,16 @@ SUCCESS_RULES = ("le", "lt")
 DEFAULT_SUCCESS_RULE = "le"
 
 
-def check_options(threshold: float, spl_reference: str = "shortest", metrics=(), success_rule: str = "le") -> None:
-    """Raise ValueError for a threshold that is not a finite number > 0, an unknown SPL mode, success
-    rule or metric."""
+def check_options(
+    threshold: float, spl_reference: str = "shortest", metrics=(), success_rule: str = "le", name: str = "threshold"
+) -> None:
+    """Raise ValueError for a threshold that is not a finite number > 0 (`name` says what it is called
+    where it was given), an unknown SPL mode, success rule or metric: the one check of the scoring
+    conventions, for the metric functions and `ScoringConfig` alike."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)):
+        raise ValueError(f"{name} must be a finite number > 0, got {threshold!r}")
     if not (threshold > 0 and np.isfinite(threshold)):
-        raise ValueError(f"threshold must be a finite number > 0, got {threshold}")
+        raise ValueError(f"{name} must be a finite number > 0, got {threshold}")
     if spl_reference not in SPL_REFERENCES:
         raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {spl_reference!r}")
     if success_rule not in SUCCESS_RULES:

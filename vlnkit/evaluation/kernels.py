@@ -283,3 +283,46 @@ def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, stric
         for k in range(N_OUT):
             out[k, b] = vals[k]
     return 0, -1
+
+
+@njit(cache=True, nogil=True)  # releases the GIL: threads score disjoint pair ranges (vlnkit.parallel)
+def score_flat_pairs(
+    dist_flat, dist_start, sizes, adj_flat, pair_slot, r_off, r_nodes, q_off, q_nodes, th, keep_repeats,
+    spl_path, strict, need_grid, need_ed, first, stop, out, jumps, q_len, q_out, ref_length,
+):  # fmt: skip
+    """Pairs first..stop-1 of many scans in one call, paths flat with offsets (no padding, no Python per scan).
+
+    Pair b belongs to the scan in slot `pair_slot[b]`, whose (n, n) distance matrix is
+    `dist_flat[dist_start[s]:dist_start[s] + n * n]` (n = sizes[s]) and whose adjacency is the same range of
+    `adj_flat`. Per pair: the query collapsed unless keep_repeats (into q_out at the query's own offsets,
+    its length into q_len), the steps that are neither a repeat nor an edge (jumps), every metric through
+    `pair_scores` (into out[:, b]: the same call, so the same bits, as `score_many`) and the reference
+    path's length. Nodes must be valid indices of their scan (the caller resolved them).
+    """
+    width = 1
+    ref_width = 1
+    for b in range(first, stop):
+        width = max(width, q_off[b + 1] - q_off[b])
+        ref_width = max(ref_width, r_off[b + 1] - r_off[b])
+    row = np.empty(width + 1)
+    colmin = np.empty(width)
+    ed_work = np.empty(2 * width + ref_width, dtype=np.int64)
+    vals = np.empty(N_OUT)
+    for b in range(first, stop):
+        s = pair_slot[b]
+        n = sizes[s]
+        dist = dist_flat[dist_start[s] : dist_start[s] + n * n].reshape((n, n))
+        adj = adj_flat[dist_start[s] : dist_start[s] + n * n].reshape((n, n))
+        r = r_nodes[r_off[b] : r_off[b + 1]]
+        q = q_out[q_off[b] : q_off[b + 1]]
+        lq = collapse_into(q_nodes[q_off[b] : q_off[b + 1]], q_off[b + 1] - q_off[b], keep_repeats, q)
+        q_len[b] = lq
+        j = 0
+        for t in range(lq - 1):
+            if q[t] != q[t + 1] and not adj[q[t], q[t + 1]]:
+                j += 1
+        jumps[b] = j
+        pair_scores(dist, r, len(r), q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals)
+        for k in range(N_OUT):
+            out[k, b] = vals[k]
+        ref_length[b] = path_length(dist, r, len(r))

@@ -19,7 +19,7 @@ import csv
 import io
 
 from vlnkit.comparison.paired import HEADLINE, RANK_BY
-from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, RATES
 from vlnkit.io import fileio
 
 __all__ = [
@@ -33,6 +33,9 @@ __all__ = [
     "leaderboard_text",
     "write_leaderboard",
     "language_rows",
+    "metric_label",
+    "metric_rows",
+    "cell",
 ]
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.md")
@@ -40,7 +43,6 @@ LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
 LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
 HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
 TIE_METRIC = RANK_BY[0]  # ties are judged on the leaderboard's first ranking metric (SPL)
-DISTANCES = ("ne", "pl")  # shown in metres; every other leaderboard metric is a rate shown in %
 
 
 def language_column(metric: str, language: str) -> str:
@@ -101,11 +103,39 @@ def cell(metric: str, value, interval=None) -> str:
     """
     if value is None:
         return "n/a"
-    scale = 1.0 if metric in DISTANCES else 100.0
+    scale = 100.0 if metric in RATES else 1.0
     text = f"{scale * value:.2f}"
     if interval:
         text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
     return text
+
+
+def metric_label(metric: str) -> str:
+    """A metric's column label with its unit.
+
+    >>> metric_label("spl"), metric_label("ne")
+    ('SPL (%)', 'NE (m)')
+    """
+    return f"{metric.upper()} ({'%' if metric in RATES else 'm'})"
+
+
+def metric_rows(metrics: dict, intervals: dict | None = None) -> list[tuple[str, object]]:
+    """Rows of a console summary table from {metric: mean or None}: rates as percentages, distances in metres,
+    with the metric's interval in brackets where `intervals` ({metric: [low, high]}) has one.
+
+    >>> metric_rows({"pl": 9.5, "sr": 0.25})
+    [('PL (m)', 9.5), ('SR (%)', 25.0)]
+    >>> metric_rows({"sr": 0.25}, {"sr": [0.125, 0.5]})
+    [('SR (%)', '25.00 [12.50, 50.00]')]
+    """
+    rows = []
+    for m, v in metrics.items():
+        interval = (intervals or {}).get(m)
+        if v is None or interval:
+            rows.append((metric_label(m), cell(m, v, interval)))
+        else:
+            rows.append((metric_label(m), round(100 * v, 2) if m in RATES else v))
+    return rows
 
 
 def success_line(options: dict) -> str:
@@ -149,7 +179,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     writer.writeheader()
     for r in rows:
         writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
-    labels = [m.upper() + (" (m)" if m in DISTANCES else " (%)") for m in LEADERBOARD_METRICS]
+    labels = [metric_label(m) for m in LEADERBOARD_METRICS]
     labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
     md = [success_line(options), ""]
     if with_ci:

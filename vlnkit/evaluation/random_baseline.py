@@ -1,4 +1,4 @@
-"""The published random baseline (random walks scored like agents), generated in vectorized batches.
+"""The R2R paper's random baseline (random walks scored like agents), generated in vectorized batches.
 
 For each evaluation episode: start at the reference start, draw the number of steps from the
 edge counts of the training split's reference paths (one count per path), and at each step move

@@ -9,10 +9,9 @@ Kept apart from the jobs (and from Beam) so that any job, and plain scripts, can
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SPL_REFERENCES, SUCCESS_RULES
+from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, check_options
 
 
 @dataclass(frozen=True)
@@ -32,13 +31,7 @@ class ScoringConfig:
     success_rule: str = DEFAULT_SUCCESS_RULE
 
     def __post_init__(self) -> None:
-        d = self.success_distance
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (d > 0 and math.isfinite(d)):
-            raise ValueError(f"success_distance must be a finite number > 0, got {d}")
-        if self.spl_reference not in SPL_REFERENCES:
-            raise ValueError(f"spl_reference must be one of {SPL_REFERENCES}, got {self.spl_reference!r}")
-        if self.success_rule not in SUCCESS_RULES:
-            raise ValueError(f"success_rule must be one of {SUCCESS_RULES}, got {self.success_rule!r}")
+        check_options(self.success_distance, self.spl_reference, (), self.success_rule, name="success_distance")
 
     def to_dict(self) -> dict:
         return {
@@ -57,23 +50,3 @@ def scoring_config(opts) -> ScoringConfig:
     """
     rule = getattr(opts, "success_rule", DEFAULT_SUCCESS_RULE)
     return ScoringConfig(opts.success_distance, opts.keep_repeats, opts.spl_reference, rule)
-
-
-RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw")
-
-
-def metric_rows(metrics: dict) -> list[tuple[str, object]]:
-    """Rows of a summary table from {metric: mean or None}: rates as percentages, distances in metres.
-
-    >>> metric_rows({"pl": 9.5, "sr": 0.25})
-    [('PL (m)', 9.5), ('SR (%)', 25.0)]
-    """
-    rows = []
-    for m, v in metrics.items():
-        if v is None:
-            rows.append((m.upper(), "n/a"))
-        elif m in RATES:
-            rows.append((f"{m.upper()} (%)", round(100 * v, 2)))
-        else:
-            rows.append((f"{m.upper()} (m)", v))
-    return rows

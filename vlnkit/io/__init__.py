@@ -18,14 +18,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "fileio": ("open_read", "open_write", "read_bytes", "exists", "join", "match", "remove_tree", "is_remote"),
         "inputs": ("expand_inputs", "match_current"),
-        "schemas": (
-            "versioned_schema",
-            "schema_version",
-            "row",
-            "R4R_PATHS",
-            "EPISODE_SCORES",
-            "RANDOM_EPISODE_SCORES",
-        ),
+        "schemas": ("versioned_schema", "schema_version", "row"),
         "dead_letters": ("RecordError",),
         "exactsum": ("exact_sum", "exact_mean"),
         "redact": ("redact", "REDACTED"),

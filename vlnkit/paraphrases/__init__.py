@@ -10,5 +10,6 @@ __getattr__, __all__ = lazy_exports(
         "cache": ("TranslationCache", "CachedTranslator", "CacheError"),
         "bleu_filter": ("BleuBounds", "sentence_bleu", "judge", "compose"),
         "pivots": ("pivots_for", "instruction_sources"),
+        "schemas": ("PARAPHRASES", "CACHE_SCHEMA"),
     },
 )

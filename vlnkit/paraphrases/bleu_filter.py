@@ -6,7 +6,7 @@ near-copy. Copies of the original and of an earlier pivot's paraphrase (same tex
 whitespace) are never kept, whatever their score. Every candidate gets a verdict and a
 reason, so the filter can be audited.
 
-R4R instructions are R2R instruction pairs concatenated (`x + y`, as the published generator
+R4R instructions are R2R instruction pairs concatenated (`x + y`, as the R4R generator
 does), so their paraphrases are composed from the paraphrases of x and y through the same
 pivot, and judged against the R4R instruction like any other candidate.
 """
@@ -97,7 +97,7 @@ class ComposeError(ValueError):
 def r4r_sources(record: dict, first_instructions: Sequence[str], second_instructions: Sequence[str]) -> list[tuple]:
     """(k, x, y) for every instruction k of an R4R record: instructions[k] == x + y.
 
-    The published generator orders instructions as [x + y for x in A for y in B]; a record that
+    The R4R generator orders instructions as [x + y for x in A for y in B]; a record that
     does not match (for example, built from a revised R2R) raises ComposeError naming the first
     mismatch.
     """

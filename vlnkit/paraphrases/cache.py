@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vlnkit.io import fileio
-from vlnkit.io.schemas import CACHE_SCHEMA
-from vlnkit.paraphrases.translation import Job, Outcome, TranslationStats, Translator
+from vlnkit.paraphrases.schemas import CACHE_SCHEMA
+from vlnkit.paraphrases.translation import TranslationJob, TranslationOutcome, TranslationStats, Translator
 
 PART_PATTERN = "part-*.parquet"
 
@@ -147,17 +147,17 @@ class CachedTranslator(Translator):
         s.cache_hits, s.cache_misses = self._hits, self._misses
         return s
 
-    def translate(self, jobs: Sequence[Job]) -> list[list[Outcome]]:
-        results: list[list[Outcome | None]] = []
-        to_send: list[Job] = []
+    def translate(self, jobs: Sequence[TranslationJob]) -> list[list[TranslationOutcome]]:
+        results: list[list[TranslationOutcome | None]] = []
+        to_send: list[TranslationJob] = []
         where: list[tuple[int, list[int]]] = []
         for j, job in enumerate(jobs):
-            row: list[Outcome | None] = [None] * len(job.texts)
+            row: list[TranslationOutcome | None] = [None] * len(job.texts)
             misses: dict[str, list[int]] = {}
             for i, text in enumerate(job.texts):
                 hit = self.cache.get((self.backend, job.source, job.target, text))
                 if hit is not None:
-                    row[i] = Outcome(hit)
+                    row[i] = TranslationOutcome(hit)
                 else:
                     misses.setdefault(text, []).append(i)
             with self._stats_lock:
@@ -165,7 +165,7 @@ class CachedTranslator(Translator):
                 self._misses += len(misses)
             results.append(row)
             if misses:
-                to_send.append(Job(tuple(misses), job.source, job.target))
+                to_send.append(TranslationJob(tuple(misses), job.source, job.target))
                 where.append((j, list(misses.values())))
         if to_send:
             for (j, positions), job, outcomes in zip(where, to_send, self.inner.translate(to_send)):

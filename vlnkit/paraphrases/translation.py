@@ -4,7 +4,7 @@
 the one `Translator` contract, and are tested together against the gRPC stand-in.)
 
 Every backend takes *jobs* (a list of texts, a source and a target language) and returns one
-`Outcome` per text: a translation or the reason there is none. Failures are per text, so a
+`TranslationOutcome` per text: a translation or the reason there is none. Failures are per text, so a
 caller can dead-letter exactly what was lost and keep the rest.
 
 Backends
@@ -45,7 +45,7 @@ TRANSIENT_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAU
 
 
 @dataclass(frozen=True)
-class Job:
+class TranslationJob:
     """Texts to translate from `source` to `target` (language codes such as "en", "de")."""
 
     texts: tuple[str, ...]
@@ -54,7 +54,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TranslationOutcome:
     """One text's result: `translation`, or `error` saying why there is none."""
 
     translation: str | None
@@ -101,7 +101,7 @@ def estimate_cost_usd(characters: int, usd_per_million: float = USD_PER_MILLION_
 
 
 class Translator:
-    """The interface: `translate(jobs) -> [[Outcome per text] per job]`, `name`, `stats`."""
+    """The interface: `translate(jobs) -> [[TranslationOutcome per text] per job]`, `name`, `stats`."""
 
     name: str = "?"
 
@@ -109,7 +109,7 @@ class Translator:
         self.stats = TranslationStats()
         self._stats_lock = threading.Lock()
 
-    def translate(self, jobs: Sequence[Job]) -> list[list[Outcome]]:
+    def translate(self, jobs: Sequence[TranslationJob]) -> list[list[TranslationOutcome]]:
         raise NotImplementedError
 
     def _count(self, **increments) -> None:
@@ -193,15 +193,15 @@ class OfflineDemoTranslator(Translator):
 
     name = OFFLINE_DEMO
 
-    def translate(self, jobs: Sequence[Job]) -> list[list[Outcome]]:
+    def translate(self, jobs: Sequence[TranslationJob]) -> list[list[TranslationOutcome]]:
         out = []
         for job in jobs:
             results = []
             for text in job.texts:
                 if not text.strip():
-                    results.append(Outcome(None, "empty text"))
+                    results.append(TranslationOutcome(None, "empty text"))
                     continue
-                results.append(Outcome(demo_translate(text, job.source, job.target)))
+                results.append(TranslationOutcome(demo_translate(text, job.source, job.target)))
             self._count(
                 requests=1 if job.texts else 0,
                 segments_sent=len(job.texts),
@@ -421,13 +421,13 @@ class GoogleTranslator(Translator):
             transport.close()
         self._client = None
 
-    def translate(self, jobs: Sequence[Job]) -> list[list[Outcome]]:
-        results: list[list[Outcome | None]] = [[None] * len(job.texts) for job in jobs]
+    def translate(self, jobs: Sequence[TranslationJob]) -> list[list[TranslationOutcome]]:
+        results: list[list[TranslationOutcome | None]] = [[None] * len(job.texts) for job in jobs]
         tasks = []
         for j, job in enumerate(jobs):
             requests, rejected = plan_requests(job.texts, self.config.max_segments, self.config.max_codepoints)
             for i, reason in rejected.items():
-                results[j][i] = Outcome(None, reason)
+                results[j][i] = TranslationOutcome(None, reason)
             self._count(failed_segments=len(rejected))
             tasks += [(j, idx) for idx in requests]
         if self._pool is None:
@@ -442,7 +442,7 @@ class GoogleTranslator(Translator):
         with self._rng_lock:
             return self.config.retry.delay(attempt, self._rng)
 
-    def _call(self, texts: list[str], job: Job) -> list[str]:
+    def _call(self, texts: list[str], job: TranslationJob) -> list[str]:
         request = {
             "parent": self.parent,
             "contents": texts,
@@ -461,7 +461,7 @@ class GoogleTranslator(Translator):
             raise _BadResponse(f"response had {len(translations)} translations for {len(texts)} texts")
         return translations
 
-    def _run_request(self, job: Job, idx: list[int]) -> list[Outcome]:
+    def _run_request(self, job: TranslationJob, idx: list[int]) -> list[TranslationOutcome]:
         """One packed request, retried on transient codes; a permanent INVALID_ARGUMENT is bisected."""
         from google.api_core import exceptions as core_exceptions
 
@@ -469,7 +469,7 @@ class GoogleTranslator(Translator):
         attempt = 0
         while True:
             try:
-                return [Outcome(t) for t in self._call(texts, job)]
+                return [TranslationOutcome(t) for t in self._call(texts, job)]
             except _BadResponse as exc:
                 error = str(exc)
             except core_exceptions.GoogleAPICallError as exc:
@@ -486,7 +486,7 @@ class GoogleTranslator(Translator):
                 if code in TRANSIENT_CODES:
                     error += f" (gave up after {attempt + 1} attempts)"
             self._count(failed_segments=len(texts))
-            return [Outcome(None, f"{job.source}->{job.target}: {error}") for _ in texts]
+            return [TranslationOutcome(None, f"{job.source}->{job.target}: {error}") for _ in texts]
 
 
 class _BadResponse(Exception):

@@ -11,5 +11,6 @@ __getattr__, __all__ = lazy_exports(
         "direction_lexicons": ("lexicon_for", "DirectionLexicon", "LEXICONS"),
         "nlp": ("resolve_model", "load_pipeline", "NLPError"),
         "compat": ("ALL_METHODS", "INSTRUCTION_METHODS", "TRAJECTORY_METHODS", "NotApplicable", "parse_methods"),
+        "schemas": ("PERTURBATIONS", "COMPAT"),
     },
 )

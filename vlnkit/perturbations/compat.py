@@ -117,3 +117,15 @@ def selection_key(seed: int, row: dict) -> int:
 def select_negatives(seed: int, candidates: list[dict], quota: int) -> list[dict]:
     """The `quota` candidates of one method with the smallest selection keys."""
     return sorted(candidates, key=lambda r: (selection_key(seed, r), r["source_instr_id"], r["variant"]))[:quota]
+
+
+def family_methods(methods) -> dict[str, tuple[str, ...]]:
+    """The requested methods of each family, in request order.
+
+    >>> family_methods(["random_walk", "direction_swap"])["trajectory"]
+    ('random_walk',)
+    """
+    return {
+        INSTRUCTION: tuple(m for m in methods if m in INSTRUCTION_METHODS),
+        TRAJECTORY: tuple(m for m in methods if m in TRAJECTORY_METHODS),
+    }

@@ -10,5 +10,6 @@ __getattr__, __all__ = lazy_exports(
         "templates": ("load_templates", "templates_for", "PROBES"),
         "pose_alignment": ("align_guide", "rxr_alignments", "AlignmentError"),
         "scoring": ("correct_mass", "summarize_skills", "hierarchical_bootstrap", "validate_probe_file"),
+        "schemas": ("PROBE_EPISODES", "PROBE_SCORES"),
     },
 )

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vlnkit.datasets.languages import R2R_LANGUAGE, primary_language
+from vlnkit.datasets.trajectories import collapse_repeats
 from vlnkit.io import fileio
 from vlnkit.navigation.graph import NavGraph, simulator_heading
 from vlnkit.probes.templates import (
@@ -67,10 +68,6 @@ def regions_of(rel_degrees) -> np.ndarray:
         (rel < -90) & (rel >= -165),
     ]
     return np.select(conditions, list(REGIONS[:5]), default=REGIONS[5])
-
-
-def collapse_repeats(path: list[str]) -> list[str]:
-    return [v for k, v in enumerate(path) if k == 0 or v != path[k - 1]]
 
 
 def arrival_heading(graph: NavGraph, path: list[str], start_heading: float) -> float:

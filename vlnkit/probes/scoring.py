@@ -51,7 +51,7 @@ def validate_probe_file(path: str, flag: str = "--probes") -> None:
     import pyarrow.parquet as pq
 
     from vlnkit.io import fileio
-    from vlnkit.io.schemas import PROBE_EPISODES
+    from vlnkit.probes.schemas import PROBE_EPISODES
 
     where = f"{flag} {path}"
     try:

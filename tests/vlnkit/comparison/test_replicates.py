@@ -130,7 +130,7 @@ def test_other_processes_give_the_same_bits():
 
 
 def test_threads_on_replicate_and_episode_ranges_give_the_same_bits(monkeypatch):
-    import vlnkit.comparison.threads as threads
+    import vlnkit.parallel as threads
 
     rng = np.random.default_rng(5)
     ids = [f"{p}_{k}" for p in range(400) for k in range(3)]

@@ -4,7 +4,7 @@ import pytest
 
 from vlnkit.datasets.alignments import READERS, parse_fgr2r, reader, segment_ends, validate_segments
 from vlnkit.datasets.r2r import RecordError
-from vlnkit.navigation.synthetic import write_environment
+from vlnkit.fixtures.grid import write_environment
 
 
 def fgr2r_record(record: dict) -> dict:
@@ -153,7 +153,7 @@ def test_fgr2r_val_seen_record_with_a_missing_sub_instruction_list_is_reported(s
     path = shared_data / "fgr2r" / "FGR2R_val_seen.json"
     out = list(parse_fgr2r(path.read_bytes(), str(path)))
     errors = [e for e in out if isinstance(e, RecordError)]
-    # path_id 757 has 4 instructions but only 3 sub-instruction lists in the published file.
+    # path_id 757 has 4 instructions but only 3 sub-instruction lists in the released file.
     assert [(e.record, e.reason) for e in errors] == [
         ("#238 (path_id=757)", "'new_instructions' must list one entry per instruction (4)")
     ]

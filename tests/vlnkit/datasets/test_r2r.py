@@ -179,3 +179,11 @@ def test_a_negative_distance_is_refused(distance):
 def test_zero_and_integer_numbers_are_fine():
     (rec,) = parse(json.dumps([{**GOOD, "distance": 0, "heading": 3}]))
     assert rec["distance"] == 0.0 and rec["heading"] == 3.0 and isinstance(rec["heading"], float)
+
+
+def test_record_label_names_index_and_path_id():
+    from vlnkit.datasets.r2r import record_label
+
+    assert record_label({"_index": 4, "path_id": 12}) == record_label({"path_id": 12}, 4) == "#4 (path_id=12)"
+    assert record_label({"path_id": 12}) == "#? (path_id=12)"  # a record the readers did not number
+    assert record_label({}) == "#?" and record_label({"scan": "s"}, 3) == "#3"  # no path_id to name

@@ -18,9 +18,9 @@ from vlnkit.datasets.r4r import (
     path_problem,
     summarize,
 )
-from vlnkit.io.schemas import R4R_PATHS
+from vlnkit.datasets.schemas import R4R_PATHS
+from vlnkit.fixtures.grid import grid_connectivity, grid_paths
 from vlnkit.navigation.graph import NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity, grid_paths
 
 
 def line_graph():
@@ -79,13 +79,11 @@ def test_heading_rule_uses_simulator_convention_and_wraps():
     g = line_graph()
     # P1 ends travelling +y (heading 0); P2 starts at heading 2*pi - 0.2: 0.2 rad apart after wrapping.
     assert heading_difference(g, P1, P2) == pytest.approx(0.2)
-    # The published generator measures atan2(dy, dx) (pi/2 here) and does not wrap.
-    assert heading_difference(g, P1, P2, "published_generator") == pytest.approx(2 * math.pi - 0.2 - math.pi / 2)
+    # The R4R generator measures atan2(dy, dx) (pi/2 here) and does not wrap.
+    assert heading_difference(g, P1, P2, "r4r_generator") == pytest.approx(2 * math.pi - 0.2 - math.pi / 2)
     joined, counts = join_paths(g, [P1, P2], JoinConfig(heading_threshold=0.5))
     assert (1, 2) in {(j["first_path_id"], j["second_path_id"]) for j in joined}
-    joined, counts = join_paths(
-        g, [P1, P2], JoinConfig(heading_threshold=0.5, heading_convention="published_generator")
-    )
+    joined, counts = join_paths(g, [P1, P2], JoinConfig(heading_threshold=0.5, heading_convention="r4r_generator"))
     assert (1, 2) not in {(j["first_path_id"], j["second_path_id"]) for j in joined}
     assert counts["filtered_heading"] >= 1
 
@@ -193,7 +191,7 @@ def test_path_problem_agrees_with_a_step_by_step_check(nodes):
 
 
 def test_real_r2r_train_and_val_paths_are_all_adjacent(r2r_dir, connectivity_dir):
-    # The adjacency rule must not change the published join: no real R2R path has a jump.
+    # The adjacency rule must not change R4R's join: no real R2R path has a jump.
     import json
 
     from vlnkit.navigation.graph import GraphStore

@@ -14,7 +14,7 @@ from tests.oracles.r4r_chain_builder import ChainError
 from tests.oracles.r4r_chain_builder import build_chain as oracle_chain
 from vlnkit.datasets.r4r import JoinConfig, join_chains
 from vlnkit.datasets.r4r_batch import build_chains, ragged_take, shortest_paths
-from vlnkit.io.schemas import R4R_PATHS
+from vlnkit.datasets.schemas import R4R_PATHS
 from vlnkit.navigation.graph import NavGraph
 
 

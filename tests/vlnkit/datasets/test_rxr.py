@@ -22,7 +22,7 @@ from vlnkit.datasets.rxr import (
     parse_followers,
     record_format,
 )
-from vlnkit.datasets.rxr_fixtures import LANGUAGES, read_jsonl, rxr_instruction_id, write_rxr_fixtures
+from vlnkit.fixtures.rxr import LANGUAGES, read_jsonl, rxr_instruction_id, write_rxr_fixtures
 from vlnkit.io.dead_letters import RecordError
 
 GUIDE = {

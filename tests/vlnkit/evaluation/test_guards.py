@@ -2,20 +2,46 @@
 ValueError naming the problem; the success rule at exactly d_th is an explicit option; a batch scores
 each pair as if it were alone."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
-from transforms.score_batches import score_pairs
+from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation import batch, metrics
 from vlnkit.evaluation.common import ALL, METRICS, collapse_repeats_padded, non_adjacent_steps, pack
 from vlnkit.evaluation.rewards import RewardBatch, RewardEpisode
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.navigation.graph import NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
+from vlnkit.fixtures.grid import grid_connectivity
+from vlnkit.navigation.graph import GraphStore, NavGraph
+from vlnkit.scoring.scans import ScanTables
+from vlnkit.scoring.score import score_pairs
 
 LINE = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])  # 0 - 1 - 2, 1 m apart
+
+
+def job_scorer(graph: NavGraph):
+    """The score job's scorer of pairs (`vlnkit.scoring.score.score_pairs`) on one graph: (scores, jumps,
+    scored lengths, repeats collapsed) of lists of node-index paths."""
+    scans = ScanTables(GraphStore("", {graph.scan: graph}))
+
+    def scorer(refs, queries, config):
+        r = Paths.from_lists([[graph.viewpoints[i] for i in p] for p in refs], _vocab(graph))
+        q = Paths.from_lists([[graph.viewpoints[i] for i in p] for p in queries], _vocab(graph))
+        r, q = Paths(r.offsets, r.values.astype(np.int64)), Paths(q.offsets, q.values.astype(np.int64))
+        got = score_pairs(scans, np.full(len(refs), scans.slot(graph.scan)), r, q, config)
+        return got.scores, got.jumps, got.query_lengths, q.lengths - got.query_lengths
+
+    return scorer
+
+
+def _vocab(graph: NavGraph):
+    from vlnkit.datasets.columns import Vocabulary
+
+    return Vocabulary([graph.scan], [list(graph.viewpoints)])
+
+
+LINE_GRAPH = NavGraph(
+    "line", ("a", "b", "c"), np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.array([[0, 1], [1, 2]])
+)
 PUBLIC = [getattr(metrics, name) for name in ALL] + [metrics.score]
 
 NOT_SQUARE = {
@@ -98,7 +124,7 @@ def test_the_success_rule_reaches_score_score_batch_the_transform_and_rewards():
     for rule, want in (("le", [1.0, 1.0]), ("lt", [0.0, 1.0])):
         assert batch.score_batch(LINE, refs, queries, 2.0, success_rule=rule)["sr"].tolist() == want
         config = ScoringConfig(success_distance=2.0, success_rule=rule)  # the score job's scorer
-        scores, *_ = score_pairs(SimpleNamespace(distances=LINE), LINE == 1.0, pack(refs), pack(queries), config)
+        scores, *_ = job_scorer(LINE_GRAPH)(refs, queries, config)
         assert scores["sr"].tolist() == want
     for rule, end in (("le", 1.0), ("lt", 0.0)):
         env = RewardBatch(LINE, "goal", threshold=2.0, success_rule=rule)
@@ -135,15 +161,16 @@ def test_500_random_pairs_in_one_batch_equal_each_pair_scored_alone_bit_for_bit(
             alone = batch.score_batch(graph.distances, [refs[b]], [queries[b]], metrics=ALL, keep_repeats=keep_repeats)
             for m in ALL:
                 assert together[m][b].tobytes() == alone[m][0].tobytes(), (b, m)
-    # The transform's scorer (collapse, jumps, score) too: a pair's row does not depend on its companions.
+    # The job's scorer (collapse, jumps, score) too: a pair's row does not depend on its companions, and it
+    # is score_batch's row, bit for bit.
     config = ScoringConfig()
-    adjacent = graph.adjacent
-    whole, jumps, (q, q_len), repeats = score_pairs(graph, adjacent, pack(refs), pack(queries), config)
+    together = batch.score_batch(graph.distances, refs, queries, metrics=ALL)
+    scorer = job_scorer(graph)
+    whole, jumps, q_len, repeats = scorer(refs, queries, config)
     for b in range(0, len(refs), 5):
-        one, one_jumps, _, one_repeats = score_pairs(
-            graph, adjacent, pack(refs[b : b + 1]), pack(queries[b : b + 1]), config
-        )
+        one, one_jumps, _, one_repeats = scorer(refs[b : b + 1], queries[b : b + 1], config)
         assert all(whole[m][b].tobytes() == one[m][0].tobytes() for m in METRICS), b
+        assert all(whole[m][b].tobytes() == together[m][b].tobytes() for m in METRICS), b  # score_batch's bits
         assert (jumps[b], repeats[b]) == (one_jumps[0], one_repeats[0])
     collapsed, lengths = collapse_repeats_padded(*pack(queries))
-    assert (q_len == lengths).all() and (jumps == non_adjacent_steps(adjacent, collapsed, lengths)).all()
+    assert (q_len == lengths).all() and (jumps == non_adjacent_steps(graph.adjacent, collapsed, lengths)).all()

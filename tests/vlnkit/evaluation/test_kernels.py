@@ -4,7 +4,7 @@ Tolerances, and why:
 - vs the textbook formulas of test_metrics.simple_scores (Python loops, sums left to right): every
   metric bit-identical. AD and MD read d(r, q) as the numpy implementation always did; the scipy
   distance matrix is not bit-symmetric, so they are compared with the oracle run on the transpose.
-- vs the numpy implementation (`tests.oracles.numpy_metrics`, what the library ran before):
+- vs the numpy implementation (`tests.oracles.numpy_metrics`, written as whole-batch array operations):
   NE, ONE, SR, OSR, SED, DTW and MD bit-identical. nDTW and SDTW (= SR * nDTW) within one unit in the
   last place: the kernels call the C library's exp, as the textbook formulas do, but numpy's float64
   exp is its own SIMD routine on CPUs with AVX-512F, which differs from the C library's in the last
@@ -17,6 +17,9 @@ Tolerances, and why:
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -26,10 +29,10 @@ from hypothesis import strategies as st
 from tests.oracles import numpy_metrics as reference
 from tests.vlnkit.evaluation.test_metrics import adversarial_pairs, line_graph, simple_scores
 from vlnkit.datasets.trajectories import parse_predictions
-from vlnkit.evaluation import batch, kernels, metrics, reward_kernels
+from vlnkit.evaluation import batch, metrics
 from vlnkit.evaluation.common import ALL
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 
 EXACT = ("ne", "one", "sr", "osr", "sed", "dtw", "md")
 ONE_ULP = ("ndtw", "sdtw")  # exp(...): numpy's own SIMD exp on AVX-512F CPUs, the C library's elsewhere
@@ -63,9 +66,44 @@ def grid():
     return NavGraph.from_connectivity("grid", grid_connectivity(7, size=8))
 
 
-def test_kernels_are_cached_on_disk():
-    for fn in (kernels.score_many, kernels.score_one, kernels.metric_one, reward_kernels.rewards_step):
-        assert fn._cache.__class__.__name__ != "NullCache", fn  # compiled once per machine, not per process
+# Runs in a fresh interpreter: calls each kernel once through the public API, then prints, per kernel,
+# how many of its signatures were loaded from the on-disk cache and how many had to be compiled.
+CACHE_PROBE = """
+import json
+import numpy as np
+from vlnkit.evaluation import batch, kernels, metrics, reward_kernels
+from vlnkit.evaluation.rewards import RewardBatch
+
+d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+batch.score_batch(d, [[0, 1, 2]], [[0, 1]])  # score_many
+metrics.score([0, 1, 2], [0, 1], d)  # score_one
+metrics.ndtw([0, 1, 2], [0, 1], d)  # metric_one
+env = RewardBatch(d, kind="ndtw")
+env.reset([[0, 1, 2]])
+env.step([1])  # rewards_step
+fns = {"score_many": kernels.score_many, "score_one": kernels.score_one, "metric_one": kernels.metric_one,
+       "rewards_step": reward_kernels.rewards_step}
+print(json.dumps({name: {"loaded": sum(fn.stats.cache_hits.values()), "compiled": sum(fn.stats.cache_misses.values()),
+                         "signatures": len(fn.signatures)} for name, fn in fns.items()}))
+"""
+
+
+def test_kernels_are_cached_on_disk(tmp_path):
+    """A kernel compiled in one process is loaded, without compiling, from the on-disk cache by a fresh one.
+
+    Both processes use an empty cache folder of their own (NUMBA_CACHE_DIR), so the first must compile
+    and write it and the second can only have read it from disk."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache")}
+
+    def probe() -> dict:
+        done = subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = probe()
+    assert all(k["signatures"] >= 1 and k["compiled"] >= 1 and k["loaded"] == 0 for k in first.values()), first
+    assert list((tmp_path / "numba_cache").rglob("*.nbi")) and list((tmp_path / "numba_cache").rglob("*.nbc"))
+    second = probe()
+    assert all(k["signatures"] >= 1 and k["loaded"] >= 1 and k["compiled"] == 0 for k in second.values()), second
 
 
 @pytest.mark.real_data
@@ -208,7 +246,7 @@ def test_every_kernel_output_is_finite_or_inf_never_nan(grid):
 
 @pytest.mark.real_data
 def test_random_baseline_walks_score_as_the_numpy_implementation_did(r2r_dir, connectivity_dir):
-    """The published random baseline's own walks (repeats where a start has no neighbours included)."""
+    """The R2R paper's random baseline's own walks (repeats where a start has no neighbours included)."""
     from vlnkit.evaluation.random_baseline import allocate, draw, neighbour_table, step_pool, walk
 
     records = json.loads((r2r_dir / "R2R_val_unseen.json").read_text())

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from vlnkit.evaluation import batch as B
 from vlnkit.evaluation import common as C
 from vlnkit.evaluation import metrics as M
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.io import exactsum
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 
 TH = 3.0
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from tests.vlnkit.evaluation.test_metrics import line_graph
 from vlnkit.evaluation import metrics as M
 from vlnkit.evaluation.rewards import RewardBatch, RewardEpisode
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 
 TH = 3.0
 

@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from vlnkit.io import fileio
-
-
-@pytest.fixture
-def files(tmp_path):
-    for name, text in {"a.json": "[]", "b.json": "[1]", "c.txt": "x"}.items():
-        (tmp_path / name).write_text(text)
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "d.json").write_text("[2,3]")
-    return tmp_path
 
 
 def test_match_is_lenient_and_skips_folders(files):
@@ -57,7 +46,7 @@ def test_build_r4r_reads_a_gzipped_dataset_like_the_plain_one(tmp_path):
     import json
 
     from pipelines import build_r4r
-    from vlnkit.navigation.synthetic import write_environment
+    from vlnkit.fixtures.grid import write_environment
 
     r2r, conn = write_environment(str(tmp_path / "env"), scans=1, paths_per_scan=8)
     packed = tmp_path / "r2r.json.gz"

@@ -10,15 +10,6 @@ import pytest
 from vlnkit.io import fileio, inputs, layout
 
 
-@pytest.fixture
-def files(tmp_path):
-    for name, text in {"a.json": "[]", "b.json": "[1]", "c.txt": "x"}.items():
-        (tmp_path / name).write_text(text)
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "d.json").write_text("[2,3]")
-    return tmp_path
-
-
 def test_missing_file_names_flag_and_path(tmp_path):
     missing = str(tmp_path / "nope.json")
     with pytest.raises(FileNotFoundError, match=rf"^--dataset: {missing} does not exist$"):

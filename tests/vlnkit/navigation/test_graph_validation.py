@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from transforms.deadletter import DEAD_LETTER
 from transforms.r4r import JoinR4R
 from transforms.read import ReadR2R
+from vlnkit.fixtures.grid import write_environment
 from vlnkit.navigation.graph import GraphError, GraphStore, NavGraph, list_scans
-from vlnkit.navigation.synthetic import write_environment
 
 SCAN = "17DRP5sb8fy"  # a small real scan (48 viewpoints, 4 of them excluded)
 
@@ -309,7 +309,7 @@ def test_any_single_bad_value_anywhere_is_refused_naming_its_viewpoint(real_entr
 def test_random_baseline_and_perturb_dead_letter_every_record_of_a_refused_scan(env_with_one_refused_scan):
     from transforms.perturb import PerturbTrajectories
     from transforms.random_walks import RandomBaseline
-    from transforms.score_records import ReadDataset
+    from transforms.read import ReadDataset
 
     r2r_path, conn_dir, records, bad_scan, reason = env_with_one_refused_scan
     expected = sorted(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vlnkit.paraphrases.cache import CachedTranslator, TranslationCache
-from vlnkit.paraphrases.translation import GoogleConfig, Job, Outcome, Translator
+from vlnkit.paraphrases.translation import GoogleConfig, TranslationJob, TranslationOutcome, Translator
 
 
 @dataclass
@@ -23,13 +23,13 @@ class Stub(Translator):
 
     def translate(self, jobs):
         self.calls += 1
-        return [[Outcome(f"{self.tag}:{t}") for t in job.texts] for job in jobs]
+        return [[TranslationOutcome(f"{self.tag}:{t}") for t in job.texts] for job in jobs]
 
 
 def translate(cache_dir: str, **config) -> tuple[str, int]:
     inner = Stub(GoogleConfig(project="p", **config), tag=repr(sorted(config.items())))
     translator = CachedTranslator(inner, TranslationCache(cache_dir))
-    answer = translator.translate([Job(("Walk to the door.",), "en", "de")])[0][0].translation
+    answer = translator.translate([TranslationJob(("Walk to the door.",), "en", "de")])[0][0].translation
     translator.cache.flush()
     return answer, inner.calls
 

@@ -125,7 +125,7 @@ def test_copies_of_the_original_and_of_earlier_pivots_are_never_kept():
     assert [v["language"] for v in verdicts] == ["ar", "es", "de", "fr", "hi"]
 
 
-def test_r4r_sources_follow_the_published_order_and_reject_revised_texts():
+def test_r4r_sources_follow_the_r4r_generators_order_and_reject_revised_texts():
     a, b = ["A0. ", "A1. "], ["B0. ", "B1. ", "B2. "]
     record = {"first_path_id": 1, "second_path_id": 2, "instructions": [x + y for x in a for y in b]}
     assert r4r_sources(record, a, b) == [(k, a[k // 3], b[k % 3]) for k in range(6)]

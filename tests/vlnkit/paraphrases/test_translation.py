@@ -21,10 +21,10 @@ from vlnkit.paraphrases.translation import (
     OFFLINE_DEMO,
     GoogleConfig,
     GoogleTranslator,
-    Job,
     OfflineDemoTranslator,
     RateLimiter,
     RetryPolicy,
+    TranslationJob,
     default_backend,
     demo_round_trip,
     demo_translate,
@@ -136,7 +136,7 @@ def test_offline_demo_is_deterministic_and_round_trips_through_a_pivot():
     results = {demo_round_trip(text, lang) for lang in ("ar", "es", "de", "fr", "hi", "it", "pt", "ru", "tr", "zh")}
     assert len(results) > 2
     t = OfflineDemoTranslator()
-    out = t.translate([Job((text, " "), "en", "fr")])[0]
+    out = t.translate([TranslationJob((text, " "), "en", "fr")])[0]
     assert out[0].ok and not out[1].ok and t.stats.failed_segments == 1
 
 
@@ -170,7 +170,7 @@ def expected(texts, source, target):
 def test_google_backend_batches_within_the_limits_and_returns_every_translation_in_order(server):
     t = google(server, max_segments=7, max_codepoints=500)
     try:
-        out = t.translate([Job(TEXTS, "en", "de"), Job(TEXTS[:5], "en", "fr")])
+        out = t.translate([TranslationJob(TEXTS, "en", "de"), TranslationJob(TEXTS[:5], "en", "fr")])
     finally:
         t.close()
     assert [o.translation for o in out[0]] == expected(TEXTS, "en", "de")
@@ -187,7 +187,7 @@ def test_default_batching_sends_1024_segments_per_request(server):
     texts = tuple(f"Turn left at door {i}. " for i in range(2100))
     t = google(server)
     try:
-        out = t.translate([Job(texts, "en", "es")])[0]
+        out = t.translate([TranslationJob(texts, "en", "es")])[0]
     finally:
         t.close()
     assert all(o.ok for o in out)
@@ -205,7 +205,7 @@ def test_transient_failures_are_retried_and_no_text_is_lost(server):
     server.fail_next(2, grpc.StatusCode.UNAVAILABLE)
     t = google(server, max_segments=10, retry=RetryPolicy(max_attempts=10, initial_delay=0.001, max_delay=0.01))
     try:
-        out = t.translate([Job(TEXTS, "en", "it")])[0]
+        out = t.translate([TranslationJob(TEXTS, "en", "it")])[0]
     finally:
         t.close()
     assert [o.translation for o in out] == expected(TEXTS, "en", "it")
@@ -218,7 +218,7 @@ def test_a_permanently_bad_text_fails_alone_and_the_rest_of_its_batch_is_transla
     server.fail_text(TEXTS[13], grpc.StatusCode.INVALID_ARGUMENT)
     t = google(server, max_segments=16)
     try:
-        out = t.translate([Job(TEXTS, "en", "pt")])[0]
+        out = t.translate([TranslationJob(TEXTS, "en", "pt")])[0]
     finally:
         t.close()
     bad = [i for i, o in enumerate(out) if not o.ok]
@@ -232,10 +232,10 @@ def test_retries_give_up_after_max_attempts_and_other_permanent_codes_fail_the_b
     server.fail_next(4, grpc.StatusCode.UNAVAILABLE)
     t = google(server, max_segments=100, max_in_flight=1)
     try:
-        out = t.translate([Job(TEXTS[:3], "en", "ru")])[0]
+        out = t.translate([TranslationJob(TEXTS[:3], "en", "ru")])[0]
         assert all("gave up after 4 attempts" in o.error for o in out)
         server.fail_next(1, grpc.StatusCode.PERMISSION_DENIED)
-        out = t.translate([Job(TEXTS[:3], "en", "ru")])[0]
+        out = t.translate([TranslationJob(TEXTS[:3], "en", "ru")])[0]
         assert all(o.error.startswith("en->ru: PERMISSION_DENIED") for o in out)
     finally:
         t.close()
@@ -248,7 +248,7 @@ def test_html_mode_would_escape_apostrophes_which_is_why_the_backend_sends_plain
     text = "Walk to the chef's table. "
     t = google(server)
     try:
-        (out,) = t.translate([Job((text,), "en", "fr")])
+        (out,) = t.translate([TranslationJob((text,), "en", "fr")])
         html = t.client.translate_text(
             request=translate_v3.TranslateTextRequest(
                 parent="projects/p/locations/global", contents=[text], target_language_code="fr"
@@ -262,12 +262,12 @@ def test_html_mode_would_escape_apostrophes_which_is_why_the_backend_sends_plain
 
 def test_google_translator_pickles_without_its_client(server):
     t = google(server)
-    t.translate([Job(TEXTS[:2], "en", "de")])
+    t.translate([TranslationJob(TEXTS[:2], "en", "de")])
     clone = pickle.loads(pickle.dumps(t))
     t.close()
     try:
         assert clone.config == t.config and clone.stats.requests == 0
-        assert clone.translate([Job(TEXTS[:2], "en", "de")])[0][0].ok
+        assert clone.translate([TranslationJob(TEXTS[:2], "en", "de")])[0][0].ok
     finally:
         clone.close()
 
@@ -279,7 +279,7 @@ def test_rate_limit_is_applied_to_real_requests(server):
         sleep=slept.append,
     )
     try:
-        t.translate([Job(TEXTS, "en", "de")])
+        t.translate([TranslationJob(TEXTS, "en", "de")])
     finally:
         t.close()
     # 1000 chars/s with a one-second burst of 1000; requests reserve their slot in turn, so (the
@@ -291,7 +291,7 @@ def test_rate_limit_is_applied_to_real_requests(server):
 # ----------------------------------------------------------------------------- cache
 def test_cache_makes_a_rerun_free_and_persists_as_parquet(server, tmp_path):
     path = str(tmp_path / "cache")
-    jobs = [Job(TEXTS[:20] + TEXTS[:5], "en", "de"), Job(TEXTS[:20], "en", "zh")]
+    jobs = [TranslationJob(TEXTS[:20] + TEXTS[:5], "en", "de"), TranslationJob(TEXTS[:20], "en", "zh")]
 
     first = CachedTranslator(google(server, max_segments=8), TranslationCache(path))
     out1 = first.translate(jobs)
@@ -321,14 +321,14 @@ def test_cache_keys_include_backend_and_languages_and_failures_are_not_cached(se
     path = str(tmp_path / "cache")
     cache = TranslationCache(path)
     offline = CachedTranslator(OfflineDemoTranslator(), cache)
-    offline.translate([Job(TEXTS[:3], "en", "de")])
+    offline.translate([TranslationJob(TEXTS[:3], "en", "de")])
     server.fail_text(TEXTS[1])
     g = CachedTranslator(google(server), cache)
     try:
-        out = g.translate([Job(TEXTS[:3], "en", "de")])[0]  # another backend: not a hit
+        out = g.translate([TranslationJob(TEXTS[:3], "en", "de")])[0]  # another backend: not a hit
         assert g.stats.cache_hits == 0 and not out[1].ok
         server.reset()
-        g.translate([Job(TEXTS[:3], "en", "de"), Job(TEXTS[:3], "en", "es")])
+        g.translate([TranslationJob(TEXTS[:3], "en", "de"), TranslationJob(TEXTS[:3], "en", "es")])
         assert g.stats.cache_hits == 2 and [len(r.contents) for r in server.requests if r.target == "de"] == [1]
     finally:
         g.close()

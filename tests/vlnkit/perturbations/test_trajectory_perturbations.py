@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vlnkit.fixtures.grid import grid_connectivity
 from vlnkit.navigation.graph import NavGraph
-from vlnkit.navigation.synthetic import grid_connectivity
 from vlnkit.perturbations.compat import NotApplicable
 from vlnkit.perturbations.trajectories import (
     TrajectoryPerturbation,

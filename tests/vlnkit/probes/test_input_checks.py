@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from vlnkit.datasets.usable import NoUsableRecords, require_usable_records
-from vlnkit.io.schemas import PROBE_EPISODES
 from vlnkit.probes.episodes import ProbeConfig
+from vlnkit.probes.schemas import PROBE_EPISODES
 from vlnkit.probes.scoring import PROBE_COLUMNS, ProbeFileError, validate_probe_file
 from vlnkit.probes.templates import DEFAULT_TEMPLATES, ProbeInputError, load_templates, validate_templates
 

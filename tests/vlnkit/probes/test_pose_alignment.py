@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vlnkit.datasets.alignments import validate_segments
 from vlnkit.datasets.pose_traces import PoseTraceError, load_pose_trace, parse_pose_trace, pose_trace_path
-from vlnkit.datasets.rxr_fixtures import read_jsonl, write_rxr_fixtures
+from vlnkit.fixtures.rxr import read_jsonl, write_rxr_fixtures
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.probes.episodes import truncation_candidates
 from vlnkit.probes.pose_alignment import (

@@ -1,4 +1,4 @@
-"""How far our scores of RxR follower paths are from the metrics RxR published for them: a report, never a check.
+"""How far our scores of RxR follower paths are from the metrics RxR released with them: a report, never a check.
 
 RxR's follower lines carry `metrics` {ne, sr, spl, dtw, ndtw, sdtw} computed by RxR's own code, whose
 distances may come from another graph revision (the README's sample differs by about 0.03 m of DTW,
@@ -7,9 +7,9 @@ comparing episode by episode says how much: per metric, the count of episodes wh
 finite, the mean absolute difference (from an exact sum, so every runner gives the same bits) and
 the largest. Partial results of table batches merge (`merge_differences`) in any order.
 
->>> published = published_table([{"instruction_id": 26, "metrics": {"ne": 0.0, "dtw": 1.546}}])
+>>> theirs = follower_table([{"instruction_id": 26, "metrics": {"ne": 0.0, "dtw": 1.546}}])
 >>> ours = {"instr_id": ["26", "27"], "ne": [0.0, 1.0], "dtw": [1.576, 0.0]}
->>> report = finish_differences(differences(ours, published))
+>>> report = finish_differences(differences(ours, theirs))
 >>> report["metrics"]["dtw"]["count"], round(report["metrics"]["dtw"]["max_abs_difference"], 3)
 (1, 0.03)
 """
@@ -22,40 +22,76 @@ import pyarrow.compute as pc
 
 from vlnkit.io.exactsum import exact_mean, exact_sum
 
-PUBLISHED_METRICS = ("ne", "sr", "spl", "dtw", "ndtw", "sdtw")  # what RxR follower lines carry
+FOLLOWER_METRICS = ("ne", "sr", "spl", "dtw", "ndtw", "sdtw")  # what RxR follower lines carry
+COMPARISON_FILE = "human_metrics_comparison.json"
 NOTE = (
-    "Our scores of each follower path against the metrics RxR published with it (mean and max absolute "
+    "Our scores of each follower path against the metrics RxR released with it (mean and max absolute "
     "difference over the episodes where both are finite). RxR computed its distances on another graph revision "
     "or position basis, so small differences are expected: a report, not a check."
 )
 
 
-def published_table(followers: list[dict]) -> pa.Table:
-    """Follower records (`vlnkit.datasets.rxr.parse_followers`) -> a table of instr_id and the published metrics
+def follower_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The agents whose every prediction file is an RxR follower file (by content: lines with
+    `instruction_id` and `metrics`), e.g. `--predictions=human=rxr_val_unseen_follower.jsonl.gz`."""
+    from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, file_format
+
+    found = {}
+    for agent, files in agents.items():
+        try:
+            if files and all(file_format(p) == RXR_FOLLOWER_FORMAT for p in files):
+                found[agent] = list(files)
+        except (OSError, EOFError):  # unreadable: the read step reports it
+            continue
+    return found
+
+
+def load_follower_metrics(files) -> pa.Table:
+    """The released metrics of every valid follower line of `files` (invalid lines are the score job's
+    dead letters already: they were read as predictions)."""
+    from vlnkit.datasets.rxr import parse_followers
+    from vlnkit.io import fileio
+    from vlnkit.io.dead_letters import RecordError
+
+    followers = []
+    for path in files:
+        followers += [f for f in parse_followers(fileio.read_bytes(path), path) if not isinstance(f, RecordError)]
+    return follower_table(followers)
+
+
+def follower_table(followers: list[dict]) -> pa.Table:
+    """Follower records (`vlnkit.datasets.rxr.parse_followers`) -> a table of instr_id and the released metrics
     (null where a line does not carry one)."""
     columns = {"instr_id": pa.array([str(f["instruction_id"]) for f in followers], pa.string())}
-    for m in PUBLISHED_METRICS:
+    for m in FOLLOWER_METRICS:
         columns[m] = pa.array([(f.get("metrics") or {}).get(m) for f in followers], pa.float64())
     return pa.table(columns)
 
 
-def differences(ours, published: pa.Table) -> dict:
+def differences(ours, theirs: pa.Table) -> dict:
     """Partial comparison of scored rows `ours` (a table or dict of columns with `instr_id` and metrics)
-    with `published`: {metric: {"count", "sum", "max"}} over the rows whose instr_id was published."""
+    with `theirs` (`follower_table`): {metric: {"count", "sum", "max"}} over the rows whose instr_id it holds."""
     ours = ours if isinstance(ours, pa.Table) else pa.table(ours)
-    at = pc.index_in(ours.column("instr_id"), value_set=published.column("instr_id"))
+    at = pc.index_in(ours.column("instr_id"), value_set=theirs.column("instr_id"))
     found = np.asarray(pc.is_valid(at).to_numpy(zero_copy_only=False), dtype=bool)
     rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)[found].astype(np.int64)
     out = {}
-    for m in PUBLISHED_METRICS:
+    for m in FOLLOWER_METRICS:
         if m not in ours.column_names:
             continue
         mine = np.asarray(ours.column(m).to_numpy(zero_copy_only=False), dtype=np.float64)[found]
-        theirs = np.asarray(published.column(m).take(pa.array(rows)).to_numpy(zero_copy_only=False), np.float64)
-        diff = np.abs(mine - theirs)
+        theirs_m = np.asarray(theirs.column(m).take(pa.array(rows)).to_numpy(zero_copy_only=False), np.float64)
+        diff = np.abs(mine - theirs_m)
         diff = diff[np.isfinite(diff)]
         out[m] = {"count": len(diff), "sum": exact_sum(diff), "max": float(diff.max()) if len(diff) else 0.0}
     return out
+
+
+def merge_by_agent(acc: dict, other: dict) -> dict:
+    """{agent: partial comparison} dicts merged agent by agent (a `MergeWith` merge)."""
+    for agent, part in other.items():
+        acc[agent] = merge_differences([acc.get(agent, {}), part])
+    return acc
 
 
 def merge_differences(parts) -> dict:

@@ -1,10 +1,10 @@
-"""Splitting one compiled bootstrap pass over the cores of a worker, with identical results.
+"""Splitting one compiled pass over the cores of a worker, with identical results.
 
-Why threads inside a Beam step: the bootstrap's two kernels (`vlnkit.comparison.kernels`) are most
-of its cost, release the GIL, and write disjoint parts of one output array when given disjoint
-ranges (of replicates for the sums, of episodes for the weights), so running the ranges on threads
-gives the same bits as one call, and a DirectRunner job in one process uses every core for them.
-Small passes stay on the calling thread, where starting threads costs more than it saves.
+Why threads inside a Beam step: the compiled kernels (the line scanners, the metric kernels, the
+bootstrap's passes) release the GIL and write disjoint parts of their outputs when given disjoint
+ranges, so running the ranges on threads gives the same bits as one call, and a DirectRunner job in one
+process (which runs its steps one at a time) uses every core for them. Small passes stay on the
+calling thread, where starting threads costs more than it saves.
 
 >>> parts(1000, threads=3, step=128)
 [(0, 256), (256, 640), (640, 1000)]

@@ -1,4 +1,4 @@
-"""One options mechanism for every job, the way Beam's own examples do it.
+"""The flags of every job, declared one way: a registry of shared flags, the parser, and Beam's own flags.
 
 Each job declares its flags on a plain `argparse` parser made by `job_parser`; `parse` splits the
 command line into the job's flags and the rest, which must all be flags Beam knows (runner, workers,
@@ -8,13 +8,13 @@ cloud settings) and become the `PipelineOptions`. So:
 - a flag neither the job nor Beam knows stops the job (exit 2) with a suggestion, instead of being
   dropped with a warning while the run goes on with the default (and without echoing the flag's
   value, which may be a secret);
-- flags every job shares are declared once here (`SHARED`), so `--dataset`, `--output_dir`,
-  `--connectivity_dir`, `--seed`, `--num_shards`, ... mean the same thing in every job. Old
-  names stay as aliases (`--r2r_path` for `--dataset`).
+- flags several jobs share are declared once here (`SHARED`), so `--dataset`, `--connectivity_dir`,
+  `--seed`, `--bootstrap`, ... mean the same thing in every job;
+- a renamed flag (or a renamed value of one) keeps its old spelling for one release, with a one-line
+  warning naming the new one (`add_renamed`, `renamed_values`); `--r2r_path` stays an alias of
+  `--dataset`.
 
-Profiles (`--config=configs/x.yaml`, repeatable) expand to flags before parsing; explicit flags win.
-A profile value may name `{output_dir}`, so a profile never writes outside the output folder the
-user chose unless it names a path of its own.
+Profiles (`--config=FILE.yaml`) expand to flags before parsing (`pipelines.profiles`).
 
     >>> parser = job_parser("demo", "Demo job.")
     >>> add_shared(parser, "dataset", "seed")
@@ -28,49 +28,42 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
+import math
 import os
 import re
 import sys
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import yaml
+from pipelines.profiles import expand_config
+from pipelines.verdict import JobError
 
 if TYPE_CHECKING:  # Beam is imported only to run: building a parser and --help never need it
     from apache_beam.options.pipeline_options import PipelineOptions
 
 
-class JobError(RuntimeError):
-    """Something structural is wrong (no input, bad flags, unusable output folder): the job cannot run.
+def _typed(convert: Callable[[str], object], valid: Callable[[object], bool], what: str, name: str):
+    """An argparse type: `convert(text)`, refused (naming `what` it must be) unless `valid`."""
 
-    The job ends with one line naming the flag, the file and the reason, and exit code 2.
-    """
+    def value(text: str):
+        try:
+            number = convert(text)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not valid(number):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return number
 
-
-@contextmanager
-def user_error(prefix: str = "", errors: tuple[type[Exception], ...] = (ValueError,)):
-    """Checks of a user's flags and files raise ValueError (or `errors`); here they become one JobError line.
-
-    >>> with user_error("--methods=x: "):  # doctest: +IGNORE_EXCEPTION_DETAIL
-    ...     raise ValueError("unknown method 'x'")
-    Traceback (most recent call last):
-    ...
-    JobError: --methods=x: unknown method 'x'
-    """
-    try:
-        yield
-    except errors as exc:
-        raise JobError(f"{prefix}{exc}") from None
+    value.__name__ = name
+    return value
 
 
-# Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
-# of the manifest's settings): first those of every job, then those of one job. Declared here only.
-NOT_FINGERPRINTED = frozenset(
-    {"config", "skip_if_unchanged", "plan_only", "max_cost_usd", "keep_versions", "lock_lease_seconds"}
-)
-NOT_FINGERPRINTED_IN_JOB = {
-    "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
-}
+# Values every job's numeric flags must have: a meaningless one is refused before anything runs.
+fraction = _typed(float, lambda x: 0.0 <= x <= 1.0, "a number from 0 to 1", "fraction")
+at_least_one = _typed(int, lambda x: x >= 1, "an integer of 1 or more", "at_least_one")
+non_negative_int = _typed(int, lambda x: x >= 0, "an integer of 0 or more", "non_negative_int")
+positive_number = _typed(float, lambda x: 0.0 < x < math.inf, "a finite number above 0", "positive_number")
+
 
 # Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
 SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
@@ -96,15 +89,15 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "seed": (
         ("--seed",),
-        {"type": int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
+        {"type": non_negative_int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
     ),
     "num_shards": (
         ("--num_shards",),
-        {"type": int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
+        {"type": non_negative_int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
     ),
     "success_distance": (
         ("--success_distance",),
-        {"type": float, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
+        {"type": positive_number, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
     ),
     "keep_repeats": (
         ("--keep_repeats",),
@@ -179,10 +172,19 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
     """Defaults shown after every help text; the job's docstring kept as written."""
 
 
+class _JobParser(argparse.ArgumentParser):
+    """argparse's parser, except that a flag it cannot take (a value of the wrong type or out of range, a
+    missing value, a choice it does not know) is one JobError line naming the flag and the problem, as
+    every other refusal is (exit 2 through the job's entry point), not the usage block and argparse's exit."""
+
+    def error(self, message: str):
+        raise JobError(f"{message}; see --help")
+
+
 def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of one job, with the flags every job has (`--config`, `--output_dir`, `--skip_if_unchanged`,
     `--max_failure_fraction`). The job adds its own, and shared ones with `add_shared`."""
-    parser = argparse.ArgumentParser(
+    parser = _JobParser(
         prog=f"python -m pipelines.{job}",
         description=(doc or "").strip(),
         formatter_class=_HelpFormatter,
@@ -208,21 +210,21 @@ def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max_failure_fraction",
-        type=float,
+        type=fraction,
         default=0.5,
         help="A run fails (no _SUCCESS, exit 3) when more than this fraction of the records it read "
         "were dead-lettered; a run that read nothing usable always fails",
     )
     parser.add_argument(
         "--keep_versions",
-        type=int,
+        type=at_least_one,
         default=2,
         help="Published versions kept in --output_dir/versions (the current one included), so a reader "
         "that listed files just before a publish can still open them",
     )
     parser.add_argument(
         "--lock_lease_seconds",
-        type=float,
+        type=positive_number,
         default=600.0,
         help="A run refuses to start while another live run holds --output_dir; a lock whose heartbeat is "
         "older than this is taken over (a dead run's)",
@@ -282,87 +284,31 @@ def add_renamed(parser: argparse.ArgumentParser, old: str, new: str, dest: str |
     )
 
 
-AGENT_NAME = re.compile(r"([A-Za-z0-9_.+-]+)=(.+)")
+def renamed_values(renamed: dict[str, str], flag: str, convert: Callable[[str], object] = str):
+    """An argparse `type` that keeps old spellings of a flag's values working for one release: an old
+    value warns, naming the new one, then counts as the new one (whose `choices` check follows).
 
-
-def agent_inputs(ctx, values, flag: str = "predictions") -> dict[str, list[str]]:
-    """--predictions values -> {agent: [files]} in flag order, the same way in every job.
-
-    `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
-    every file is an agent named by its path. `ctx.inputs` lists the files (and records them as
-    inputs of the run); a value that matches no file is a JobError.
-
-        agent_inputs(ctx, ["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl.json": ["rl.json"]}
+    >>> parser = argparse.ArgumentParser()
+    >>> _ = parser.add_argument("--mode", choices=("fast", "exact"), type=renamed_values({"quick": "fast"}, "--mode"))
+    >>> from contextlib import redirect_stderr
+    >>> with redirect_stderr(sys.stdout):  # (where the doctest sees it)
+    ...     args = parser.parse_args(["--mode=quick"])
+    warning: --mode=quick is deprecated and goes in the next release: use --mode=fast
+    >>> args.mode
+    'fast'
     """
-    from vlnkit.io import fileio
 
-    values = [values] if isinstance(values, str) else list(values or [])
-    agents: dict[str, list[str]] = {}
-    for value in values:
-        m = AGENT_NAME.fullmatch(value)
-        if m and not fileio.exists(value):
-            files = ctx.inputs(f"{flag}={m.group(1)}", m.group(2))
-            known = agents.setdefault(m.group(1), [])
-            known += [f for f in files if f not in known]
-        else:
-            for path in ctx.inputs(flag, value):
-                agents.setdefault(path, [path])
-    return agents
+    def value(text: str):
+        if text in renamed:
+            new = renamed[text]
+            print(
+                f"warning: {flag}={text} is deprecated and goes in the next release: use {flag}={new}", file=sys.stderr
+            )
+            text = new
+        return convert(text)
 
-
-# ---------------------------------------------------------------------------- profiles
-def config_to_argv(path: str) -> list[str]:
-    """A YAML profile of `flag: value` pairs as command-line arguments (lists become repeated flags)."""
-    try:
-        with open(path) as f:
-            data = yaml.safe_load(f) or {}
-    except OSError as exc:
-        raise JobError(f"--config {path}: cannot read ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise JobError(f"--config {path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise JobError(f"--config {path}: expected a mapping of flag names to values")
-    argv = []
-    for key, value in data.items():
-        for v in value if isinstance(value, list) else [value]:
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                if v:
-                    argv.append(f"--{key}")
-                continue
-            argv.append(f"--{key}={v}")
-    return argv
-
-
-def resolve_config_path(path: str) -> str:
-    """A profile path as given, or else the same name inside the installed `configs` package."""
-    if os.path.exists(path):
-        return path
-    try:
-        import configs as _configs
-
-        packaged = os.path.join(os.path.dirname(_configs.__file__), os.path.basename(path))
-    except ImportError:
-        return path
-    return packaged if os.path.exists(packaged) else path
-
-
-def expand_config(argv: list[str]) -> list[str]:
-    """Replace `--config=FILE` (or `--config FILE`) by the profile's flags; explicit flags still win."""
-    out, configs, i = [], [], 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg.startswith("--config="):
-            configs.append(arg.split("=", 1)[1])
-        elif arg == "--config" and i + 1 < len(argv):
-            configs.append(argv[i + 1])
-            i += 1
-        else:
-            out.append(arg)
-        i += 1
-    prefix = [a for c in configs for a in config_to_argv(resolve_config_path(c))]
-    return prefix + out  # later flags override earlier ones in argparse
+    value.__name__ = flag.lstrip("-")  # argparse names the type in its own errors
+    return value
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -424,75 +370,3 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
         raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
     _fill_output_dir(args)
     return PipelineOptions(rest), args
-
-
-def settings(args: argparse.Namespace) -> dict:
-    """The job's own flag values that decide its output (what --skip_if_unchanged compares).
-
-    >>> settings(argparse.Namespace(_job="paraphrase", seed=3, languages="de", config=None))
-    {'languages': 'de'}
-    >>> settings(argparse.Namespace(_job="perturb", seed=3, methods="random_walk"))
-    {'methods': 'random_walk', 'seed': 3}
-    """
-    ignored = NOT_FINGERPRINTED | NOT_FINGERPRINTED_IN_JOB.get(getattr(args, "_job", None), frozenset())
-    return {k: v for k, v in sorted(vars(args).items()) if k not in ignored and not k.startswith("_")}
-
-
-# --runner names (compared in lower case) that Beam resolves to its switching DirectRunner, and the
-# in-process runners in all.
-_SWITCHING_DIRECT = (None, "directrunner", "direct", "switchingdirectrunner")
-_DIRECT_RUNNERS = (*_SWITCHING_DIRECT, "bundlebaseddirectrunner")
-
-
-def _runner_name(options: PipelineOptions) -> str | None:
-    from apache_beam.options.pipeline_options import StandardOptions
-
-    name = options.view_as(StandardOptions).runner
-    return name.lower() if isinstance(name, str) else name
-
-
-def local_runner(options: PipelineOptions):
-    """The runner object a job runs on for --runner=DirectRunner (the default); None for any other runner.
-
-    Beam's DirectRunner first tries Prism, a Go runner it downloads from GitHub on first use, and
-    falls back to its Python runner (the FnApiRunner) when that fails. Which one ran would then
-    depend on the network: Prism ignores --direct_running_mode and --direct_num_workers, and every
-    failed attempt leaves empty folders in the temporary directory. The jobs take DirectRunner to
-    mean the Python runner, built the way the DirectRunner builds it, on every machine;
-    --runner=PrismRunner still chooses Prism.
-
-    >>> from apache_beam.options.pipeline_options import PipelineOptions
-    >>> type(local_runner(PipelineOptions(["--runner=DirectRunner"]))).__name__
-    'FnApiRunner'
-    >>> local_runner(PipelineOptions(["--runner=DataflowRunner"])) is None
-    True
-    """
-    if _runner_name(options) not in _SWITCHING_DIRECT:
-        return None
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    return fn_runner.FnApiRunner(provision_info=info)
-
-
-def one_worker_process(options: PipelineOptions) -> bool:
-    """Whether every step of the run executes in one process: Beam's DirectRunner unless it is told
-    to run several worker processes (--direct_running_mode=multi_processing with
-    --direct_num_workers other than 1). Work that only pays with parallel workers (splitting a
-    file into byte ranges, say) can be skipped then; for any other runner the answer is False.
-
-    >>> from apache_beam.options.pipeline_options import PipelineOptions
-    >>> one_worker_process(PipelineOptions(["--runner=DirectRunner"]))
-    True
-    >>> one_worker_process(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
-    False
-    """
-    from apache_beam.options.pipeline_options import DirectOptions
-
-    if _runner_name(options) not in _DIRECT_RUNNERS:
-        return False
-    direct = options.view_as(DirectOptions)
-    return direct.direct_running_mode != "multi_processing" or direct.direct_num_workers == 1

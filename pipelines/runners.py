@@ -1,0 +1,72 @@
+"""Which runner a job runs on: `--runner=DirectRunner` (the default) is Beam's Python runner on every machine.
+
+`local_runner` builds it; `one_worker_process` tells a job whether every step runs in one process
+(work that only pays with parallel workers can then be skipped).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Beam is imported only to run
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+
+# --runner names (compared in lower case) that Beam resolves to its switching DirectRunner, and the
+# in-process runners in all.
+_SWITCHING_DIRECT = (None, "directrunner", "direct", "switchingdirectrunner")
+_DIRECT_RUNNERS = (*_SWITCHING_DIRECT, "bundlebaseddirectrunner")
+
+
+def _runner_name(options: PipelineOptions) -> str | None:
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    name = options.view_as(StandardOptions).runner
+    return name.lower() if isinstance(name, str) else name
+
+
+def local_runner(options: PipelineOptions):
+    """The runner object a job runs on for --runner=DirectRunner (the default); None for any other runner.
+
+    Beam's DirectRunner first tries Prism, a Go runner it downloads from GitHub on first use, and
+    falls back to its Python runner (the FnApiRunner) when that fails. Which one ran would then
+    depend on the network: Prism ignores --direct_running_mode and --direct_num_workers, and every
+    failed attempt leaves empty folders in the temporary directory. The jobs take DirectRunner to
+    mean the Python runner, built the way the DirectRunner builds it, on every machine;
+    --runner=PrismRunner still chooses Prism.
+
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
+    >>> type(local_runner(PipelineOptions(["--runner=DirectRunner"]))).__name__
+    'FnApiRunner'
+    >>> local_runner(PipelineOptions(["--runner=DataflowRunner"])) is None
+    True
+    """
+    if _runner_name(options) not in _SWITCHING_DIRECT:
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    return fn_runner.FnApiRunner(provision_info=info)
+
+
+def one_worker_process(options: PipelineOptions) -> bool:
+    """Whether every step of the run executes in one process: Beam's DirectRunner unless it is told
+    to run several worker processes (--direct_running_mode=multi_processing with
+    --direct_num_workers other than 1). Work that only pays with parallel workers (splitting a
+    file into byte ranges, say) can be skipped then; for any other runner the answer is False.
+
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
+    >>> one_worker_process(PipelineOptions(["--runner=DirectRunner"]))
+    True
+    >>> one_worker_process(PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+    False
+    """
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    if _runner_name(options) not in _DIRECT_RUNNERS:
+        return False
+    direct = options.view_as(DirectOptions)
+    return direct.direct_running_mode != "multi_processing" or direct.direct_num_workers == 1

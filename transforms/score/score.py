@@ -1,0 +1,124 @@
+"""Joining and scoring the score job's buckets: a GroupByKey by bucket, then the core's two functions.
+
+`ScoreBuckets(connectivity_dir, agents, dataset_files, config)`: (bucket, PredictionBatch |
+ReferenceBatch) -> {"tables": Arrow tables in the EPISODE_SCORES schema, "totals": summable counter
+dicts, "dead_letter": dicts, "lines": (list name, line) of the episode lists, "bootstrap": bootstrap sums
+per bucket (with a `BootstrapConfig`), "followers": comparisons with RxR follower metrics (for the agents
+in `followers`)}. Each group is joined by `vlnkit.scoring.join.join_bucket` and scored by
+`vlnkit.scoring.score.score_bucket`; graphs, the vocabulary and the flat scan tables are loaded once per
+worker. A bucket holds every reference path whose path_id hashes to it and every prediction for those
+paths, so memory per bucket is bounded by the bucket count (chosen from the input size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apache_beam as beam
+import pyarrow.compute as pc
+from apache_beam.metrics import Metrics
+
+from transforms.deadletter import DEAD_LETTER
+from transforms.graphs import worker_graph_store
+from transforms.progress import Progress
+from transforms.score.read import TOTALS, worker_vocabulary
+from transforms.worker_cache import per_worker
+from vlnkit.comparison.config import BootstrapConfig
+from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.scoring.bootstrap import bucket_sums
+from vlnkit.scoring.followers import differences, load_follower_metrics
+from vlnkit.scoring.join import join_bucket
+from vlnkit.scoring.reading import dataset_ranks
+from vlnkit.scoring.scans import ScanTables
+from vlnkit.scoring.score import score_bucket
+
+LINES, BOOTSTRAP, FOLLOWERS = "lines", "bootstrap", "followers"
+MISSING, UNUSABLE = "missing_predictions", "without_usable_prediction"  # the two episode lists
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What every worker needs to join and score a bucket (picklable, without the pipeline)."""
+
+    connectivity_dir: str
+    agents: dict[str, list[str]]
+    ranked_files: list[str]
+    config: ScoringConfig
+    bootstrap: BootstrapConfig
+    pairs: list[tuple[str, str]]
+    followers: dict[str, list[str]]
+
+
+class _ScoreBucket(beam.DoFn):
+    def __init__(self, step: _Settings):
+        super().__init__()
+        self.step = step
+        self.scored = Metrics.counter("score", "episodes_scored")
+        self.bad = Metrics.counter("score", "dead_letter")
+
+    def setup(self):
+        conn = self.step.connectivity_dir
+        self.vocab = worker_vocabulary(conn)
+        self.graphs = worker_graph_store(conn)
+        self.scans = per_worker("scan_tables", conn, lambda: ScanTables(self.graphs))
+        self.followers = {
+            agent: per_worker("follower_metrics", "\x1f".join(files), lambda f=files: load_follower_metrics(f))
+            for agent, files in self.step.followers.items()
+        }
+        self.progress = Progress("score: episodes scored")
+
+    def process(self, element):
+        step = self.step
+        join = join_bucket(list(element[1]), step.agents, step.ranked_files, self.vocab, self.graphs)
+        scores = score_bucket(join, self.scans, step.config, label_agents=len(step.agents) > 1)
+        for d in scores.dead:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, d.to_dict())
+        self.bad.inc(len(scores.dead) - len(join.dead))
+        for name, lines in ((MISSING, scores.missing), (UNUSABLE, scores.unusable)):
+            for line in lines:
+                yield beam.pvalue.TaggedOutput(LINES, (name, line))
+        if scores.table is not None:
+            self.scored.inc(scores.table.num_rows)
+            self.progress.tick(scores.table.num_rows)
+            if step.bootstrap.enabled:
+                sums = bucket_sums(scores.table, scores.reference_length, step.bootstrap, step.pairs)
+                yield beam.pvalue.TaggedOutput(BOOTSTRAP, sums)
+            for agent, theirs in self.followers.items():
+                mine = scores.table.filter(pc.equal(scores.table.column("agent"), agent))
+                if mine.num_rows:
+                    yield beam.pvalue.TaggedOutput(FOLLOWERS, {agent: differences(mine, theirs)})
+            yield scores.table
+        yield beam.pvalue.TaggedOutput(TOTALS, scores.totals)
+
+
+@dataclass
+class ScoreBuckets(beam.PTransform):
+    """Bucketed reference and prediction pieces -> scored tables and the rest (see the module docstring).
+
+    `agents` maps agent name -> its prediction files (in rank order); `dataset_files` are the dataset
+    files as given to `ReadScoringInputs` (ranked the same way here); `pairs` are the agent pairs the
+    bootstrap sums (`vlnkit.evaluation.score_summary.bootstrap_pairs`); `followers` maps the agents whose
+    files are RxR follower files to those files.
+    """
+
+    connectivity_dir: str
+    agents: dict[str, list[str]]
+    dataset_files: list[str]
+    config: ScoringConfig
+    bootstrap: BootstrapConfig = field(default_factory=lambda: BootstrapConfig(replicates=0))
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    followers: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def ranked_files(self) -> list[str]:
+        return [p for _, p in dataset_ranks(self.dataset_files)]
+
+    def expand(self, pieces):
+        return (
+            pieces
+            | "GroupByBucket" >> beam.GroupByKey()
+            | "JoinAndScore"
+            >> beam.ParDo(_ScoreBucket(self)).with_outputs(
+                TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, FOLLOWERS, main="tables"
+            )
+        )

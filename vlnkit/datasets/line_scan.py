@@ -1,0 +1,799 @@
+"""Compiled scanners for the two JSON Lines layouts read at scale: R2R submission predictions and R2R records.
+
+Why compiled, and why written here rather than taken from a library: the score job reads hundreds of
+megabytes of such lines, and everything it keeps from a line is a few integers (the instr_id's path_id
+and k, or a record's path_id and instruction count) and the viewpoint ids of a path, which it turns into
+global viewpoint numbers (`vlnkit.datasets.columns.Vocabulary`). A JSON library (orjson, msgspec) builds a
+Python string per viewpoint id and a dict or struct per line first: 5 million strings and a dictionary
+lookup each for a million predictions, most of the time of the job. Arrow's JSON reader cannot type the
+R2R submission layout (a list of `[string, number, number]`). These scanners walk the bytes once, check
+the grammar as they go and look each viewpoint id up in a hash table of the vocabulary's bytes
+(`ByteTable`), on several threads for a large block (`parallel_blocks`).
+
+They are accelerators of the typed decoders, never a second definition of what is valid: a scanner
+accepts a block of lines only when every line is, without doubt, one that the typed decoder
+(`vlnkit.datasets.records.SUBMISSION` / `R2R_RECORD` through `submission_chunk` / `reference_chunk`)
+accepts, and then gives exactly the columns that decoder gives. Anything else (an escape in a viewpoint
+id, an unknown key of a prediction holding a value it does not parse, a number beyond 20 digits or a
+two-digit exponent, invalid UTF-8, a blank line of spaces, a non-canonical instr_id, ...) makes it return
+None for the whole block, and the block is read the general way, where every refusal is worded. The tests
+hold the scanners to the typed decoders on generated lines, valid and broken.
+
+    >>> from vlnkit.datasets.columns import Vocabulary
+    >>> vocab = Vocabulary(["s"], [["a", "b"]])
+    >>> got = scan_submissions(b'{"instr_id": "7_0", "trajectory": [["a", 0.5, 0], ["b", 1, -2e3]]}\\n', vocab)
+    >>> got.path_id.tolist(), got.k.tolist(), got.paths.values.tolist()
+    ([7], [0], [0, 1])
+    >>> scan_submissions(b'{"instr_id": "7_0", "trajectory": [["a", "0.5", 0]]}\\n', vocab) is None
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from vlnkit.parallel import parts, run_in_parallel, thread_count
+
+__all__ = ["ByteTable", "ScannedPredictions", "ScannedReferences", "scan_submissions", "scan_records"]
+
+# Status of one scan: the whole block was accepted, or where it stopped.
+OK, REJECT = 0, 1
+_QUOTE, _BACKSLASH, _COMMA, _COLON = 34, 92, 44, 58
+_LBRACKET, _RBRACKET, _LBRACE, _RBRACE = 91, 93, 123, 125
+_MAX_DEPTH = 64  # nesting of a skipped value (an unknown key's); deeper is read the general way
+_INT64_MAX = np.uint64(9223372036854775807)
+
+
+# ----------------------------------------------------------------------------- byte-string hash table
+@njit(cache=True)
+def _hash(buf, start, stop):
+    """FNV-1a over buf[start:stop]."""
+    h = np.uint64(0xCBF29CE484222325)
+    for i in range(start, stop):
+        h = (h ^ np.uint64(buf[i])) * np.uint64(0x100000001B3)
+    return h
+
+
+@njit(cache=True)
+def _lookup(buf, start, stop, keys, offsets, values, slots, mask):
+    """The value of the key equal to buf[start:stop], or -1."""
+    n = stop - start
+    i = np.int64(_hash(buf, start, stop) & mask)
+    while True:
+        e = slots[i]
+        if e < 0:
+            return -1
+        a = offsets[e]
+        if offsets[e + 1] - a == n:
+            same = True
+            for j in range(n):
+                if keys[a + j] != buf[start + j]:
+                    same = False
+                    break
+            if same:
+                return values[e]
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def _fill(keys, offsets, slots, mask):
+    for e in range(len(offsets) - 1):
+        i = np.int64(_hash(keys, offsets[e], offsets[e + 1]) & mask)
+        while slots[i] >= 0:
+            i = (i + 1) & mask
+        slots[i] = e
+
+
+@dataclass(frozen=True)
+class ByteTable:
+    """An open-addressing hash table from byte strings to integers, for compiled code (no Python objects).
+
+    >>> t = ByteTable.of(["ab", "c"], [5, 7])
+    >>> t.get(b"c"), t.get(b"zz")
+    (7, -1)
+    """
+
+    keys: np.ndarray  # uint8: every key's bytes, one after the other
+    offsets: np.ndarray  # int64 (n + 1,): key e is keys[offsets[e]:offsets[e + 1]]
+    values: np.ndarray  # int32 (n,)
+    slots: np.ndarray  # int64 (2**m,): entry number, or -1
+    mask: np.int64
+
+    @classmethod
+    def of(cls, keys: list[str], values) -> ByteTable:
+        """Keys must be distinct (a repeated key would shadow itself)."""
+        encoded = [k.encode("utf-8") for k in keys]
+        offsets = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum([len(k) for k in encoded], out=offsets[1:])
+        flat = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
+        size = 1 << max(4, (2 * len(encoded)).bit_length())
+        slots = np.full(size, -1, np.int64)
+        _fill(flat, offsets, slots, np.uint64(size - 1))
+        return cls(flat, offsets, np.asarray(values, np.int32), slots, np.int64(size - 1))
+
+    def get(self, key: bytes) -> int:
+        buf = np.frombuffer(key, np.uint8)
+        return int(_lookup(buf, 0, len(buf), self.keys, self.offsets, self.values, self.slots, np.uint64(self.mask)))
+
+    def args(self) -> tuple:
+        return self.keys, self.offsets, self.values, self.slots, np.uint64(self.mask)
+
+
+# ----------------------------------------------------------------------------- grammar pieces
+# Each returns the position after what it read, or -1 when the bytes are not (certainly) what the typed
+# decoder accepts. Lines never hold "\n" or "\r" (the caller splits at "\n" and leaves blocks holding
+# any other line break to the general reader), so white space within a line is space and tab.
+@njit(cache=True, inline="always")
+def _ws(buf, p, end):
+    while p < end and (buf[p] == 32 or buf[p] == 9):
+        p += 1
+    return p
+
+
+@njit(cache=True, inline="always")
+def _digit(c):
+    return 48 <= c <= 57
+
+
+@njit(cache=True)
+def _number(buf, p, end):
+    """A JSON number of at most 20 integer digits and a two-digit exponent: always finite, as the typed
+    decoder's FiniteNumber requires; longer ones go to the general reader, which words their refusal."""
+    if p < end and buf[p] == 45:
+        p += 1
+    if p >= end:
+        return -1
+    if buf[p] == 48:
+        p += 1
+    elif _digit(buf[p]):
+        q = p
+        while p < end and _digit(buf[p]):
+            p += 1
+        if p - q > 20:
+            return -1
+    else:
+        return -1
+    if p < end and buf[p] == 46:
+        p += 1
+        q = p
+        while p < end and _digit(buf[p]):
+            p += 1
+        if p == q:
+            return -1
+    if p < end and (buf[p] == 101 or buf[p] == 69):
+        p += 1
+        if p < end and (buf[p] == 43 or buf[p] == 45):
+            p += 1
+        q = p
+        while p < end and _digit(buf[p]):
+            p += 1
+        if p == q or p - q > 2:
+            return -1
+    return p
+
+
+@njit(cache=True)
+def _integer(buf, p, end, out):
+    """A JSON integer within 64 bits into out[0]; the position after it, or -1."""
+    negative = False
+    if p < end and buf[p] == 45:
+        negative = True
+        p += 1
+    if p >= end or not _digit(buf[p]):
+        return -1
+    q = p
+    value = np.uint64(0)
+    if buf[p] == 48:
+        p += 1
+    else:
+        while p < end and _digit(buf[p]):
+            if p - q >= 19:
+                return -1
+            value = value * np.uint64(10) + np.uint64(buf[p] - 48)
+            p += 1
+    if p < end and (buf[p] == 46 or buf[p] == 101 or buf[p] == 69):
+        return -1  # a float where an integer is required
+    if value > _INT64_MAX + np.uint64(1 if negative else 0):
+        return -1
+    out[0] = -np.int64(value - np.uint64(1)) - 1 if negative and value > 0 else np.int64(value)
+    return p
+
+
+@njit(cache=True)
+def _plain_string(buf, p, end, clean):
+    """A string of printable ASCII without escapes, p at its quote: (start, stop) of its text, or (-1, -1).
+    In a `clean` block (`_is_clean`) only the closing quote (or a line's end) is looked for."""
+    if p >= end or buf[p] != _QUOTE:
+        return -1, -1
+    p += 1
+    s = p
+    if clean:
+        while p < end and buf[p] != _QUOTE and buf[p] != 10:
+            p += 1
+        return (s, p) if p < end and buf[p] == _QUOTE else (-1, -1)
+    while p < end:
+        c = buf[p]
+        if c == _QUOTE:
+            return s, p
+        if c == _BACKSLASH or c < 32 or c >= 127:
+            return -1, -1
+        p += 1
+    return -1, -1
+
+
+@njit(cache=True, nogil=True)
+def _is_clean(buf, begin, end):
+    """Whether buf[begin:end] is ASCII without backslashes and without control characters but "\n": then a
+    string's text needs no check beyond its closing quote."""
+    bad = 0
+    for i in range(begin, end):
+        c = buf[i]
+        bad |= (c >= 127) | (c == _BACKSLASH) | ((c < 32) & (c != 10))
+    return bad == 0
+
+
+@njit(cache=True)
+def _utf8(buf, p, end):
+    """The length of the valid UTF-8 sequence of a non-ASCII character at p (RFC 3629), or -1."""
+    c = buf[p]
+    if 0xC2 <= c <= 0xDF:
+        n, lo, hi = 2, 0x80, 0xBF
+    elif c == 0xE0:
+        n, lo, hi = 3, 0xA0, 0xBF
+    elif 0xE1 <= c <= 0xEC or c == 0xEE or c == 0xEF:
+        n, lo, hi = 3, 0x80, 0xBF
+    elif c == 0xED:
+        n, lo, hi = 3, 0x80, 0x9F
+    elif c == 0xF0:
+        n, lo, hi = 4, 0x90, 0xBF
+    elif 0xF1 <= c <= 0xF3:
+        n, lo, hi = 4, 0x80, 0xBF
+    elif c == 0xF4:
+        n, lo, hi = 4, 0x80, 0x8F
+    else:
+        return -1
+    if p + n > end or not lo <= buf[p + 1] <= hi:
+        return -1
+    for j in range(2, n):
+        if not 0x80 <= buf[p + j] <= 0xBF:
+            return -1
+    return n
+
+
+@njit(cache=True)
+def _hex(c):
+    if 48 <= c <= 57:
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    if 65 <= c <= 70:
+        return c - 55
+    return -1
+
+
+@njit(cache=True)
+def _any_string(buf, p, end, clean):
+    """Any JSON string whose text is never looked at (an instruction), p at its quote: the position after
+    it, or -1. Escapes of a UTF-16 surrogate go to the general reader (as do blocks holding U+2028, U+2029
+    or NEL, where a line splitter may cut: the caller's check)."""
+    if p >= end or buf[p] != _QUOTE:
+        return -1
+    p += 1
+    if clean:
+        while p < end and buf[p] != _QUOTE and buf[p] != 10:
+            p += 1
+        return p + 1 if p < end and buf[p] == _QUOTE else -1
+    while p < end:
+        c = buf[p]
+        if c == _QUOTE:
+            return p + 1
+        if c == _BACKSLASH:
+            if p + 1 >= end:
+                return -1
+            e = buf[p + 1]
+            if e == 34 or e == 92 or e == 47 or e == 98 or e == 102 or e == 110 or e == 114 or e == 116:
+                p += 2
+                continue
+            if e != 117 or p + 6 > end:
+                return -1
+            v = 0
+            for j in range(p + 2, p + 6):
+                d = _hex(buf[j])
+                if d < 0:
+                    return -1
+                v = v * 16 + d
+            if 0xD800 <= v <= 0xDFFF:
+                return -1
+            p += 6
+            continue
+        if c < 32:
+            return -1
+        if c < 128:
+            p += 1
+            continue
+        n = _utf8(buf, p, end)
+        if n < 0:
+            return -1
+        p += n
+    return -1
+
+
+@njit(cache=True)
+def _skip_value(buf, p, end, clean):
+    """Any JSON value (an unknown key's, ignored by the typed decoder), nested at most _MAX_DEPTH deep."""
+    stack = np.empty(_MAX_DEPTH, np.uint8)
+    depth = 0
+    while True:
+        p = _ws(buf, p, end)
+        if p >= end:
+            return -1
+        c = buf[p]
+        if c == _LBRACE or c == _LBRACKET:
+            if depth == _MAX_DEPTH:
+                return -1
+            stack[depth] = c
+            depth += 1
+            p = _ws(buf, p + 1, end)
+            if p < end and buf[p] == (_RBRACE if c == _LBRACE else _RBRACKET):
+                depth -= 1
+                p += 1
+            elif c == _LBRACE:
+                p = _any_string(buf, p, end, clean)  # the first key
+                if p < 0:
+                    return -1
+                p = _ws(buf, p, end)
+                if p >= end or buf[p] != _COLON:
+                    return -1
+                p += 1
+                continue
+            else:
+                continue
+        elif c == _QUOTE:
+            p = _any_string(buf, p, end, clean)
+        elif c == 45 or _digit(c):
+            p = _number(buf, p, end)
+        elif c == 116 and p + 4 <= end and buf[p + 1] == 114 and buf[p + 2] == 117 and buf[p + 3] == 101:
+            p += 4
+        elif c == 102 and p + 5 <= end and buf[p + 1] == 97 and buf[p + 2] == 108 and buf[p + 3] == 115:
+            p = p + 5 if buf[p + 4] == 101 else -1
+        elif c == 110 and p + 4 <= end and buf[p + 1] == 117 and buf[p + 2] == 108 and buf[p + 3] == 108:
+            p += 4
+        else:
+            return -1
+        if p < 0:
+            return -1
+        # After a value: close containers, or a comma and the next value (or key).
+        while True:
+            if depth == 0:
+                return p
+            p = _ws(buf, p, end)
+            if p >= end:
+                return -1
+            closing = _RBRACE if stack[depth - 1] == _LBRACE else _RBRACKET
+            if buf[p] == closing:
+                depth -= 1
+                p += 1
+                continue
+            if buf[p] != _COMMA:
+                return -1
+            p = _ws(buf, p + 1, end)
+            if stack[depth - 1] == _LBRACE:
+                p = _any_string(buf, p, end, clean)
+                if p < 0:
+                    return -1
+                p = _ws(buf, p, end)
+                if p >= end or buf[p] != _COLON:
+                    return -1
+                p += 1
+            break
+
+
+@njit(cache=True)
+def _key(buf, p, end, names, name_offsets, clean):
+    """An object key at p (a plain string): (index into `names`, or len(names) for another key; the
+    position after its colon), or (-1, -1)."""
+    s, stop = _plain_string(buf, p, end, clean)
+    if s < 0:
+        return -1, -1
+    which = len(name_offsets) - 1
+    for k in range(len(name_offsets) - 1):
+        a, b = name_offsets[k], name_offsets[k + 1]
+        if b - a == stop - s:
+            same = True
+            for j in range(b - a):
+                if names[a + j] != buf[s + j]:
+                    same = False
+                    break
+            if same:
+                which = k
+                break
+    q = _ws(buf, stop + 1, end)
+    if q >= end or buf[q] != _COLON:
+        return -1, -1
+    return which, _ws(buf, q + 1, end)
+
+
+@njit(cache=True)
+def _canonical_id(buf, s, stop, out):
+    """The text buf[s:stop] as f"{path_id}_{k}" or f"{path_id}" (k = -1) of integers within 64 bits, written
+    without leading zeros (`vlnkit.datasets.prediction_batches.canonical_instr_ids`): True and out = (path_id, k)."""
+    p = _integer(buf, s, stop, out)
+    if p < 0 or (p - s > 1 and buf[s] == 48) or (p - s > 2 and buf[s] == 45 and buf[s + 1] == 48):
+        return False
+    pid = out[0]
+    if p == stop:
+        out[0], out[1] = pid, -1
+        return True
+    if buf[p] != 95 or p + 1 >= stop or buf[p + 1] == 45:
+        return False
+    q = _integer(buf, p + 1, stop, out)
+    if q != stop or (q - p - 1 > 1 and buf[p + 1] == 48):
+        return False
+    out[1] = out[0]
+    out[0] = pid
+    return True
+
+
+# ----------------------------------------------------------------------------- the two layouts
+_SUBMISSION_KEYS = np.frombuffer(b"instr_idtrajectory", np.uint8)
+_SUBMISSION_OFFSETS = np.array([0, 8, 18], np.int64)
+_RECORD_KEYS = np.frombuffer(b"scanpath_idpathheadingdistanceinstructions", np.uint8)
+_RECORD_OFFSETS = np.array([0, 4, 11, 15, 22, 30, 42], np.int64)
+
+
+@njit(cache=True, inline="always")
+def _line_end(buf, p, end):
+    """After a record: white space, then the line's end. The position after the "\n" (or end), or -1."""
+    p = _ws(buf, p, end)
+    if p == end:
+        return p
+    return p + 1 if buf[p] == 10 else -1
+
+
+@njit(cache=True, inline="always")
+def _after_item(buf, p, end, closing):
+    """After an item of a list or object: (position of the next item, False) after a comma, (position
+    after the closing bracket, True), or (-1, True)."""
+    p = _ws(buf, p, end)
+    if p < end and buf[p] == _COMMA:
+        return _ws(buf, p + 1, end), False
+    if p < end and buf[p] == closing:
+        return p + 1, True
+    return -1, True
+
+
+@njit(cache=True, nogil=True)
+def _scan_submissions(buf, begin, end, keys, offsets, values, slots, mask, pid, kk, lengths, vals, starts):
+    """R2R submission lines in buf[begin:end] -> (status, rows, values written)."""
+    rows = 0
+    nv = 0
+    out = np.zeros(2, np.int64)
+    names, name_offsets = _SUBMISSION_KEYS, _SUBMISSION_OFFSETS
+    clean = _is_clean(buf, begin, end)
+    p = begin
+    while p < end:
+        if buf[p] == 10:  # an empty line: no record, no index
+            p += 1
+            continue
+        if rows == len(pid):
+            return REJECT, rows, nv
+        starts[rows] = p
+        p = _ws(buf, p, end)
+        if p >= end or buf[p] != _LBRACE:
+            return REJECT, rows, nv
+        p = _ws(buf, p + 1, end)
+        seen = 0
+        first_value = nv
+        closed = False
+        while not closed:
+            which, p = _key(buf, p, end, names, name_offsets, clean)
+            if which < 0 or (which < 2 and seen & (1 << which)):
+                return REJECT, rows, nv
+            if which < 2:
+                seen |= 1 << which
+            if which == 0:  # instr_id: a canonical id
+                s, q = _plain_string(buf, p, end, clean)
+                if s < 0 or not _canonical_id(buf, s, q, out):
+                    return REJECT, rows, nv
+                pid[rows], kk[rows] = out[0], out[1]
+                p = q + 1
+            elif which == 1:  # trajectory: [[viewpoint, number, number], ...], at least one step
+                if p >= end or buf[p] != _LBRACKET:
+                    return REJECT, rows, nv
+                p = _ws(buf, p + 1, end)
+                steps = 0
+                last = False
+                while not last:
+                    if p >= end or buf[p] != _LBRACKET:
+                        return REJECT, rows, nv
+                    s, q = _plain_string(buf, _ws(buf, p + 1, end), end, clean)
+                    if s < 0 or q == s or nv == len(vals):
+                        return REJECT, rows, nv
+                    vals[nv] = _lookup(buf, s, q, keys, offsets, values, slots, mask)
+                    nv += 1
+                    steps += 1
+                    p = _ws(buf, q + 1, end)
+                    for _angle in range(2):  # heading, elevation
+                        if p >= end or buf[p] != _COMMA:
+                            return REJECT, rows, nv
+                        p = _number(buf, _ws(buf, p + 1, end), end)
+                        if p < 0:
+                            return REJECT, rows, nv
+                        p = _ws(buf, p, end)
+                    if p >= end or buf[p] != _RBRACKET:
+                        return REJECT, rows, nv
+                    p, last = _after_item(buf, p + 1, end, _RBRACKET)
+                    if p < 0:
+                        return REJECT, rows, nv
+                lengths[rows] = steps
+            else:  # another key: ignored by the typed decoder, but it must be valid JSON
+                p = _skip_value(buf, p, end, clean)
+            if p < 0:
+                return REJECT, rows, nv
+            p, closed = _after_item(buf, p, end, _RBRACE)
+            if p < 0:
+                return REJECT, rows, nv
+        p = _line_end(buf, p, end)
+        if p < 0 or seen != 3 or nv == first_value:
+            return REJECT, rows, nv
+        rows += 1
+    return OK, rows, nv
+
+
+@njit(cache=True, nogil=True)
+def _scan_records(
+    buf, begin, end, keys, offsets, values, slots, mask, skeys, soffsets, svalues, sslots, smask,
+    pid, scan, counts, lengths, vals, starts, scan_spans,
+):  # fmt: skip
+    """R2R record lines in buf[begin:end] -> (status, rows, values written)."""
+    rows = 0
+    nv = 0
+    out = np.zeros(2, np.int64)
+    names, name_offsets = _RECORD_KEYS, _RECORD_OFFSETS
+    clean = _is_clean(buf, begin, end)
+    p = begin
+    while p < end:
+        if buf[p] == 10:
+            p += 1
+            continue
+        if rows == len(pid):
+            return REJECT, rows, nv
+        starts[rows] = p
+        p = _ws(buf, p, end)
+        if p >= end or buf[p] != _LBRACE:
+            return REJECT, rows, nv
+        p = _ws(buf, p + 1, end)
+        seen = 0  # a bit per known key
+        first_value = nv
+        closed = False
+        while not closed:
+            which, p = _key(buf, p, end, names, name_offsets, clean)
+            if which < 0 or (which < 6 and seen & (1 << which)):
+                return REJECT, rows, nv
+            if which < 6:
+                seen |= 1 << which
+            if which == 0:  # scan: a non-empty string
+                s, q = _plain_string(buf, p, end, clean)
+                if s < 0 or q == s:
+                    return REJECT, rows, nv
+                scan[rows] = _lookup(buf, s, q, skeys, soffsets, svalues, sslots, smask)
+                scan_spans[rows, 0], scan_spans[rows, 1] = s, q
+                p = q + 1
+            elif which == 1:  # path_id: an integer within 64 bits
+                p = _integer(buf, p, end, out)
+                pid[rows] = out[0]
+            elif which == 2:  # path: at least one non-empty viewpoint id
+                if p >= end or buf[p] != _LBRACKET:
+                    return REJECT, rows, nv
+                p = _ws(buf, p + 1, end)
+                n = 0
+                last = False
+                while not last:
+                    s, q = _plain_string(buf, p, end, clean)
+                    if s < 0 or q == s or nv == len(vals):
+                        return REJECT, rows, nv
+                    vals[nv] = _lookup(buf, s, q, keys, offsets, values, slots, mask)
+                    nv += 1
+                    n += 1
+                    p, last = _after_item(buf, q + 1, end, _RBRACKET)
+                    if p < 0:
+                        return REJECT, rows, nv
+                lengths[rows] = n
+            elif which == 3:  # heading: a finite number
+                p = _number(buf, p, end)
+            elif which == 4:  # distance: a finite number >= 0 (a minus sign goes to the general reader)
+                p = -1 if p < end and buf[p] == 45 else _number(buf, p, end)
+            elif which == 5:  # instructions: at least one string
+                if p >= end or buf[p] != _LBRACKET:
+                    return REJECT, rows, nv
+                p = _ws(buf, p + 1, end)
+                n = 0
+                last = False
+                while not last:
+                    p = _any_string(buf, p, end, clean)
+                    if p < 0:
+                        return REJECT, rows, nv
+                    n += 1
+                    p, last = _after_item(buf, p, end, _RBRACKET)
+                    if p < 0:
+                        return REJECT, rows, nv
+                counts[rows] = n
+            else:
+                p = _skip_value(buf, p, end, clean)
+            if p < 0:
+                return REJECT, rows, nv
+            p, closed = _after_item(buf, p, end, _RBRACE)
+            if p < 0:
+                return REJECT, rows, nv
+        p = _line_end(buf, p, end)
+        if p < 0 or (seen & 0b101111) != 0b101111 or nv == first_value:  # all but distance are required
+            return REJECT, rows, nv
+        rows += 1
+    return OK, rows, nv
+
+
+# ----------------------------------------------------------------------------- Python side
+PARALLEL_BYTES = 4 << 20  # a block is cut for threads into pieces of at least this many bytes
+
+
+@dataclass
+class ScannedPredictions:
+    """The columns of a block of submission lines, as `submission_chunk` would give them, with the
+    trajectories already as global viewpoint numbers (`Paths`)."""
+
+    path_id: np.ndarray
+    k: np.ndarray
+    paths: object  # vlnkit.datasets.columns.Paths
+
+    def __len__(self) -> int:
+        return len(self.path_id)
+
+
+@dataclass
+class ScannedReferences:
+    """The columns of a block of R2R record lines, as `reference_chunk` would give them, with the paths
+    already as global viewpoint numbers (`Paths`)."""
+
+    path_id: np.ndarray
+    scans: np.ndarray  # numpy unicode, one per row
+    instructions: np.ndarray
+    paths: object  # vlnkit.datasets.columns.Paths
+
+    def __len__(self) -> int:
+        return len(self.path_id)
+
+
+def vocabulary_tables(vocab) -> tuple[ByteTable, ByteTable]:
+    """(viewpoint id -> global number, scan name -> scan number) tables of a `Vocabulary`, built once per
+    vocabulary (a worker keeps one). Only ids that number uniquely are in the first, as in `Vocabulary.index`."""
+    tables = getattr(vocab, "_byte_tables", None)
+    if tables is None:
+        tables = (
+            ByteTable.of(list(vocab.index), list(vocab.index.values())),
+            ByteTable.of(list(vocab.scans), range(len(vocab.scans))),
+        )
+        vocab._byte_tables = tables
+    return tables
+
+
+def _pieces(buf: np.ndarray) -> list[tuple[int, int]]:
+    """(begin, end) pieces of whole lines for the threads that scan `buf` (one piece for a small block)."""
+    threads = thread_count(len(buf) * (1 << 24) // PARALLEL_BYTES)
+    cuts = [0]
+    for first, _ in parts(len(buf), threads)[1:]:
+        nl = buf[first:].tobytes().find(b"\n") if first < len(buf) else -1
+        cut = len(buf) if nl < 0 else first + nl + 1
+        if cut > cuts[-1]:
+            cuts.append(cut)
+    if cuts[-1] != len(buf):
+        cuts.append(len(buf))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _scan(buf: np.ndarray, kernel, make_outputs, fixed_args: tuple) -> list | None:
+    """Run `kernel` over the pieces of `buf` (on threads when there are several); None if any piece is refused."""
+    pieces = _pieces(buf)
+    results: list = [None] * len(pieces)
+
+    def one(n: int) -> None:
+        begin, end = pieces[n]
+        outputs = make_outputs(end - begin)
+        status, rows, nv = kernel(buf, begin, end, *fixed_args, *outputs)
+        results[n] = (status, rows, nv, outputs)
+
+    run_in_parallel(lambda first, stop: [one(n) for n in range(first, stop)], parts(len(pieces), len(pieces)))
+    if any(r[0] != OK for r in results):
+        return None
+    return results
+
+
+def _paths(lengths: np.ndarray, values: np.ndarray, unknown_rows, strings_of):
+    from vlnkit.datasets.columns import Paths
+
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    strings = {r: strings_of(r) for r in unknown_rows}
+    return Paths(offsets, values, strings)
+
+
+def _unknown_rows(offsets_lengths: np.ndarray, values: np.ndarray) -> list[int]:
+    """Rows holding a -1 (an id the vocabulary does not number)."""
+    bad = np.flatnonzero(values < 0)
+    if not len(bad):
+        return []
+    offsets = np.zeros(len(offsets_lengths) + 1, np.int64)
+    np.cumsum(offsets_lengths, out=offsets[1:])
+    return np.unique(np.searchsorted(offsets, bad, side="right") - 1).tolist()
+
+
+def _line(block: bytes, start: int) -> bytes:
+    stop = block.find(b"\n", start)
+    return block[start : stop if stop >= 0 else len(block)]
+
+
+def scan_submissions(block: bytes, vocab) -> ScannedPredictions | None:
+    """The predictions of `block` (whole JSON Lines, "\\n"-separated, no other line break) when every
+    non-empty line is certainly a valid `SubmissionLine` with a canonical instr_id; else None."""
+    from vlnkit.datasets.records import SUBMISSION
+
+    viewpoints, _ = vocabulary_tables(vocab)
+    buf = np.frombuffer(block, np.uint8)
+
+    def outputs(size: int):
+        rows = size // 40 + 1  # the shortest valid line, {"instr_id":"0","trajectory":[["a",0,0]]}, has 42 bytes
+        return (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows, np.int64),
+                np.empty(size // 9 + 1, np.int32), np.empty(rows, np.int64))  # fmt: skip
+
+    found = _scan(buf, _scan_submissions, outputs, viewpoints.args())
+    if found is None:
+        return None
+    pid = np.concatenate([o[0][:rows] for _, rows, _, o in found])
+    k = np.concatenate([o[1][:rows] for _, rows, _, o in found])
+    lengths = np.concatenate([o[2][:rows] for _, rows, _, o in found])
+    values = np.concatenate([o[3][:nv] for _, _, nv, o in found])
+    starts = np.concatenate([o[4][:rows] for _, rows, _, o in found])
+
+    def strings_of(row: int) -> list[str]:
+        line = SUBMISSION.decode_lines([_line(block, int(starts[row]))])[0]
+        return [step[0] for step in line.trajectory]
+
+    return ScannedPredictions(pid, k, _paths(lengths, values, _unknown_rows(lengths, values), strings_of))
+
+
+def scan_records(block: bytes, vocab) -> ScannedReferences | None:
+    """The R2R records of `block` (whole JSON Lines, as for `scan_submissions`) when every non-empty line is
+    certainly a valid `R2RRecord`; else None."""
+    from vlnkit.datasets.records import R2R_RECORD
+
+    viewpoints, scans = vocabulary_tables(vocab)
+    buf = np.frombuffer(block, np.uint8)
+
+    def outputs(size: int):
+        rows = size // 60 + 1  # a valid record line has more than 60 bytes (five keys and their values)
+        return (np.empty(rows, np.int64), np.empty(rows, np.int32), np.empty(rows, np.int64),
+                np.empty(rows, np.int64), np.empty(size // 4 + 1, np.int32), np.empty(rows, np.int64),
+                np.empty((rows, 2), np.int64))  # fmt: skip
+
+    found = _scan(buf, _scan_records, outputs, viewpoints.args() + scans.args())
+    if found is None:
+        return None
+    cols = [np.concatenate([o[c][:rows] for _, rows, _, o in found]) for c in (0, 1, 2, 3, 5, 6)]
+    pid, scan_no, counts, lengths, starts, spans = cols
+    values = np.concatenate([o[4][:nv] for _, _, nv, o in found])
+    names = np.asarray(vocab.scans, dtype=str) if vocab.scans else np.zeros(0, "U1")
+    known = scan_no >= 0
+    scan_names = names[np.where(known, scan_no, 0)] if len(names) else np.zeros(len(pid), "U1")
+    if not known.all():
+        scan_names = scan_names.astype(object)
+        for r in np.flatnonzero(~known).tolist():
+            scan_names[r] = block[spans[r, 0] : spans[r, 1]].decode("ascii")
+        scan_names = scan_names.astype(str)
+
+    def strings_of(row: int) -> list[str]:
+        return list(R2R_RECORD.decode_lines([_line(block, int(starts[row]))])[0].path)
+
+    paths = _paths(lengths, values, _unknown_rows(lengths, values), strings_of)
+    return ScannedReferences(pid, scan_names, counts, paths)

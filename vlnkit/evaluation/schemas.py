@@ -1,0 +1,41 @@
+"""The declared Parquet schemas of scored episodes: the score job's `episode_scores`, one column per
+metric of `vlnkit.evaluation.common.METRICS`, and the random baseline's `random_episode_scores`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from vlnkit.evaluation.common import METRICS
+from vlnkit.io.schemas import versioned_schema
+
+
+def _metric_fields() -> list[pa.Field]:
+    return [pa.field(m, pa.float64(), nullable=True) for m in METRICS]
+
+
+EPISODE_SCORES = versioned_schema(
+    "episode_scores",
+    # v2: `path`, the trajectory as scored (for drawings and audits); v3: `agent` (one run scores many);
+    # v4: `language`, the episode's IETF tag (RxR guide lines; null for R2R/R4R)
+    4,
+    [
+        pa.field("agent", pa.string(), nullable=False),
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=True),
+        *_metric_fields(),
+        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
+    ],
+)
+
+RANDOM_EPISODE_SCORES = versioned_schema(
+    "random_episode_scores",
+    1,
+    [
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("sample", pa.int64(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        *_metric_fields(),
+    ],
+)

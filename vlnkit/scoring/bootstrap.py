@@ -1,0 +1,39 @@
+"""The score job's bootstrap sums of one scored bucket, mergeable across buckets in any order.
+
+`bucket_sums(scores, config, pairs)` turns a bucket's episode rows into the `vlnkit.comparison.accumulate`
+sums the summary needs: each agent's metrics, the pairs of agents, and the breakdowns by scan, language
+and reference path length (`length_buckets` of each row's reference path length in metres). Buckets
+hold whole paths (they are cut by path_id), so resampling a path's episodes together
+(`unit="path"`) sees all of them in one bucket. Sums are exact integers: merged with `merge_sums`, they
+give the same intervals on every runner and worker count.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from vlnkit.comparison.accumulate import GROUP_COLUMNS, slice_sums
+from vlnkit.comparison.config import BootstrapConfig
+from vlnkit.comparison.episodes import length_buckets
+from vlnkit.evaluation.common import METRICS
+
+__all__ = ["bucket_sums", "LENGTH_COLUMN", "BREAKDOWN_COLUMNS"]
+
+LENGTH_COLUMN = "reference_length"  # the breakdown by reference path length (buckets in metres)
+BREAKDOWN_COLUMNS = (*GROUP_COLUMNS, LENGTH_COLUMN)
+
+
+def bucket_sums(table: pa.Table, reference_length, config: BootstrapConfig, pairs) -> dict:
+    """The bootstrap sums of one bucket's EPISODE_SCORES rows (`reference_length`: metres, per row)."""
+    names = table.column_names
+    table = table.select(["agent", "instr_id", *(c for c in GROUP_COLUMNS if c in names), *METRICS])
+    table = table.append_column(LENGTH_COLUMN, pa.array(length_buckets(reference_length), pa.string()))
+    return slice_sums(
+        table,
+        list(METRICS),
+        replicates=config.replicates,
+        seed=config.seed,
+        unit=config.unit,
+        pairs=list(pairs),
+        by=BREAKDOWN_COLUMNS,
+    )

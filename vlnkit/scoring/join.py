@@ -1,0 +1,290 @@
+"""Joining one bucket's reference paths and predictions into scoreable pairs: every rule of the match, once.
+
+`join_bucket(pieces, agents, dataset_files, vocab, graphs)` takes a bucket's pieces (`ReferenceBatch` and
+`PredictionBatch`, in any order) and returns a `BucketJoin`: the reference paths kept, their episodes,
+and per agent the matched (prediction row, episode) pairs with both paths as node indices of their scan,
+plus every dead letter and every episode left without a usable prediction. Numpy throughout: sorting and
+searching replace per-episode dicts.
+
+The rules, checked in this order for each episode id, with the one wording of each dead letter:
+
+0. dataset records sharing a path_id (an RxR guide line: its instruction_id): the first (file rank, then
+   record index) is kept, the others are "dedupe" dead letters naming the one kept;
+1. no reference episode for a prediction: "match", unknown instr_id (`vlnkit.scoring.reading.unknown_id`);
+   an RxR instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an R2R record;
+2. no prediction for an episode: the episode is missing (and without a usable prediction);
+3. several predictions for an episode: the first (file rank, then record index) is kept, the others are
+   "match" dead letters naming the one kept;
+4. the scan's graph does not load ("graph"); the reference path leaves the graph ("reference"); a
+   viewpoint of the trajectory is not in the scan ("viewpoint"); the trajectory starts elsewhere than the
+   reference ("start"). Such an episode has no usable prediction.
+
+    >>> from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+    >>> from vlnkit.navigation.graph import GraphStore, NavGraph
+    >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
+    >>> graphs, vocab = GraphStore("", {"s": line}), Vocabulary(["s"], [["a", "b", "c"]])
+    >>> refs = ReferenceBatch(np.zeros(1, np.int64), np.zeros(1, np.int64), np.array([7]), np.array(["s"]),
+    ...                       np.array([2]), Paths.from_lists([["a", "b", "c"]], vocab))
+    >>> preds = PredictionBatch("a", np.zeros(2, np.int64), np.arange(2), np.array([7, 8]), np.array([1, 0]),
+    ...                         Paths.from_lists([["a", "b"], ["a"]], vocab))
+    >>> join = join_bucket([refs, preds], {"a": ["p.json"]}, ["d.json"], vocab, graphs)
+    >>> join.episode_ids(join.agents["a"].episodes).to_pylist(), [d.reason for d in join.agents["a"].dead]
+    (['7_1'], ["unknown instr_id '8_0': not in the dataset"])
+    >>> join.episode_ids(join.agents["a"].missing).to_pylist()
+    ['7_0']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+from vlnkit.datasets.prediction_batches import BARE_K
+from vlnkit.io.dead_letters import RecordError
+from vlnkit.navigation.graph import GraphError
+from vlnkit.scoring.reading import MATCH, unknown_id
+
+__all__ = ["join_bucket", "BucketJoin", "AgentMatch", "instr_ids", "to_scan_nodes"]
+
+
+def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
+    """ "<path_id>_<k>" strings, built by Arrow in one call; "<path_id>" alone where k is -1 (an RxR
+    instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`).
+
+    >>> instr_ids(np.array([4, 26]), np.array([1, -1])).to_pylist()
+    ['4_1', '26']
+    """
+    import pyarrow.compute as pc
+
+    k = np.asarray(k, np.int64)
+    ids = pa.array(np.asarray(path_id, np.int64)).cast(pa.string())
+    joined = pc.binary_join_element_wise(ids, pa.array(k).cast(pa.string()), "_")
+    bare = k == BARE_K
+    return pc.if_else(pa.array(bare), ids, joined) if bare.any() else joined
+
+
+def to_scan_nodes(
+    paths: Paths, scan_ids: np.ndarray, scans: np.ndarray, vocab: Vocabulary, graphs
+) -> tuple[Paths, dict]:
+    """Paths of global viewpoint numbers -> (the same paths as node indices of each row's scan, {row: first
+    viewpoint not in its scan}), in one gather; rows holding an id the vocabulary could not number, or a
+    number of another scan, are looked up by string in the scan's graph (`NavGraph.index`), as the graph
+    itself would. A row in the second result keeps whatever its values were.
+
+    `scan_ids` are vocabulary scan numbers per row (-1: not in the vocabulary), `scans` the names.
+    """
+    values = paths.values
+    safe = np.clip(values, 0, None)
+    local = vocab.local[safe].astype(np.int64) if len(vocab.local) else np.zeros(len(values), np.int64)
+    owner = vocab.scan_of[safe] if len(vocab.scan_of) else np.full(len(values), -1)
+    ok = (values >= 0) & (owner == scan_ids[paths.row_of_value()])
+    check = set(np.unique(paths.row_of_value()[~ok]).tolist()) | set(paths.strings)
+    bad = {}
+    for r in sorted(check):
+        vps = paths.viewpoints(r, vocab)
+        index = graphs.get(str(scans[r])).index
+        found = [index.get(v) for v in vps]
+        if None in found:
+            bad[r] = vps[found.index(None)]
+        else:
+            local[paths.offsets[r] : paths.offsets[r + 1]] = found
+    return Paths(paths.offsets, local), bad
+
+
+@dataclass
+class AgentMatch:
+    """One agent's result in a bucket: the scored pairs and everything that was not scored."""
+
+    pred_rows: np.ndarray  # rows of the agent's PredictionBatch, one per scored pair
+    episodes: np.ndarray  # the pairs' episode numbers (see BucketJoin)
+    queries: Paths  # the pairs' trajectories as node indices of their scan
+    missing: np.ndarray  # episodes with no prediction at all
+    unusable: np.ndarray  # episodes with no scored prediction (missing ones included)
+    dead: list[RecordError] = field(default_factory=list)
+
+
+@dataclass
+class BucketJoin:
+    """A joined bucket. Episodes are numbered 0.. in reference order (each reference row holds
+    `instructions` episodes); `episode_ref[e]` is the reference row of episode e, `episode_k[e]` its k."""
+
+    references: ReferenceBatch  # unique path_ids, sorted
+    reference_nodes: Paths  # the reference paths as node indices (rows of `references`; empty if unusable)
+    usable_references: np.ndarray  # bool per reference row: its scan loads and its path is in the scan
+    episode_ref: np.ndarray
+    episode_k: np.ndarray
+    agents: dict[str, AgentMatch]
+    dead: list[RecordError]  # dataset duplicates
+
+    def episode_ids(self, episodes: np.ndarray) -> pa.Array:
+        return instr_ids(self.references.path_id[self.episode_ref[episodes]], self.episode_k[episodes])
+
+
+def _first_of_each(keys: np.ndarray, rank: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The "first record wins" rule: rows sorted by (key, file rank, record index); (order, is-first mask
+    in that order, the kept row of each row's key in that order)."""
+    order = np.lexsort((index, rank, keys))
+    k = keys[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    kept = order[np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))] if len(order) else order
+    return order, first, kept
+
+
+def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[ReferenceBatch, list[RecordError]]:
+    order, first, kept = _first_of_each(refs.path_id, refs.rank, refs.index)
+    dead = []
+    for pos in np.flatnonzero(~first).tolist():
+        dup, keep = int(order[pos]), int(kept[pos])
+        what = "instruction_id" if refs.first_k[dup] == BARE_K else "path_id"
+        dead.append(
+            RecordError(
+                dataset_files[int(refs.rank[dup])],
+                f"#{int(refs.index[dup])}",
+                f"duplicate {what} {int(refs.path_id[dup])!r} "
+                f"(kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
+                "dedupe",
+            )
+        )
+    return refs.take(order[first]), dead
+
+
+def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str]):
+    """Rules 1 and 3: (kept prediction rows, their episodes, dead letters)."""
+    pos = np.searchsorted(refs.path_id, preds.path_id)
+    pos_c = np.minimum(pos, max(len(refs) - 1, 0))
+    found = (pos < len(refs)) & (len(refs) > 0)
+    if len(refs):
+        # An R2R row holds k = 0 .. instructions - 1; an RxR row (first_k -1) one bare instruction_id.
+        found &= refs.path_id[pos_c] == preds.path_id
+        found &= (preds.k >= refs.first_k[pos_c]) & (preds.k < refs.first_k[pos_c] + refs.instructions[pos_c])
+    dead = []
+    unknown = np.flatnonzero(~found)
+    if len(unknown):
+        ids = instr_ids(preds.path_id[unknown], preds.k[unknown]).to_pylist()
+        for row, iid in zip(unknown.tolist(), ids):
+            dead.append(unknown_id(sources[int(preds.rank[row])], int(preds.index[row]), iid))
+    rows = np.flatnonzero(found)
+    ep = ep_start[pos_c[rows]] + preds.k[rows] - refs.first_k[pos_c[rows]] if len(rows) else np.zeros(0, np.int64)
+    order, first, kept = _first_of_each(ep, preds.rank[rows], preds.index[rows])
+    if not first.all():
+        dups = np.flatnonzero(~first)
+        ids = instr_ids(preds.path_id[rows[order[dups]]], preds.k[rows[order[dups]]]).to_pylist()
+        for d, iid in zip(dups.tolist(), ids):
+            row, keep = int(rows[order[d]]), int(rows[kept[d]])
+            where = f"{sources[int(preds.rank[keep])]} #{int(preds.index[keep])}"
+            label = f"#{int(preds.index[row])} (instr_id={iid})"
+            dead.append(
+                RecordError(
+                    sources[int(preds.rank[row])],
+                    label,
+                    f"duplicate prediction for instr_id {iid!r} (kept {where})",
+                    MATCH,
+                )
+            )
+    keep = order[first]
+    return rows[keep], ep[keep], dead
+
+
+def join_bucket(
+    pieces, agents: dict[str, list[str]], dataset_files: list[str], vocab: Vocabulary, graphs
+) -> BucketJoin:
+    """A bucket's pieces -> BucketJoin (see the module docstring for the rules).
+
+    `agents` maps each agent to its prediction files (rank -> source path, for dead letters);
+    `dataset_files` maps reference ranks to paths (`vlnkit.scoring.reading.dataset_ranks`). `graphs` is
+    a `GraphStore`.
+    """
+    refs = ReferenceBatch.concat([b for b in pieces if isinstance(b, ReferenceBatch)])
+    refs, dataset_dead = _dedupe_references(refs, dataset_files)
+    ep_start = np.zeros(len(refs) + 1, dtype=np.int64)
+    np.cumsum(refs.instructions, out=ep_start[1:])
+    n_episodes = int(ep_start[-1])
+    episode_ref = np.repeat(np.arange(len(refs), dtype=np.int64), refs.instructions)
+    episode_k = np.arange(n_episodes, dtype=np.int64) - ep_start[:-1][episode_ref] + refs.first_k[episode_ref]
+
+    # Rule 4, reference side: which scans load, and which reference paths are in their scan.
+    names, which = np.unique(refs.scan, return_inverse=True)
+    errors: dict[str, GraphError | None] = {}
+    for scan in names.tolist():  # a few scans per bucket
+        try:
+            graphs.get(scan)
+            errors[scan] = None
+        except GraphError as exc:
+            errors[scan] = exc
+    scan_ids = np.asarray([vocab.scan_ids.get(s, -1) for s in names.tolist()], dtype=np.int64)[which]
+    loads = np.asarray([errors[s] is None for s in names.tolist()], dtype=bool)[which]
+    reference_nodes = Paths(np.zeros(len(refs) + 1, np.int64), np.zeros(0, np.int64))
+    ref_bad: dict[int, str] = {}
+    if loads.any():
+        rows = np.flatnonzero(loads)
+        nodes, bad = to_scan_nodes(refs.paths.take(rows), scan_ids[rows], refs.scan[rows], vocab, graphs)
+        lengths = np.zeros(len(refs), np.int64)
+        lengths[rows] = nodes.lengths
+        offsets = np.zeros(len(refs) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        reference_nodes = Paths(offsets, nodes.values)
+        ref_bad = {int(rows[r]): v for r, v in bad.items()}
+    usable = loads.copy()
+    usable[list(ref_bad)] = False
+
+    matches = {}
+    for agent, files in agents.items():
+        mine = [b for b in pieces if isinstance(b, PredictionBatch) and b.agent == agent]
+        p = PredictionBatch.concat(agent, mine)
+        rows, ep, dead = _match(p, refs, ep_start, files)
+        has = np.zeros(n_episodes, dtype=bool)
+        has[ep] = True
+        missing = np.flatnonzero(~has)
+        ids = instr_ids(p.path_id[rows], p.k[rows]).to_pylist() if len(rows) else []
+        ref_rows = episode_ref[ep]
+        reasons: list[tuple[int, str, str]] = []  # (pair, stage, reason)
+        for i in np.flatnonzero(~loads[ref_rows]).tolist():
+            reasons.append((i, "graph", str(errors[str(refs.scan[ref_rows[i]])])))
+        for i in np.flatnonzero(loads[ref_rows] & ~usable[ref_rows]).tolist():
+            r = int(ref_rows[i])
+            why = f"viewpoint {ref_bad[r]!r} is not an included viewpoint of scan {str(refs.scan[r])!r}"
+            reasons.append((i, "reference", f"reference path of {ids[i]!r} is unusable: {why}"))
+        cand = np.flatnonzero(usable[ref_rows])
+        queries, q_bad = to_scan_nodes(
+            p.paths.take(rows[cand]), scan_ids[ref_rows[cand]], refs.scan[ref_rows[cand]], vocab, graphs
+        )
+        vp_bad = np.zeros(len(cand), dtype=bool)
+        for r, v in q_bad.items():
+            vp_bad[r] = True
+            scan = str(refs.scan[ref_rows[cand[r]]])
+            reasons.append(
+                (int(cand[r]), "viewpoint", f"viewpoint {v!r} is not an included viewpoint of scan {scan!r}")
+            )
+        # Starts: the first node of each trajectory against the first of its reference.
+        q_first = queries.values[queries.offsets[:-1]] if len(cand) else np.zeros(0, np.int64)
+        r_first = reference_nodes.values[reference_nodes.offsets[ref_rows[cand]]] if len(cand) else q_first
+        start_bad = (q_first != r_first) & ~vp_bad
+        for r in np.flatnonzero(start_bad).tolist():
+            i = int(cand[r])
+            ref_vps = refs.paths.viewpoints(int(ref_rows[i]), vocab)
+            q_vps = p.paths.viewpoints(int(rows[i]), vocab)
+            reasons.append(
+                (
+                    i,
+                    "start",
+                    f"trajectory starts at {q_vps[0]!r} but the reference path starts at {ref_vps[0]!r} "
+                    "(predictions made on another revision of the dataset?)",
+                )
+            )
+        for i, stage, reason in sorted(reasons):
+            row = int(rows[i])
+            dead.append(
+                RecordError(files[int(p.rank[row])], f"#{int(p.index[row])} (instr_id={ids[i]})", reason, stage)
+            )
+        good = ~(vp_bad | start_bad)
+        keep = cand[good]
+        scored = np.zeros(n_episodes, dtype=bool)
+        scored[ep[keep]] = True
+        matches[agent] = AgentMatch(
+            rows[keep], ep[keep], queries.take(np.flatnonzero(good)), missing, np.flatnonzero(~scored), dead
+        )
+    return BucketJoin(refs, reference_nodes, usable, episode_ref, episode_k, matches, dataset_dead)

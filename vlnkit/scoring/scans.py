@@ -1,0 +1,77 @@
+"""A worker's loaded scans as flat arrays: what the compiled scorer reads for pairs of many scans in one call.
+
+The metric kernel scores a whole bucket at once, whatever scans its pairs belong to
+(`vlnkit.evaluation.kernels.score_flat_pairs`), so every loaded scan's all-pairs distance matrix and
+adjacency live in one growing flat array each, a scan at a fixed start (its slot). Viewpoint names of every
+loaded scan form one Arrow array, so the scored paths of a bucket become strings in one `take`. Scans are
+loaded through the worker's `GraphStore` the first time a bucket names them; the arrays grow by doubling,
+so a worker copies each matrix at most about twice.
+
+    >>> import numpy as np
+    >>> from vlnkit.navigation.graph import GraphStore, NavGraph
+    >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
+    >>> tables = ScanTables(GraphStore("", {"s": line}))
+    >>> slot = tables.slot("s")
+    >>> int(tables.sizes[slot]), tables.names(np.array([slot, slot]), np.array([2, 0])).to_pylist()
+    (3, ['c', 'a'])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["ScanTables"]
+
+
+class ScanTables:
+    """Distance matrices, adjacency and viewpoint names of the scans loaded so far, by slot."""
+
+    def __init__(self, graphs):
+        self.graphs = graphs
+        self._slots: dict[str, int] = {}
+        self.scans: list[str] = []
+        self.starts = np.zeros(0, np.int64)  # slot -> start of its matrix in the flat arrays
+        self.sizes = np.zeros(0, np.int64)  # slot -> number of viewpoints
+        self.distances = np.zeros(1 << 16)
+        self.adjacent = np.zeros(1 << 16, np.bool_)
+        self._used = 0
+        self._names: list[pa.Array] = []
+        self._name_base = np.zeros(0, np.int64)  # slot -> its first name in `all_names`
+        self._all_names: pa.Array | None = None
+
+    def slot(self, scan: str) -> int:
+        """The scan's slot, loading it the first time (GraphError when its graph cannot be used)."""
+        found = self._slots.get(scan)
+        if found is not None:
+            return found
+        graph = self.graphs.get(scan)
+        n = len(graph)
+        need = self._used + n * n
+        if need > len(self.distances):
+            size = max(need, 2 * len(self.distances))
+            self.distances = np.concatenate([self.distances[: self._used], np.zeros(size - self._used)])
+            self.adjacent = np.concatenate([self.adjacent[: self._used], np.zeros(size - self._used, np.bool_)])
+        self.distances[self._used : need] = graph.distances.ravel()
+        self.adjacent[self._used : need] = graph.adjacent.ravel()
+        slot = len(self.scans)
+        self.starts = np.append(self.starts, self._used)
+        self.sizes = np.append(self.sizes, n)
+        self._name_base = np.append(self._name_base, sum(len(a) for a in self._names))
+        self._names.append(pa.array(graph.viewpoints, pa.string()))
+        self._all_names = None
+        self._used = need
+        self.scans.append(scan)
+        self._slots[scan] = slot
+        return slot
+
+    def slots(self, scans: np.ndarray) -> np.ndarray:
+        """Slots of many scan names (each distinct name looked up once)."""
+        names, which = np.unique(scans, return_inverse=True)
+        return np.asarray([self.slot(s) for s in names.tolist()], np.int64)[which].reshape(-1)
+
+    def names(self, slot_of_node: np.ndarray, nodes: np.ndarray) -> pa.Array:
+        """Viewpoint ids of `nodes` (node indices of the scans in `slot_of_node`), in one Arrow take."""
+        if self._all_names is None:
+            self._all_names = pa.concat_arrays(self._names) if self._names else pa.array([], pa.string())
+        return self._all_names.take(pa.array(self._name_base[slot_of_node] + nodes))

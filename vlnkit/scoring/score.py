@@ -1,0 +1,199 @@
+"""Scoring a joined bucket: every agent's pairs in one compiled call, into an Arrow table and exact totals.
+
+`score_bucket(join, scans, config)` scores the pairs of a `vlnkit.scoring.join.BucketJoin` (all agents, all
+scans, one `score_flat_pairs` call per thread) and returns a `BucketScores`: the episode rows (the
+EPISODE_SCORES schema), the summable totals of the bucket (counts and exact metric sums per agent, and
+per agent and language), the episode lines of the two lists the job writes, the dead letters, and each
+row's reference path length (the bootstrap's length breakdown).
+
+Totals are exact integers (`vlnkit.io.exactsum`), keyed by `agent_key` and `language_key`, so buckets add
+up to the same summary in any order on any runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from vlnkit.datasets.columns import Paths
+from vlnkit.evaluation import kernels
+from vlnkit.evaluation.common import ALL, METRICS
+from vlnkit.evaluation.schemas import EPISODE_SCORES
+from vlnkit.evaluation.score_summary import agent_key, language_key
+from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.io.dead_letters import RecordError
+from vlnkit.io.exactsum import exact_sums_by
+from vlnkit.parallel import parts, run_in_parallel, thread_count
+from vlnkit.scoring.join import BucketJoin
+from vlnkit.scoring.scans import ScanTables
+
+__all__ = ["score_bucket", "score_pairs", "BucketScores", "PairScores", "metric_columns"]
+
+PAIR_WORK = 1 << 12  # about how many pairs cost one unit of `thread_count` work (a few us each)
+
+
+@dataclass
+class BucketScores:
+    table: pa.Table | None  # EPISODE_SCORES rows of every agent (None when nothing was scored)
+    totals: dict[str, int]
+    missing: list[str]  # "<instr_id>", or "<agent>\t<instr_id>" when several agents are scored
+    unusable: list[str]
+    dead: list[RecordError] = field(default_factory=list)
+    reference_length: np.ndarray = field(default_factory=lambda: np.zeros(0))  # metres, per table row
+
+
+def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """Metric arrays as Arrow columns; +inf (unreachable) becomes null."""
+    return {m: pa.array(scores[m], type=pa.float64(), mask=~np.isfinite(scores[m])) for m in METRICS}
+
+
+def _lines(join: BucketJoin, agent: str, episodes: np.ndarray, label: bool) -> list[str]:
+    ids = join.episode_ids(episodes).to_pylist() if len(episodes) else []
+    return [f"{agent}\t{i}" for i in ids] if label else ids
+
+
+def _sums(totals: dict, values: dict[str, np.ndarray], groups: np.ndarray, keys: list[str]) -> None:
+    """Add exact per-group sums of every metric (`totals` of `vlnkit.evaluation.batch`) under `keys[g]`;
+    a group without rows adds nothing (so no empty language appears in a summary)."""
+    sizes = np.bincount(groups, minlength=len(keys))
+    for m, v in values.items():
+        sums, finite = exact_sums_by(groups, v, len(keys))
+        for g, key in enumerate(keys):
+            if sizes[g]:
+                totals[key + f"sum_{m}"] = totals.get(key + f"sum_{m}", 0) + sums[g]
+                totals[key + f"finite_{m}"] = totals.get(key + f"finite_{m}", 0) + finite[g]
+    for g, key in enumerate(keys):
+        if sizes[g]:
+            totals[key + "count"] = totals.get(key + "count", 0) + int(sizes[g])
+
+
+@dataclass
+class PairScores:
+    """What the job keeps of each scored pair (arrays in pair order)."""
+
+    scores: dict[str, np.ndarray]  # every metric of METRICS
+    jumps: np.ndarray  # steps of the scored trajectory that are neither a repeat nor an edge
+    query_lengths: np.ndarray  # length of the scored trajectory (repeats collapsed unless kept)
+    reference_length: np.ndarray  # metres along the reference path
+    query_nodes: np.ndarray  # the scored trajectories, each at its query's offsets (padded by what was cut)
+
+    def scored_nodes(self, queries: Paths) -> np.ndarray:
+        """The scored trajectories flat, one after the other (`query_lengths` each)."""
+        given = queries.lengths
+        keep = np.arange(len(self.query_nodes)) - np.repeat(queries.offsets[:-1], given)
+        return self.query_nodes[keep < np.repeat(self.query_lengths, given)]
+
+
+def score_pairs(scans: ScanTables, pair_slot: np.ndarray, references: Paths, queries: Paths, config: ScoringConfig):
+    """Score pairs of many scans in one compiled call per thread: `PairScores`. Pair b is scored on the scan in
+    slot `pair_slot[b]`; both paths are node indices of that scan. A pair's scores do not depend on the pairs
+    it is scored with, bit for bit (each is `pair_scores` of `vlnkit.evaluation.kernels` on its own).
+
+        >>> import numpy as np
+        >>> from vlnkit.navigation.graph import GraphStore, NavGraph
+        >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3) * [1, 0, 0], np.array([[0, 1], [1, 2]]))
+        >>> scans = ScanTables(GraphStore("", {"s": line}))
+        >>> refs, queries = Paths(np.array([0, 3]), np.array([0, 1, 2])), Paths(np.array([0, 3]), np.array([0, 0, 2]))
+        >>> got = score_pairs(scans, np.array([scans.slot("s")]), refs, queries, ScoringConfig())
+        >>> got.query_lengths.tolist(), got.jumps.tolist(), got.scores["ne"].tolist(), got.reference_length.tolist()
+        ([2], [1], [0.0], [6.0])
+    """
+    n = len(pair_slot)
+    out = np.empty((len(ALL), n))
+    jumps = np.empty(n, np.int64)
+    q_len = np.empty(n, np.int64)
+    q_out = np.empty(len(queries.values), np.int64)
+    ref_length = np.empty(n)
+    args = (
+        scans.distances, scans.starts, scans.sizes, scans.adjacent, np.asarray(pair_slot, np.int64),
+        references.offsets, references.values.astype(np.int64, copy=False),
+        queries.offsets, queries.values.astype(np.int64, copy=False),
+        float(config.success_distance), bool(config.keep_repeats), config.spl_reference == "path",
+        config.success_rule == "lt", True, True,  # every metric: the DTW grid and the edit distance
+    )  # fmt: skip
+
+    def run(first: int, stop: int) -> None:
+        kernels.score_flat_pairs(*args, first, stop, out, jumps, q_len, q_out, ref_length)
+
+    run_in_parallel(run, parts(n, thread_count(n * (1 << 24) // PAIR_WORK)))
+    return PairScores({m: out[ALL.index(m)] for m in METRICS}, jumps, q_len, ref_length, q_out)
+
+
+def score_bucket(
+    join: BucketJoin, scans: ScanTables, config: ScoringConfig, label_agents: bool = False
+) -> BucketScores:
+    """Score a joined bucket (see the module docstring). `label_agents`: prefix episode lines with the agent."""
+    refs = join.references
+    totals = {
+        "reference_episodes": len(join.episode_ref),
+        "single_viewpoint_episodes": int(refs.instructions[refs.paths.lengths == 1].sum()),
+    }
+    missing, unusable, dead = [], [], list(join.dead)
+    for agent, match in join.agents.items():
+        dead += match.dead
+        missing += _lines(join, agent, match.missing, label_agents)
+        unusable += _lines(join, agent, match.unusable, label_agents)
+        for name, value in (
+            ("dead_letters", len(match.dead)),
+            ("missing_predictions", len(match.missing)),
+            ("without_usable_prediction", len(match.unusable)),
+        ):
+            totals[agent_key(agent, name)] = totals.get(agent_key(agent, name), 0) + value
+    agents = [a for a, m in join.agents.items() if len(m.episodes)]
+    if not agents:
+        return BucketScores(None, totals, missing, unusable, dead)
+
+    # Every pair of every agent, agent by agent: episode, reference row, scan slot, both paths.
+    counts = np.asarray([len(join.agents[a].episodes) for a in agents])
+    who = np.repeat(np.arange(len(agents)), counts)
+    episodes = np.concatenate([join.agents[a].episodes for a in agents])
+    ref_rows = join.episode_ref[episodes]
+    slot_of_ref = np.full(len(refs), -1, np.int64)
+    used = np.unique(ref_rows)
+    slot_of_ref[used] = scans.slots(refs.scan[used])
+    pair_slot = slot_of_ref[ref_rows]
+    references = join.reference_nodes.take(ref_rows)
+    queries = Paths.concat([join.agents[a].queries for a in agents])
+
+    pairs = score_pairs(scans, pair_slot, references, queries, config)
+    scores, jumps, q_len, ref_length = pairs.scores, pairs.jumps, pairs.query_lengths, pairs.reference_length
+    n, given = len(episodes), queries.lengths
+
+    # The rows: the scored (collapsed) trajectory as viewpoint ids, flat, in one take.
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(q_len, out=offsets[1:])
+    path_names = scans.names(np.repeat(pair_slot, q_len), pairs.scored_nodes(queries))
+    codes = refs.language[ref_rows]
+    languages = pa.array(list(refs.languages), pa.string())
+    table = pa.table(
+        {
+            "agent": pa.array(agents, pa.string()).take(pa.array(who)),
+            "instr_id": join.episode_ids(episodes),
+            "scan": pa.array(scans.scans, pa.string()).take(pa.array(pair_slot)),
+            "language": languages.take(pa.array(codes, pa.int32(), mask=codes < 0)),
+            **metric_columns(scores),
+            "non_adjacent_steps": pa.array(jumps, pa.int64()),
+            "path": pa.ListArray.from_arrays(pa.array(offsets), path_names),
+        },
+        schema=EPISODE_SCORES,
+    )
+
+    # Exact sums per agent, and per agent and language (RxR); the counters of each agent.
+    _sums(totals, scores, who, [agent_key(a, "") for a in agents])
+    if (codes >= 0).any():
+        n_lang = len(refs.languages)
+        known = codes >= 0
+        keys = [agent_key(a, language_key(lang, "")) for a in agents for lang in refs.languages]
+        _sums(totals, {m: v[known] for m, v in scores.items()}, who[known] * n_lang + codes[known], keys)
+    collapsed = given - q_len
+    for a, agent in enumerate(agents):
+        mine = who == a
+        for name, value in (
+            ("non_adjacent_steps", int(jumps[mine].sum())),
+            ("trajectories_with_jumps", int((jumps[mine] > 0).sum())),
+            ("repeats_collapsed", int(collapsed[mine].sum())),
+        ):
+            totals[agent_key(agent, name)] = totals.get(agent_key(agent, name), 0) + value
+    return BucketScores(table, totals, missing, unusable, dead, ref_length)
