@@ -153,6 +153,6 @@ VALID_FLAGS = {
         f"--connectivity_dir={i['alignment_connectivity']}",
         "--probe_types=stop,direction",
     ],
-    "score_probes": lambda i, out: [f"--probes={i['probes']}", f"--predictions={i['agent']}", "--n_boot=50"],
+    "score_probes": lambda i, out: [f"--probes={i['probes']}", f"--predictions={i['agent']}", "--bootstrap=50"],
     "report": lambda i, out: [f"--inputs={i['dataset']}", f"--connectivity_dir={i['connectivity_dir']}"],
 }

@@ -353,3 +353,30 @@ def test_a_meaningless_shared_flag_value_is_refused_before_anything_runs(job, fl
     err = refused(job, capsys, f"--output_dir={tmp_path}/out", flag, *VALID_FLAGS[job](valid, tmp_path))
     assert flag.split("=")[0] in err, err
     assert not (tmp_path / "out" / "versions").exists()
+
+
+# ---------------------------------------------------------------------------- 11. follower metrics of the wrong type
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 33 defect 11: the fix belongs in vlnkit/scoring/followers.py (load_follower_metrics drops the "
+    "lines parse_followers refuses without a count), which the lead keeps; see the report",
+)
+def test_follower_lines_whose_metrics_cannot_be_compared_are_counted(inputs, tmp_path):
+    from vlnkit.fixtures.rxr import read_jsonl, write_jsonl_gz, write_rxr_fixtures
+
+    records = json.loads(Path(inputs["dataset"]).read_text())
+    files = write_rxr_fixtures(records, "val", inputs["connectivity_dir"], str(tmp_path / "rxr"), pose_traces=False)
+    followers = read_jsonl(files.follower)
+    followers[0]["metrics"] = "not an object"
+    write_jsonl_gz(files.follower, followers)
+    out = tmp_path / "out"
+    run(
+        "score",
+        f"--output_dir={out}",
+        f"--predictions=human={files.follower}",
+        f"--dataset={files.guide}",
+        f"--connectivity_dir={inputs['connectivity_dir']}",
+        "--bootstrap=0",
+    )
+    comparison = json.loads((out / "human_metrics_comparison.json").read_text())["human"]
+    assert comparison["not_compared"]["count"] == 1, comparison  # the line is scored, its metrics are not compared
