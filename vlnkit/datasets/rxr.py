@@ -86,6 +86,28 @@ def line_format(line: bytes) -> str | None:
     return record_format(obj) if isinstance(obj, dict) else None
 
 
+HEAD_BYTES = 1 << 16  # a JSON list's first record is looked for in this much of the file first
+
+
+def _first_listed_format(head: bytes) -> str | None:
+    """The format of the first item of a JSON list that starts in `head` and is a complete object there;
+    None when it cannot be told from `head` alone (the whole file is parsed then). Telling a 4 MB R2R
+    list this way takes microseconds, where parsing it whole takes most of a second.
+
+    >>> _first_listed_format(b'[{"path_id": 1, "instructions": ["go"]}, {"pa'), _first_listed_format(b'[{"path_id": 1')
+    ('r2r', None)
+    """
+    text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
+    if not text.startswith("["):
+        return None
+    start = len(text) - len(text[1:].lstrip())
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    return record_format(obj) if isinstance(obj, dict) else None
+
+
 def stream_format(open_stream, source: str = "") -> str:
     """The format of the file `open_stream()` opens (its first record). Plain JSON Lines are read no
     further than their first line; anything else (a JSON list, an indented object) is parsed whole, from
@@ -99,6 +121,10 @@ def stream_format(open_stream, source: str = "") -> str:
         line = first_line(stream)
     if line is not None:
         return line_format(line) or R2R
+    with open_stream() as stream:
+        found = _first_listed_format(stream.read(HEAD_BYTES))
+    if found is not None:
+        return found
     with open_stream() as stream:
         for chunk in json_chunks(stream, source):
             if not isinstance(chunk, RecordError):
