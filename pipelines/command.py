@@ -44,10 +44,17 @@ class Job:
     main = JOB.main(run, print_summary)
     """
 
-    def __init__(self, name: str, doc: str | None, declare: Callable[[argparse.ArgumentParser], None]):
+    def __init__(
+        self,
+        name: str,
+        doc: str | None,
+        declare: Callable[[argparse.ArgumentParser], None],
+        warm_up: Callable[[], object] | None = None,
+    ):
         self.name = name
         self.doc = doc
         self.declare = declare
+        self.warm_up = warm_up  # started on a thread while the job imports Beam (not for --help)
 
     def parser(self) -> argparse.ArgumentParser:
         parser = job_parser(self.name, self.doc)
@@ -62,6 +69,9 @@ class Job:
         job = self.name
 
         def main(argv: list[str] | None = None) -> dict:
+            given = sys.argv[1:] if argv is None else argv
+            if self.warm_up is not None and not {"-h", "--help"} & set(given):
+                self.warm_up()
             try:
                 options, args = self.parse(argv)  # --help ends here, before anything imports Beam
             except JobError as exc:

@@ -77,7 +77,14 @@ def declare_flags(parser) -> None:
     add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
 
 
-JOB = Job("score", __doc__, declare_flags)
+def warm_up():
+    """Load the compiled kernels on a thread while the job imports Beam (`vlnkit.scoring.warm`)."""
+    from vlnkit.scoring.warm import warm_up_in_background
+
+    return warm_up_in_background()
+
+
+JOB = Job("score", __doc__, declare_flags, warm_up)
 
 
 def build(
@@ -107,10 +114,15 @@ def build(
 
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
-    from transforms.score.outputs import MergeBootstrap, MergeFollowerComparisons, WriteEpisodeLists
+    from transforms.score.outputs import (
+        MergeBootstrap,
+        MergeFollowerComparisons,
+        WriteEpisodeLists,
+        WriteEpisodeTables,
+    )
     from transforms.score.read import TOTALS, ReadScoringInputs
     from transforms.score.score import BOOTSTRAP, FOLLOWERS, LINES, MISSING, UNUSABLE, ScoreBuckets
-    from transforms.write import WriteTables, write_json
+    from transforms.write import write_json
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.evaluation.leaderboard import write_leaderboard
     from vlnkit.evaluation.schemas import EPISODE_SCORES
@@ -128,7 +140,8 @@ def build(
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
     score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers)
     scored = read["batches"] | "Score" >> score
-    scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(output_dir, "episodes"), EPISODE_SCORES, num_shards)
+    episodes = WriteEpisodeTables(fileio.join(output_dir, "episodes"), EPISODE_SCORES, num_shards)
+    scored["tables"] | "WriteEpisodes" >> episodes
     lists = {MISSING: fileio.join(output_dir, MISSING_FILE), UNUSABLE: fileio.join(output_dir, UNUSABLE_FILE)}
     scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
     side = {}

@@ -186,5 +186,7 @@ def test_duplicate_path_ids_from_records_are_dead_lettered_not_dropped(example, 
         )
         assert_that(dead, equal_to([("dedupe", "mine", True)]), label="dedupe")
         k = len(record["instructions"])
-        missing = scored[LINES] | beam.Filter(lambda pair: pair[0] == "missing_predictions") | beam.Values()
+        missing = (
+            scored[LINES] | beam.Filter(lambda pair: pair[0] == "missing_predictions") | beam.FlatMap(lambda p: p[1])
+        )
         assert_that(missing, equal_to([f"{record['path_id']}_{i}" for i in range(k)]), label="missing")

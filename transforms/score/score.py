@@ -2,7 +2,7 @@
 
 `ScoreBuckets(connectivity_dir, agents, dataset_files, config)`: (bucket, PredictionBatch |
 ReferenceBatch) -> {"tables": Arrow tables in the EPISODE_SCORES schema, "totals": summable counter
-dicts, "dead_letter": dicts, "lines": (list name, line) of the episode lists, "bootstrap": bootstrap sums
+dicts, "dead_letter": dicts, "lines": (list name, a bucket's lines) of the episode lists, "bootstrap": bootstrap sums
 per bucket (with a `BootstrapConfig`), "followers": comparisons with RxR follower metrics (for the agents
 in `followers`)}. Each group is joined by `vlnkit.scoring.join.join_bucket` and scored by
 `vlnkit.scoring.score.score_bucket`; graphs, the vocabulary and the flat scan tables are loaded once per
@@ -75,8 +75,8 @@ class _ScoreBucket(beam.DoFn):
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, d.to_dict())
         self.bad.inc(len(scores.dead) - len(join.dead))
         for name, lines in ((MISSING, scores.missing), (UNUSABLE, scores.unusable)):
-            for line in lines:
-                yield beam.pvalue.TaggedOutput(LINES, (name, line))
+            if lines:  # a bucket's lines travel as one list
+                yield beam.pvalue.TaggedOutput(LINES, (name, lines))
         if scores.table is not None:
             self.scored.inc(scores.table.num_rows)
             self.progress.tick(scores.table.num_rows)

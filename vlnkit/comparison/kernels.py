@@ -48,27 +48,34 @@ def _mix(z):  # splitmix64's finaliser, as vlnkit.hashing._mix_array
 def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
     """Rows first..stop-1 of the (len(keys), B) uint8 weights `out`: `start` is the seed's hash state,
     `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the integer
-    inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut from its hashes
-    first, then every weight is a sum of comparisons (vectorized, no branch on the random draw)."""
+    inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut from its hashes first;
+    then each threshold is compared with every uniform of the row in one pass (a loop over replicates,
+    which the compiler vectorizes), so a weight is a sum of comparisons with no branch on the draw."""
     replicates = out.shape[1]
     mask = np.uint64((1 << bits) - 1)
+    shift1 = np.uint64(bits)
+    shift2 = np.uint64(2 * bits)
     hashes = len(group_hashes)
-    uniforms = np.zeros(3 * hashes, np.int32)
+    n = 3 * hashes
+    uniforms = np.empty(n, np.int32)
+    counts = np.empty(n, np.int32)
     limits = thresholds.astype(np.int32)
     for i in range(first, stop):
         state = _mix(start * _GOLDEN + _mix(keys[i] ^ _TAG_INT))
         for g in range(hashes):
             h = _mix(state * _GOLDEN + group_hashes[g])
             uniforms[3 * g] = np.int32(h & mask)
-            uniforms[3 * g + 1] = np.int32((h >> np.uint64(bits)) & mask)
-            uniforms[3 * g + 2] = np.int32((h >> np.uint64(2 * bits)) & mask)
+            uniforms[3 * g + 1] = np.int32((h >> shift1) & mask)
+            uniforms[3 * g + 2] = np.int32((h >> shift2) & mask)
+        for b in range(n):
+            counts[b] = 0
+        for k in range(len(limits)):
+            limit = limits[k]
+            for b in range(n):
+                counts[b] += uniforms[b] >= limit
         row = out[i]
         for b in range(replicates):
-            w = np.uint8(0)
-            u = uniforms[b]
-            for k in range(len(limits)):
-                w += np.uint8(u >= limits[k])
-            row[b] = w
+            row[b] = np.uint8(counts[b])
 
 
 @njit(cache=True, nogil=True)

@@ -30,14 +30,19 @@ def bucket_of(path_id: np.ndarray, buckets: int) -> np.ndarray:
 
 
 def split_by_bucket(batch, buckets: int) -> Iterator[tuple[int, object]]:
-    """(bucket, the batch's rows of that bucket) for each bucket the batch touches."""
+    """(bucket, the batch's rows of that bucket) for each bucket the batch touches, rows in batch order.
+
+    The batch is gathered once in bucket order (a stable radix sort of the small bucket numbers) and each
+    bucket's part is a slice of it, not a gather of its own.
+    """
     if len(batch) == 0:
         return
-    b = bucket_of(batch.path_id, buckets)
+    b = bucket_of(batch.path_id, buckets).astype(np.int16 if buckets <= 1 << 15 else np.int32)
     order = np.argsort(b, kind="stable")
-    cuts = np.flatnonzero(np.diff(b[order])) + 1
-    for rows in np.split(order, cuts):
-        yield int(b[rows[0]]), batch.take(rows)
+    ordered = batch.take(order)
+    cuts = [0, *(np.flatnonzero(np.diff(b[order])) + 1).tolist(), len(order)]
+    for start, stop in zip(cuts[:-1], cuts[1:]):
+        yield int(b[order[start]]), ordered.slice(start, stop)
 
 
 BUCKET_BYTES = 16 << 20  # input bytes per shuffle bucket: bounds what one bucket holds in memory

@@ -126,6 +126,12 @@ class Paths:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    def slice(self, start: int, stop: int) -> Paths:
+        """Rows start..stop-1 (views of this batch's arrays, offsets rebased)."""
+        offsets = self.offsets[start : stop + 1]
+        strings = {r - start: s for r, s in self.strings.items() if start <= r < stop} if self.strings else {}
+        return Paths(offsets - offsets[0], self.values[offsets[0] : offsets[-1]], strings)
+
     def row_of_value(self) -> np.ndarray:
         return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
 
@@ -186,6 +192,10 @@ class PredictionBatch:
 
     def take(self, rows) -> PredictionBatch:
         return PredictionBatch(self.agent, **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+
+    def slice(self, start: int, stop: int) -> PredictionBatch:
+        cols = {n: getattr(self, n)[start:stop] for n in self.COLUMNS}
+        return PredictionBatch(self.agent, **cols, paths=self.paths.slice(start, stop))
 
     @classmethod
     def concat(cls, agent: str, parts: list[PredictionBatch]) -> PredictionBatch:
@@ -261,6 +271,10 @@ class ReferenceBatch:
         return ReferenceBatch(
             **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows), languages=self.languages
         )
+
+    def slice(self, start: int, stop: int) -> ReferenceBatch:
+        cols = {n: getattr(self, n)[start:stop] for n in self.COLUMNS}
+        return ReferenceBatch(**cols, paths=self.paths.slice(start, stop), languages=self.languages)
 
     @classmethod
     def concat(cls, parts: list[ReferenceBatch]) -> ReferenceBatch:

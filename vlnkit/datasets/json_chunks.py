@@ -277,6 +277,9 @@ def _json_lines(
     chunk_bytes=CHUNK_BYTES,
 ):
     """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines."""
+    if scan is not None:
+        yield from _scanned_lines(block, read, source, index, lineno, first, typed, scan, chunk_bytes)
+        return
     rest = b""
     while True:
         data = rest + block
@@ -287,29 +290,61 @@ def _json_lines(
             cut = data.rfind(b"\n") + 1
             chunk, rest = data[:cut], data[cut:]
         if chunk:
-            scanned = scan(chunk) if scan is not None and not _unusual_break(chunk) else None
+            try:
+                items, strict, lines = _chunk_items(chunk, source, lineno, first, typed)
+            except _Stop as stop:
+                yield stop.args[0]
+                return
+            if items:
+                yield index, items, strict
+            index += len(items)
+            lineno += lines
+            first = False
+        if eof:
+            return
+        block = read()
+
+
+def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes):
+    """`_json_lines` with a compiled scanner: blocks of whole lines, at most SCAN_BYTES each, go to `scan` as
+    buffers (no copy), and a block it refuses is read in chunks of `chunk_bytes` the general way. The
+    scanner refuses every line break but "\n" and invalid UTF-8 itself, so a block it accepts needs no
+    other check."""
+    buf = bytearray(block)
+    eof = not block
+    while True:
+        while buf:
+            end = len(buf) if eof else buf.rfind(b"\n") + 1
+            if not end:
+                break
+            cut = end if end <= SCAN_BYTES else (buf.rfind(b"\n", 0, SCAN_BYTES) + 1 or end)
+            view = memoryview(buf)[:cut]
+            scanned = scan(view)
             if scanned is not None:
                 if len(scanned):
                     yield index, scanned, True
                 index += len(scanned)
-                lineno += chunk.count(b"\n")
+                lineno += scanned.newlines
                 first = False
             else:
-                for piece in _pieces(chunk, chunk_bytes) if scan is not None else (chunk,):
+                for piece in _pieces(bytes(view), chunk_bytes):
                     try:
-                        found = _chunk_items(piece, source, lineno, first, typed)
+                        items, strict, lines = _chunk_items(piece, source, lineno, first, typed)
                     except _Stop as stop:
                         yield stop.args[0]
                         return
-                    items, strict, lines = found
                     if items:
                         yield index, items, strict
                     index += len(items)
                     lineno += lines
                     first = False
+            view.release()
+            del buf[:cut]
         if eof:
             return
         block = read()
+        eof = not block
+        buf += block
 
 
 def _pieces(chunk: bytes, size: int):

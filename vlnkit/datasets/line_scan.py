@@ -48,42 +48,72 @@ _INT64_MAX = np.uint64(9223372036854775807)
 
 
 # ----------------------------------------------------------------------------- byte-string hash table
+# Bytes that end the fast loop over a string's text: a quote ends it; a backslash, a control character, DEL or
+# any non-ASCII byte needs a closer look (`_any_string`) or sends the block to the general reader.
+_STOP = np.zeros(256, np.uint8)
+_STOP[:32] = 1
+_STOP[[34, 92]] = 1
+_STOP[127:] = 1
+
+
+@njit(cache=True, inline="always")
+def _mix(h):
+    """splitmix64's finaliser: every bit of the running hash reaches every bit of the slot number."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _step(h, c):
+    """One byte into the running hash: a rotation and an xor (one or two cycles, no multiply chain)."""
+    return ((h << np.uint64(5)) | (h >> np.uint64(59))) ^ np.uint64(c)
+
+
+@njit(cache=True, inline="always")
+def _finish(h, n):
+    return _mix(h + np.uint64(n) * np.uint64(0x9E3779B97F4A7C15))
+
+
 @njit(cache=True)
 def _hash(buf, start, stop):
-    """FNV-1a over buf[start:stop]."""
-    h = np.uint64(0xCBF29CE484222325)
+    """The hash of buf[start:stop] (as `_plain_string` makes it while it scans)."""
+    h = np.uint64(0)
     for i in range(start, stop):
-        h = (h ^ np.uint64(buf[i])) * np.uint64(0x100000001B3)
-    return h
+        h = _step(h, buf[i])
+    return _finish(h, stop - start)
 
 
 @njit(cache=True)
-def _lookup(buf, start, stop, keys, offsets, values, slots, mask):
-    """The value of the key equal to buf[start:stop], or -1."""
+def _lookup(h, buf, start, stop, keys, offsets, values, hashes, slots, mask):
+    """The value of the key equal to buf[start:stop] (whose `_hash` is h), or -1."""
     n = stop - start
-    i = np.int64(_hash(buf, start, stop) & mask)
+    i = np.int64(h & mask)
     while True:
         e = slots[i]
         if e < 0:
             return -1
-        a = offsets[e]
-        if offsets[e + 1] - a == n:
-            same = True
-            for j in range(n):
-                if keys[a + j] != buf[start + j]:
-                    same = False
-                    break
-            if same:
-                return values[e]
-        i = (i + 1) & mask
+        if hashes[e] == h:
+            a = offsets[e]
+            if offsets[e + 1] - a == n:
+                same = True
+                for j in range(n):
+                    if keys[a + j] != buf[start + j]:
+                        same = False
+                        break
+                if same:
+                    return values[e]
+        i = (i + 1) & np.int64(mask)
 
 
 @njit(cache=True)
-def _fill(keys, offsets, slots, mask):
+def _fill(keys, offsets, hashes, slots, mask):
     for e in range(len(offsets) - 1):
-        i = np.int64(_hash(keys, offsets[e], offsets[e + 1]) & mask)
+        h = _hash(keys, offsets[e], offsets[e + 1])
+        hashes[e] = h
+        i = np.int64(h & mask)
         while slots[i] >= 0:
-            i = (i + 1) & mask
+            i = (i + 1) & np.int64(mask)
         slots[i] = e
 
 
@@ -99,8 +129,9 @@ class ByteTable:
     keys: np.ndarray  # uint8: every key's bytes, one after the other
     offsets: np.ndarray  # int64 (n + 1,): key e is keys[offsets[e]:offsets[e + 1]]
     values: np.ndarray  # int32 (n,)
+    hashes: np.ndarray  # uint64 (n,): each key's `_hash`
     slots: np.ndarray  # int64 (2**m,): entry number, or -1
-    mask: np.int64
+    mask: np.uint64
 
     @classmethod
     def of(cls, keys: list[str], values) -> ByteTable:
@@ -111,15 +142,16 @@ class ByteTable:
         flat = np.frombuffer(b"".join(encoded), np.uint8) if encoded else np.zeros(0, np.uint8)
         size = 1 << max(4, (2 * len(encoded)).bit_length())
         slots = np.full(size, -1, np.int64)
-        _fill(flat, offsets, slots, np.uint64(size - 1))
-        return cls(flat, offsets, np.asarray(values, np.int32), slots, np.int64(size - 1))
+        hashes = np.zeros(len(encoded), np.uint64)
+        _fill(flat, offsets, hashes, slots, np.uint64(size - 1))
+        return cls(flat, offsets, np.asarray(values, np.int32), hashes, slots, np.uint64(size - 1))
 
     def get(self, key: bytes) -> int:
         buf = np.frombuffer(key, np.uint8)
-        return int(_lookup(buf, 0, len(buf), self.keys, self.offsets, self.values, self.slots, np.uint64(self.mask)))
+        return int(_lookup(np.uint64(_hash(buf, 0, len(buf))), buf, 0, len(buf), *self.args()))
 
     def args(self) -> tuple:
-        return self.keys, self.offsets, self.values, self.slots, np.uint64(self.mask)
+        return self.keys, self.offsets, self.values, self.hashes, self.slots, self.mask
 
 
 # ----------------------------------------------------------------------------- grammar pieces
@@ -203,41 +235,26 @@ def _integer(buf, p, end, out):
 
 
 @njit(cache=True)
-def _plain_string(buf, p, end, clean):
-    """A string of printable ASCII without escapes, p at its quote: (start, stop) of its text, or (-1, -1).
-    In a `clean` block (`_is_clean`) only the closing quote (or a line's end) is looked for."""
+def _plain_string(buf, p, end):
+    """A string of printable ASCII without escapes, p at its quote: (start, stop) of its text and its `_hash`,
+    or (-1, -1, 0). The hash is made in the same pass that finds the closing quote."""
     if p >= end or buf[p] != _QUOTE:
-        return -1, -1
+        return -1, -1, np.uint64(0)
     p += 1
     s = p
-    if clean:
-        while p < end and buf[p] != _QUOTE and buf[p] != 10:
-            p += 1
-        return (s, p) if p < end and buf[p] == _QUOTE else (-1, -1)
-    while p < end:
-        c = buf[p]
-        if c == _QUOTE:
-            return s, p
-        if c == _BACKSLASH or c < 32 or c >= 127:
-            return -1, -1
+    h = np.uint64(0)
+    while p < end and not _STOP[buf[p]]:
+        h = _step(h, buf[p])
         p += 1
-    return -1, -1
-
-
-@njit(cache=True, nogil=True)
-def _is_clean(buf, begin, end):
-    """Whether buf[begin:end] is ASCII without backslashes and without control characters but "\n": then a
-    string's text needs no check beyond its closing quote."""
-    bad = 0
-    for i in range(begin, end):
-        c = buf[i]
-        bad |= (c >= 127) | (c == _BACKSLASH) | ((c < 32) & (c != 10))
-    return bad == 0
+    if p >= end or buf[p] != _QUOTE:
+        return -1, -1, np.uint64(0)
+    return s, p, _finish(h, p - s)
 
 
 @njit(cache=True)
 def _utf8(buf, p, end):
-    """The length of the valid UTF-8 sequence of a non-ASCII character at p (RFC 3629), or -1."""
+    """The length of the valid UTF-8 sequence of a non-ASCII character at p (RFC 3629), or -1 (also for the
+    three characters that `str.splitlines` takes for line breaks)."""
     c = buf[p]
     if 0xC2 <= c <= 0xDF:
         n, lo, hi = 2, 0x80, 0xBF
@@ -260,6 +277,8 @@ def _utf8(buf, p, end):
     for j in range(2, n):
         if not 0x80 <= buf[p + j] <= 0xBF:
             return -1
+    if c == 0xC2 and buf[p + 1] == 0x85 or c == 0xE2 and buf[p + 1] == 0x80 and 0xA8 <= buf[p + 2] <= 0xA9:
+        return -1  # NEL, LS, PS: line breaks to `str.splitlines`, which the general reader splits at
     return n
 
 
@@ -275,18 +294,18 @@ def _hex(c):
 
 
 @njit(cache=True)
-def _any_string(buf, p, end, clean):
+def _any_string(buf, p, end):
     """Any JSON string whose text is never looked at (an instruction), p at its quote: the position after
     it, or -1. Escapes of a UTF-16 surrogate go to the general reader (as do blocks holding U+2028, U+2029
     or NEL, where a line splitter may cut: the caller's check)."""
     if p >= end or buf[p] != _QUOTE:
         return -1
     p += 1
-    if clean:
-        while p < end and buf[p] != _QUOTE and buf[p] != 10:
-            p += 1
-        return p + 1 if p < end and buf[p] == _QUOTE else -1
     while p < end:
+        while p < end and not _STOP[buf[p]]:  # the fast loop: one table look-up per byte
+            p += 1
+        if p >= end:
+            return -1
         c = buf[p]
         if c == _QUOTE:
             return p + 1
@@ -309,11 +328,11 @@ def _any_string(buf, p, end, clean):
                 return -1
             p += 6
             continue
-        if c < 32:
+        if c < 128:  # a control character or DEL (DEL is valid JSON text: take it here)
+            if c == 127:
+                p += 1
+                continue
             return -1
-        if c < 128:
-            p += 1
-            continue
         n = _utf8(buf, p, end)
         if n < 0:
             return -1
@@ -322,7 +341,7 @@ def _any_string(buf, p, end, clean):
 
 
 @njit(cache=True)
-def _skip_value(buf, p, end, clean):
+def _skip_value(buf, p, end):
     """Any JSON value (an unknown key's, ignored by the typed decoder), nested at most _MAX_DEPTH deep."""
     stack = np.empty(_MAX_DEPTH, np.uint8)
     depth = 0
@@ -341,7 +360,7 @@ def _skip_value(buf, p, end, clean):
                 depth -= 1
                 p += 1
             elif c == _LBRACE:
-                p = _any_string(buf, p, end, clean)  # the first key
+                p = _any_string(buf, p, end)  # the first key
                 if p < 0:
                     return -1
                 p = _ws(buf, p, end)
@@ -352,7 +371,7 @@ def _skip_value(buf, p, end, clean):
             else:
                 continue
         elif c == _QUOTE:
-            p = _any_string(buf, p, end, clean)
+            p = _any_string(buf, p, end)
         elif c == 45 or _digit(c):
             p = _number(buf, p, end)
         elif c == 116 and p + 4 <= end and buf[p + 1] == 114 and buf[p + 2] == 117 and buf[p + 3] == 101:
@@ -381,7 +400,7 @@ def _skip_value(buf, p, end, clean):
                 return -1
             p = _ws(buf, p + 1, end)
             if stack[depth - 1] == _LBRACE:
-                p = _any_string(buf, p, end, clean)
+                p = _any_string(buf, p, end)
                 if p < 0:
                     return -1
                 p = _ws(buf, p, end)
@@ -392,10 +411,10 @@ def _skip_value(buf, p, end, clean):
 
 
 @njit(cache=True)
-def _key(buf, p, end, names, name_offsets, clean):
+def _key(buf, p, end, names, name_offsets):
     """An object key at p (a plain string): (index into `names`, or len(names) for another key; the
     position after its colon), or (-1, -1)."""
-    s, stop = _plain_string(buf, p, end, clean)
+    s, stop, _ = _plain_string(buf, p, end)
     if s < 0:
         return -1, -1
     which = len(name_offsets) - 1
@@ -466,120 +485,123 @@ def _after_item(buf, p, end, closing):
 
 
 @njit(cache=True, nogil=True)
-def _scan_submissions(buf, begin, end, keys, offsets, values, slots, mask, pid, kk, lengths, vals, starts):
-    """R2R submission lines in buf[begin:end] -> (status, rows, values written)."""
+def _scan_submissions(buf, begin, end, keys, offsets, values, hashes, slots, mask, pid, kk, lengths, vals, starts):
+    """R2R submission lines in buf[begin:end] -> (status, rows, values written, line breaks passed)."""
     rows = 0
     nv = 0
+    newlines = 0
     out = np.zeros(2, np.int64)
     names, name_offsets = _SUBMISSION_KEYS, _SUBMISSION_OFFSETS
-    clean = _is_clean(buf, begin, end)
     p = begin
     while p < end:
         if buf[p] == 10:  # an empty line: no record, no index
             p += 1
+            newlines += 1
             continue
         if rows == len(pid):
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         starts[rows] = p
         p = _ws(buf, p, end)
         if p >= end or buf[p] != _LBRACE:
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         p = _ws(buf, p + 1, end)
         seen = 0
         first_value = nv
         closed = False
         while not closed:
-            which, p = _key(buf, p, end, names, name_offsets, clean)
+            which, p = _key(buf, p, end, names, name_offsets)
             if which < 0 or (which < 2 and seen & (1 << which)):
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
             if which < 2:
                 seen |= 1 << which
             if which == 0:  # instr_id: a canonical id
-                s, q = _plain_string(buf, p, end, clean)
+                s, q, _ = _plain_string(buf, p, end)
                 if s < 0 or not _canonical_id(buf, s, q, out):
-                    return REJECT, rows, nv
+                    return REJECT, rows, nv, newlines
                 pid[rows], kk[rows] = out[0], out[1]
                 p = q + 1
             elif which == 1:  # trajectory: [[viewpoint, number, number], ...], at least one step
                 if p >= end or buf[p] != _LBRACKET:
-                    return REJECT, rows, nv
+                    return REJECT, rows, nv, newlines
                 p = _ws(buf, p + 1, end)
                 steps = 0
                 last = False
                 while not last:
                     if p >= end or buf[p] != _LBRACKET:
-                        return REJECT, rows, nv
-                    s, q = _plain_string(buf, _ws(buf, p + 1, end), end, clean)
+                        return REJECT, rows, nv, newlines
+                    s, q, h = _plain_string(buf, _ws(buf, p + 1, end), end)
                     if s < 0 or q == s or nv == len(vals):
-                        return REJECT, rows, nv
-                    vals[nv] = _lookup(buf, s, q, keys, offsets, values, slots, mask)
+                        return REJECT, rows, nv, newlines
+                    vals[nv] = _lookup(h, buf, s, q, keys, offsets, values, hashes, slots, mask)
                     nv += 1
                     steps += 1
                     p = _ws(buf, q + 1, end)
                     for _angle in range(2):  # heading, elevation
                         if p >= end or buf[p] != _COMMA:
-                            return REJECT, rows, nv
+                            return REJECT, rows, nv, newlines
                         p = _number(buf, _ws(buf, p + 1, end), end)
                         if p < 0:
-                            return REJECT, rows, nv
+                            return REJECT, rows, nv, newlines
                         p = _ws(buf, p, end)
                     if p >= end or buf[p] != _RBRACKET:
-                        return REJECT, rows, nv
+                        return REJECT, rows, nv, newlines
                     p, last = _after_item(buf, p + 1, end, _RBRACKET)
                     if p < 0:
-                        return REJECT, rows, nv
+                        return REJECT, rows, nv, newlines
                 lengths[rows] = steps
             else:  # another key: ignored by the typed decoder, but it must be valid JSON
-                p = _skip_value(buf, p, end, clean)
+                p = _skip_value(buf, p, end)
             if p < 0:
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
             p, closed = _after_item(buf, p, end, _RBRACE)
             if p < 0:
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
         p = _line_end(buf, p, end)
+        newlines += p > 0 and buf[p - 1] == 10
         if p < 0 or seen != 3 or nv == first_value:
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         rows += 1
-    return OK, rows, nv
+    return OK, rows, nv, newlines
 
 
 @njit(cache=True, nogil=True)
 def _scan_records(
-    buf, begin, end, keys, offsets, values, slots, mask, skeys, soffsets, svalues, sslots, smask,
+    buf, begin, end, keys, offsets, values, hashes, slots, mask, skeys, soffsets, svalues, shashes, sslots, smask,
     pid, scan, counts, lengths, vals, starts, scan_spans,
 ):  # fmt: skip
-    """R2R record lines in buf[begin:end] -> (status, rows, values written)."""
+    """R2R record lines in buf[begin:end] -> (status, rows, values written, line breaks passed)."""
     rows = 0
     nv = 0
+    newlines = 0
     out = np.zeros(2, np.int64)
     names, name_offsets = _RECORD_KEYS, _RECORD_OFFSETS
-    clean = _is_clean(buf, begin, end)
     p = begin
     while p < end:
         if buf[p] == 10:
             p += 1
+            newlines += 1
             continue
         if rows == len(pid):
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         starts[rows] = p
         p = _ws(buf, p, end)
         if p >= end or buf[p] != _LBRACE:
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         p = _ws(buf, p + 1, end)
         seen = 0  # a bit per known key
         first_value = nv
         closed = False
         while not closed:
-            which, p = _key(buf, p, end, names, name_offsets, clean)
+            which, p = _key(buf, p, end, names, name_offsets)
             if which < 0 or (which < 6 and seen & (1 << which)):
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
             if which < 6:
                 seen |= 1 << which
             if which == 0:  # scan: a non-empty string
-                s, q = _plain_string(buf, p, end, clean)
+                s, q, h = _plain_string(buf, p, end)
                 if s < 0 or q == s:
-                    return REJECT, rows, nv
-                scan[rows] = _lookup(buf, s, q, skeys, soffsets, svalues, sslots, smask)
+                    return REJECT, rows, nv, newlines
+                scan[rows] = _lookup(h, buf, s, q, skeys, soffsets, svalues, shashes, sslots, smask)
                 scan_spans[rows, 0], scan_spans[rows, 1] = s, q
                 p = q + 1
             elif which == 1:  # path_id: an integer within 64 bits
@@ -587,20 +609,20 @@ def _scan_records(
                 pid[rows] = out[0]
             elif which == 2:  # path: at least one non-empty viewpoint id
                 if p >= end or buf[p] != _LBRACKET:
-                    return REJECT, rows, nv
+                    return REJECT, rows, nv, newlines
                 p = _ws(buf, p + 1, end)
                 n = 0
                 last = False
                 while not last:
-                    s, q = _plain_string(buf, p, end, clean)
+                    s, q, h = _plain_string(buf, p, end)
                     if s < 0 or q == s or nv == len(vals):
-                        return REJECT, rows, nv
-                    vals[nv] = _lookup(buf, s, q, keys, offsets, values, slots, mask)
+                        return REJECT, rows, nv, newlines
+                    vals[nv] = _lookup(h, buf, s, q, keys, offsets, values, hashes, slots, mask)
                     nv += 1
                     n += 1
                     p, last = _after_item(buf, q + 1, end, _RBRACKET)
                     if p < 0:
-                        return REJECT, rows, nv
+                        return REJECT, rows, nv, newlines
                 lengths[rows] = n
             elif which == 3:  # heading: a finite number
                 p = _number(buf, p, end)
@@ -608,31 +630,32 @@ def _scan_records(
                 p = -1 if p < end and buf[p] == 45 else _number(buf, p, end)
             elif which == 5:  # instructions: at least one string
                 if p >= end or buf[p] != _LBRACKET:
-                    return REJECT, rows, nv
+                    return REJECT, rows, nv, newlines
                 p = _ws(buf, p + 1, end)
                 n = 0
                 last = False
                 while not last:
-                    p = _any_string(buf, p, end, clean)
+                    p = _any_string(buf, p, end)
                     if p < 0:
-                        return REJECT, rows, nv
+                        return REJECT, rows, nv, newlines
                     n += 1
                     p, last = _after_item(buf, p, end, _RBRACKET)
                     if p < 0:
-                        return REJECT, rows, nv
+                        return REJECT, rows, nv, newlines
                 counts[rows] = n
             else:
-                p = _skip_value(buf, p, end, clean)
+                p = _skip_value(buf, p, end)
             if p < 0:
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
             p, closed = _after_item(buf, p, end, _RBRACE)
             if p < 0:
-                return REJECT, rows, nv
+                return REJECT, rows, nv, newlines
         p = _line_end(buf, p, end)
+        newlines += p > 0 and buf[p - 1] == 10
         if p < 0 or (seen & 0b101111) != 0b101111 or nv == first_value:  # all but distance are required
-            return REJECT, rows, nv
+            return REJECT, rows, nv, newlines
         rows += 1
-    return OK, rows, nv
+    return OK, rows, nv, newlines
 
 
 # ----------------------------------------------------------------------------- Python side
@@ -647,6 +670,7 @@ class ScannedPredictions:
     path_id: np.ndarray
     k: np.ndarray
     paths: object  # vlnkit.datasets.columns.Paths
+    newlines: int = 0  # line breaks in the block (the reader numbers lines with them)
 
     def __len__(self) -> int:
         return len(self.path_id)
@@ -661,6 +685,7 @@ class ScannedReferences:
     scans: np.ndarray  # numpy unicode, one per row
     instructions: np.ndarray
     paths: object  # vlnkit.datasets.columns.Paths
+    newlines: int = 0  # line breaks in the block
 
     def __len__(self) -> int:
         return len(self.path_id)
@@ -684,13 +709,24 @@ def _pieces(buf: np.ndarray) -> list[tuple[int, int]]:
     threads = thread_count(len(buf) * (1 << 24) // PARALLEL_BYTES)
     cuts = [0]
     for first, _ in parts(len(buf), threads)[1:]:
-        nl = buf[first:].tobytes().find(b"\n") if first < len(buf) else -1
-        cut = len(buf) if nl < 0 else first + nl + 1
+        cut = _after_newline(buf, first)
         if cut > cuts[-1]:
             cuts.append(cut)
     if cuts[-1] != len(buf):
         cuts.append(len(buf))
     return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _after_newline(buf: np.ndarray, start: int) -> int:
+    """The position after the first "\n" at or after `start` (or the end), looked for in growing windows."""
+    window = 1 << 16
+    while start < len(buf):
+        found = np.flatnonzero(buf[start : start + window] == 10)
+        if len(found):
+            return start + int(found[0]) + 1
+        start += window
+        window *= 2
+    return len(buf)
 
 
 def _scan(buf: np.ndarray, kernel, make_outputs, fixed_args: tuple) -> list | None:
@@ -701,13 +737,13 @@ def _scan(buf: np.ndarray, kernel, make_outputs, fixed_args: tuple) -> list | No
     def one(n: int) -> None:
         begin, end = pieces[n]
         outputs = make_outputs(end - begin)
-        status, rows, nv = kernel(buf, begin, end, *fixed_args, *outputs)
-        results[n] = (status, rows, nv, outputs)
+        status, rows, nv, newlines = kernel(buf, begin, end, *fixed_args, *outputs)
+        results[n] = (status, rows, nv, newlines, outputs)
 
     run_in_parallel(lambda first, stop: [one(n) for n in range(first, stop)], parts(len(pieces), len(pieces)))
     if any(r[0] != OK for r in results):
         return None
-    return results
+    return [(r[1], r[2], r[4]) for r in results], sum(r[3] for r in results)
 
 
 def _paths(lengths: np.ndarray, values: np.ndarray, unknown_rows, strings_of):
@@ -729,9 +765,11 @@ def _unknown_rows(offsets_lengths: np.ndarray, values: np.ndarray) -> list[int]:
     return np.unique(np.searchsorted(offsets, bad, side="right") - 1).tolist()
 
 
-def _line(block: bytes, start: int) -> bytes:
-    stop = block.find(b"\n", start)
-    return block[start : stop if stop >= 0 else len(block)]
+def _line(block, start: int) -> bytes:
+    """The line of `block` (bytes or a buffer) that starts at `start`."""
+    rest = bytes(memoryview(block)[start:])
+    stop = rest.find(b"\n")
+    return rest[: stop if stop >= 0 else len(rest)]
 
 
 def scan_submissions(block: bytes, vocab) -> ScannedPredictions | None:
@@ -747,20 +785,22 @@ def scan_submissions(block: bytes, vocab) -> ScannedPredictions | None:
         return (np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows, np.int64),
                 np.empty(size // 9 + 1, np.int32), np.empty(rows, np.int64))  # fmt: skip
 
-    found = _scan(buf, _scan_submissions, outputs, viewpoints.args())
-    if found is None:
+    scanned = _scan(buf, _scan_submissions, outputs, viewpoints.args())
+    if scanned is None:
         return None
-    pid = np.concatenate([o[0][:rows] for _, rows, _, o in found])
-    k = np.concatenate([o[1][:rows] for _, rows, _, o in found])
-    lengths = np.concatenate([o[2][:rows] for _, rows, _, o in found])
-    values = np.concatenate([o[3][:nv] for _, _, nv, o in found])
-    starts = np.concatenate([o[4][:rows] for _, rows, _, o in found])
+    found, newlines = scanned
+    pid = np.concatenate([o[0][:rows] for rows, _, o in found])
+    k = np.concatenate([o[1][:rows] for rows, _, o in found])
+    lengths = np.concatenate([o[2][:rows] for rows, _, o in found])
+    values = np.concatenate([o[3][:nv] for _, nv, o in found])
+    starts = np.concatenate([o[4][:rows] for rows, _, o in found])
 
     def strings_of(row: int) -> list[str]:
         line = SUBMISSION.decode_lines([_line(block, int(starts[row]))])[0]
         return [step[0] for step in line.trajectory]
 
-    return ScannedPredictions(pid, k, _paths(lengths, values, _unknown_rows(lengths, values), strings_of))
+    paths = _paths(lengths, values, _unknown_rows(lengths, values), strings_of)
+    return ScannedPredictions(pid, k, paths, newlines)
 
 
 def scan_records(block: bytes, vocab) -> ScannedReferences | None:
@@ -777,23 +817,24 @@ def scan_records(block: bytes, vocab) -> ScannedReferences | None:
                 np.empty(rows, np.int64), np.empty(size // 4 + 1, np.int32), np.empty(rows, np.int64),
                 np.empty((rows, 2), np.int64))  # fmt: skip
 
-    found = _scan(buf, _scan_records, outputs, viewpoints.args() + scans.args())
-    if found is None:
+    scanned = _scan(buf, _scan_records, outputs, viewpoints.args() + scans.args())
+    if scanned is None:
         return None
-    cols = [np.concatenate([o[c][:rows] for _, rows, _, o in found]) for c in (0, 1, 2, 3, 5, 6)]
+    found, newlines = scanned
+    cols = [np.concatenate([o[c][:rows] for rows, _, o in found]) for c in (0, 1, 2, 3, 5, 6)]
     pid, scan_no, counts, lengths, starts, spans = cols
-    values = np.concatenate([o[4][:nv] for _, _, nv, o in found])
+    values = np.concatenate([o[4][:nv] for _, nv, o in found])
     names = np.asarray(vocab.scans, dtype=str) if vocab.scans else np.zeros(0, "U1")
     known = scan_no >= 0
     scan_names = names[np.where(known, scan_no, 0)] if len(names) else np.zeros(len(pid), "U1")
     if not known.all():
         scan_names = scan_names.astype(object)
         for r in np.flatnonzero(~known).tolist():
-            scan_names[r] = block[spans[r, 0] : spans[r, 1]].decode("ascii")
+            scan_names[r] = bytes(memoryview(block)[spans[r, 0] : spans[r, 1]]).decode("ascii")
         scan_names = scan_names.astype(str)
 
     def strings_of(row: int) -> list[str]:
         return list(R2R_RECORD.decode_lines([_line(block, int(starts[row]))])[0].path)
 
     paths = _paths(lengths, values, _unknown_rows(lengths, values), strings_of)
-    return ScannedReferences(pid, scan_names, counts, paths)
+    return ScannedReferences(pid, scan_names, counts, paths, newlines)

@@ -121,8 +121,8 @@ class FileFormat:
     def scan(self, block: bytes, vocab) -> ScannedReferences | None:
         """A compiled scanner's reading of a block of whole lines (`json_chunks`' `scan`), for R2R records;
         None for any other format (the typed decoder and the general reader take those)."""
-        if self.fmt is None:
-            first = next((line for line in block.split(b"\n", 64) if line.strip()), None)
+        if self.fmt is None:  # from the first line (a longer one than 64 KB is left to the typed decoder)
+            first = next((line for line in bytes(block[: 1 << 16]).split(b"\n") if line.strip()), None)
             self.fmt = line_format(first) if first is not None else None
         return scan_records(block, vocab) if self.fmt == R2R else None
 

@@ -180,3 +180,13 @@ def remove_tree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+def rename(src: str, dst: str) -> None:
+    """Move one file to another name on the same filesystem (a copy and a delete on object stores)."""
+    if is_remote(src):
+        from apache_beam.io.filesystems import FileSystems
+
+        FileSystems.rename([src], [dst])
+        return
+    os.replace(src, dst)

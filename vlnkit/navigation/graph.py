@@ -255,14 +255,18 @@ class NavGraph:
         dist, pred = shortest_path(self.adjacency, method="D", directed=False, return_predecessors=True)
         return dist, pred
 
-    @property
+    @cached_property
     def distances(self) -> np.ndarray:
-        """(n, n) shortest-path distances in metres; `inf` where unreachable."""
-        return self._all_pairs[0]
+        """(n, n) shortest-path distances in metres; `inf` where unreachable (compiled Dijkstra, the same bits
+        as scipy's: `vlnkit.navigation.shortest_paths`)."""
+        from vlnkit.navigation.shortest_paths import all_pairs_distances
+
+        return all_pairs_distances(len(self), self.edges, self.edge_weights)
 
     @property
     def predecessors(self) -> np.ndarray:
-        """(n, n) predecessor matrix from scipy (-9999 where there is none)."""
+        """(n, n) predecessor matrix from scipy (-9999 where there is none); scipy's distances are the same
+        bits as `distances` (a test holds it)."""
         return self._all_pairs[1]
 
     @cached_property

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
 from vlnkit.datasets.prediction_batches import BARE_K
@@ -51,19 +52,52 @@ __all__ = ["join_bucket", "BucketJoin", "AgentMatch", "instr_ids", "to_scan_node
 
 
 def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
-    """ "<path_id>_<k>" strings, built by Arrow in one call; "<path_id>" alone where k is -1 (an RxR
-    instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`).
+    """ "<path_id>_<k>" strings as an Arrow array, written by one compiled pass; "<path_id>" alone where k is -1
+    (an RxR instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`).
 
-    >>> instr_ids(np.array([4, 26]), np.array([1, -1])).to_pylist()
-    ['4_1', '26']
+    >>> instr_ids(np.array([4, 26, -3, -9223372036854775808]), np.array([1, -1, 0, 12])).to_pylist()
+    ['4_1', '26', '-3_0', '-9223372036854775808_12']
     """
-    import pyarrow.compute as pc
+    path_id = np.ascontiguousarray(path_id, np.int64)
+    k = np.ascontiguousarray(k, np.int64)
+    offsets = np.zeros(len(path_id) + 1, np.int32)
+    data = np.empty(41 * len(path_id), np.uint8)  # two 20-character integers and "_"
+    used = _format_ids(path_id, k, BARE_K, offsets, data)
+    return pa.StringArray.from_buffers(len(path_id), pa.py_buffer(offsets), pa.py_buffer(data[:used]))
 
-    k = np.asarray(k, np.int64)
-    ids = pa.array(np.asarray(path_id, np.int64)).cast(pa.string())
-    joined = pc.binary_join_element_wise(ids, pa.array(k).cast(pa.string()), "_")
-    bare = k == BARE_K
-    return pc.if_else(pa.array(bare), ids, joined) if bare.any() else joined
+
+@njit(cache=True, inline="always")
+def _write_int(value, data, at):
+    """The decimal text of an int64 at data[at:], as `str(int)` writes it; returns the position after it."""
+    if value < 0:
+        data[at] = 45
+        at += 1
+        magnitude = np.uint64(-(value + 1)) + np.uint64(1)  # -2**63 too
+    else:
+        magnitude = np.uint64(value)
+    digits = 1
+    scale = np.uint64(1)
+    while magnitude // scale >= np.uint64(10):
+        scale *= np.uint64(10)
+        digits += 1
+    for _ in range(digits):
+        data[at] = 48 + np.uint8(magnitude // scale)
+        magnitude %= scale
+        scale //= np.uint64(10)
+        at += 1
+    return at
+
+
+@njit(cache=True, nogil=True)
+def _format_ids(path_id, k, bare, offsets, data):
+    at = 0
+    for i in range(len(path_id)):
+        at = _write_int(path_id[i], data, at)
+        if k[i] != bare:
+            data[at] = 95
+            at = _write_int(k[i], data, at + 1)
+        offsets[i + 1] = at
+    return at
 
 
 def to_scan_nodes(
@@ -121,6 +155,11 @@ class BucketJoin:
 
     def episode_ids(self, episodes: np.ndarray) -> pa.Array:
         return instr_ids(self.references.path_id[self.episode_ref[episodes]], self.episode_k[episodes])
+
+
+def _instr_id(batch: PredictionBatch, row: int) -> str:
+    """One prediction's instr_id, for a dead letter (never made for the pairs that are scored)."""
+    return instr_ids(batch.path_id[row : row + 1], batch.k[row : row + 1])[0].as_py()
 
 
 def _first_of_each(keys: np.ndarray, rank: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -239,7 +278,6 @@ def join_bucket(
         has = np.zeros(n_episodes, dtype=bool)
         has[ep] = True
         missing = np.flatnonzero(~has)
-        ids = instr_ids(p.path_id[rows], p.k[rows]).to_pylist() if len(rows) else []
         ref_rows = episode_ref[ep]
         reasons: list[tuple[int, str, str]] = []  # (pair, stage, reason)
         for i in np.flatnonzero(~loads[ref_rows]).tolist():
@@ -247,7 +285,7 @@ def join_bucket(
         for i in np.flatnonzero(loads[ref_rows] & ~usable[ref_rows]).tolist():
             r = int(ref_rows[i])
             why = f"viewpoint {ref_bad[r]!r} is not an included viewpoint of scan {str(refs.scan[r])!r}"
-            reasons.append((i, "reference", f"reference path of {ids[i]!r} is unusable: {why}"))
+            reasons.append((i, "reference", f"reference path of {_instr_id(p, int(rows[i]))!r} is unusable: {why}"))
         cand = np.flatnonzero(usable[ref_rows])
         queries, q_bad = to_scan_nodes(
             p.paths.take(rows[cand]), scan_ids[ref_rows[cand]], refs.scan[ref_rows[cand]], vocab, graphs
@@ -278,7 +316,9 @@ def join_bucket(
         for i, stage, reason in sorted(reasons):
             row = int(rows[i])
             dead.append(
-                RecordError(files[int(p.rank[row])], f"#{int(p.index[row])} (instr_id={ids[i]})", reason, stage)
+                RecordError(
+                    files[int(p.rank[row])], f"#{int(p.index[row])} (instr_id={_instr_id(p, row)})", reason, stage
+                )
             )
         good = ~(vp_bad | start_bad)
         keep = cand[good]

@@ -127,3 +127,26 @@ def test_real_connectivity_graphs_drop_excluded_viewpoints(connectivity_dir):
         g = NavGraph.from_connectivity(scan, entries)
         assert len(g) == sum(e["included"] for e in entries)
     assert excluded > 0
+
+
+def test_compiled_distances_are_scipys_bit_for_bit_on_every_scan_and_on_graphs_with_ties(connectivity_dir):
+    """`NavGraph.distances` (compiled Dijkstra) against scipy's, which `predecessors` still comes from."""
+    from scipy.sparse.csgraph import shortest_path
+
+    from vlnkit.navigation.graph import GraphStore, NavGraph, list_scans
+
+    def same(graph):
+        want = shortest_path(graph.adjacency, method="D", directed=False)
+        return graph.distances.tobytes() == want.tobytes()
+
+    store = GraphStore(connectivity_dir)
+    scans = list_scans(connectivity_dir)
+    assert len(scans) == 90 and all(same(store.get(s)) for s in scans)
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(2, 40))
+        grid = rng.integers(0, 4, (n, 3)).astype(float) * rng.choice([0.1, 1.0, 1 / 3])  # many equal lengths
+        pairs = {tuple(sorted(p)) for p in rng.integers(0, n, (3 * n, 2)) if p[0] != p[1]}
+        edges = np.array(sorted(pairs), np.int64).reshape(-1, 2)
+        graph = NavGraph(f"g{trial}", tuple(f"v{i}" for i in range(n)), grid, edges)  # zero-length edges too
+        assert same(graph), trial

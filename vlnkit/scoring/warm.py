@@ -1,0 +1,65 @@
+"""The score job's compiled kernels, loaded before they are needed: `warm_up()`, run on a thread at start-up.
+
+A process's first call of a compiled function starts numba (its imports, LLVM) and every kernel's first
+call loads it from the on-disk cache: about half a second in all, spent after Beam's imports, which take
+one to two seconds of the same process. Run on a thread while those imports go on, the two overlap (LLVM's
+work releases the GIL), and a run on a small split, where start-up is most of the wait, ends sooner. Every
+kernel is called once on a tiny input, the way the job calls it; a failure here is left for the real call
+to report.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["warm_up", "warm_up_in_background"]
+
+
+def warm_up() -> None:
+    """Call each kernel of the score job once on a tiny input (loads or compiles it)."""
+    import numpy as np
+
+    from vlnkit.comparison.config import BootstrapConfig
+    from vlnkit.datasets.columns import Paths, Vocabulary
+    from vlnkit.datasets.line_scan import scan_records, scan_submissions
+    from vlnkit.evaluation.scoring_config import ScoringConfig
+    from vlnkit.io.exactsum import exact_sums_by
+    from vlnkit.navigation.graph import GraphStore, NavGraph
+    from vlnkit.scoring.bootstrap import bucket_sums
+    from vlnkit.scoring.join import instr_ids
+    from vlnkit.scoring.scans import ScanTables
+    from vlnkit.scoring.score import metric_columns, score_pairs
+
+    line = NavGraph("s", ("a", "b"), np.array([[0.0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
+    scans = ScanTables(GraphStore("", {"s": line}))
+    path = Paths(np.array([0, 2]), np.array([0, 1]))
+    got = score_pairs(scans, np.array([scans.slot("s")]), path, path, ScoringConfig())
+    exact_sums_by(np.zeros(1, np.int64), got.scores["ne"], 1)
+    vocab = Vocabulary(["s"], [["a", "b"]])
+    scan_submissions(b'{"instr_id": "1_0", "trajectory": [["a", 0, 0]]}\n', vocab)
+    scan_records(b'{"scan": "s", "path_id": 1, "path": ["a"], "heading": 0, "instructions": ["x"]}\n', vocab)
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "agent": ["x"],
+            "instr_id": instr_ids(np.array([1]), np.array([0])),
+            "scan": ["s"],
+            **metric_columns(got.scores),
+        }
+    )
+    bucket_sums(table, got.reference_length, BootstrapConfig(replicates=40), [])
+
+
+def _quietly() -> None:
+    try:
+        warm_up()
+    except Exception:  # noqa: BLE001 -- the job's own call of a kernel reports any real problem
+        pass
+
+
+def warm_up_in_background() -> threading.Thread:
+    """Start `warm_up` on a daemon thread (a process that ends first does not wait for it)."""
+    thread = threading.Thread(target=_quietly, name="vlnkit-warm-up", daemon=True)
+    thread.start()
+    return thread
