@@ -26,6 +26,40 @@ class _Index(dict):
         return -1
 
 
+def _small(values: np.ndarray) -> np.ndarray:
+    """The same integers in the narrowest integer type that holds them all (for pickling: see `_Compact`)."""
+    if not len(values):
+        return values.astype(np.int8)
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return values.astype(dtype)
+    return values
+
+
+class _Compact:
+    """Batches cross the shuffle pickled, several times over in Beam's local runner (each copy is the whole
+    input), so their state is narrowed first: integer columns in the narrowest type that holds the batch's
+    values, paths as lengths rather than offsets, repeated scan names as codes. Unpickling restores the
+    declared types, so a batch is the same before and after."""
+
+    WIDE: dict[str, type] = {}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        for name in self.WIDE:
+            if state.get(name) is not None:
+                state[name] = _small(np.asarray(state[name]))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        for name, dtype in self.WIDE.items():
+            if state.get(name) is not None:
+                state[name] = np.asarray(state[name]).astype(dtype)
+        self.__dict__.update(state)
+
+
 @dataclass
 class Vocabulary:
     """Every included viewpoint of every scan, numbered globally (int32), in each scan's file order.
@@ -103,6 +137,14 @@ class Paths:
     values: np.ndarray
     strings: dict[int, list[str]] = field(default_factory=dict)
 
+    def __getstate__(self) -> dict:  # see `_Compact`: lengths travel, offsets are rebuilt
+        return {"lengths": _small(np.diff(self.offsets)), "values": self.values, "strings": self.strings}
+
+    def __setstate__(self, state: dict) -> None:
+        offsets = np.zeros(len(state["lengths"]) + 1, np.int64)
+        np.cumsum(state["lengths"], out=offsets[1:])
+        self.offsets, self.values, self.strings = offsets, state["values"], state["strings"]
+
     @classmethod
     def from_lists(cls, paths: list[list[str]], vocab: Vocabulary) -> Paths:
         return cls.from_flat(*flat_paths(paths), vocab)
@@ -174,7 +216,7 @@ def _take_columns(obj, rows, names):
 
 
 @dataclass
-class PredictionBatch:
+class PredictionBatch(_Compact):
     """Predictions of one agent: `rank` (file number within the agent), `index` (record number in
     its file), the instr_id as (`path_id`, `k`) and the trajectory as `paths` (global numbers)."""
 
@@ -186,6 +228,7 @@ class PredictionBatch:
     paths: Paths
 
     COLUMNS = ("rank", "index", "path_id", "k")
+    WIDE = dict.fromkeys(COLUMNS, np.int64)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -236,7 +279,7 @@ def encode_languages(tags: list[str]) -> tuple[tuple[str, ...], np.ndarray]:
 
 
 @dataclass
-class ReferenceBatch:
+class ReferenceBatch(_Compact):
     """Reference paths: `rank` (dataset file number), `index` (record number), `path_id`, `scan`
     (numpy unicode), `instructions` (how many episodes the path has) and `paths`.
 
@@ -257,6 +300,18 @@ class ReferenceBatch:
     languages: tuple[str, ...] = ()
 
     COLUMNS = ("rank", "index", "path_id", "scan", "instructions", "first_k", "language")
+    WIDE = {**dict.fromkeys(("rank", "index", "path_id", "instructions", "first_k"), np.int64), "language": np.int32}
+
+    def __getstate__(self) -> dict:  # repeated scan names travel once, with a code per row
+        state = super().__getstate__()
+        names, codes = np.unique(self.scan, return_inverse=True)
+        state["scan"] = (names, _small(codes.reshape(-1)))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        names, codes = state["scan"]
+        state["scan"] = names[codes.astype(np.int64)] if len(codes) else np.zeros(0, names.dtype)
+        super().__setstate__(state)
 
     def __post_init__(self) -> None:
         if self.first_k is None:

@@ -100,6 +100,20 @@ def _format_ids(path_id, k, bare, offsets, data):
     return at
 
 
+@njit(cache=True, nogil=True)
+def _local_nodes(offsets, values, scan_ids, vocab_local, vocab_scan, local, odd):
+    """Global viewpoint numbers -> node indices of each row's scan; odd[row] where a number is -1 (an id the
+    vocabulary could not number) or belongs to another scan: those rows are looked up by string."""
+    for r in range(len(offsets) - 1):
+        for i in range(offsets[r], offsets[r + 1]):
+            v = values[i]
+            if v < 0 or vocab_scan[v] != scan_ids[r]:
+                odd[r] = True
+                local[i] = 0
+            else:
+                local[i] = vocab_local[v]
+
+
 def to_scan_nodes(
     paths: Paths, scan_ids: np.ndarray, scans: np.ndarray, vocab: Vocabulary, graphs
 ) -> tuple[Paths, dict]:
@@ -110,12 +124,10 @@ def to_scan_nodes(
 
     `scan_ids` are vocabulary scan numbers per row (-1: not in the vocabulary), `scans` the names.
     """
-    values = paths.values
-    safe = np.clip(values, 0, None)
-    local = vocab.local[safe].astype(np.int64) if len(vocab.local) else np.zeros(len(values), np.int64)
-    owner = vocab.scan_of[safe] if len(vocab.scan_of) else np.full(len(values), -1)
-    ok = (values >= 0) & (owner == scan_ids[paths.row_of_value()])
-    check = set(np.unique(paths.row_of_value()[~ok]).tolist()) | set(paths.strings)
+    local = np.empty(len(paths.values), np.int64)
+    odd = np.zeros(len(paths), np.bool_)
+    _local_nodes(paths.offsets, paths.values, np.asarray(scan_ids, np.int64), vocab.local, vocab.scan_of, local, odd)
+    check = set(np.flatnonzero(odd).tolist()) | set(paths.strings)
     bad = {}
     for r in sorted(check):
         vps = paths.viewpoints(r, vocab)
