@@ -200,7 +200,14 @@ def run(ctx: Run) -> dict:
         raise JobError(f"--paraphrases={ctx.args.paraphrases}: expected .parquet files")
     backends = paraphrase_backends(paraphrase_files)
     check_demo_paraphrases(backends, ctx.args.allow_demo_paraphrases)
-    return ctx.execute(lambda p: build(p, files, paraphrase_files, ctx.args, methods, backends), ["compat"])
+    return ctx.execute(
+        lambda p: build(p, files, paraphrase_files, ctx.args, methods, backends), ["compat"], declared=declared_outputs
+    )
+
+
+def declared_outputs(summary: dict) -> dict[str, int]:
+    """One Parquet row per positive and per negative counted."""
+    return {"compat": sum(summary["positives"].values()) + sum(f["rows"] for f in summary["families"].values())}
 
 
 main = JOB.main(run, print_summary)

@@ -194,6 +194,7 @@ def run(ctx: Run) -> dict:
         ["probes"],
         extra_outputs=(fileio.join(ctx.output_dir, EPISODES_JSON),),
         outcome=outcome,
+        declared=lambda summary: {"probes": summary["episodes"], EPISODES_JSON: summary["episodes"]},
     )
 
 

@@ -18,6 +18,7 @@ from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared, renamed_values
 from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig
+from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
@@ -232,31 +233,38 @@ def run(ctx: Run) -> dict:
     if opts.landmark_layout:
         ctx.check_output_file("json_output", landmark_path(opts.json_output))
     dataset, connectivity_dir = resolve_inputs(opts)
-    files = ctx.inputs("dataset", dataset)
-    refuse_rxr(files)
+    files = ctx.inputs("dataset", dataset, refuse=RXR_REFUSED)
     ctx.graphs(connectivity_dir)
     return ctx.execute(
         lambda p: build(p, files, connectivity_dir, opts, config),
         ["paths"],
         extra_outputs=extra_outputs(opts),
+        declared=lambda summary: declared_outputs(summary, opts),
     )
 
 
-def refuse_rxr(files: list[str]) -> None:
-    """Stop before the pipeline when a --dataset file is an RxR guide or follower file (told by content):
-    joining RxR paths is not defined (their instructions are in different languages), and every record
-    would otherwise be dead-lettered one by one."""
-    from vlnkit.datasets.rxr import R2R, file_format
-    from vlnkit.datasets.trajectories import is_parquet
+def declared_outputs(summary: dict, opts) -> dict[str, int]:
+    """What a run wrote, from its join's tallies: one Parquet row and one R4R JSON record per joined path,
+    one landmark record per joined instruction."""
+    paths = summary["dataset"]["paths"]
+    out = {"paths": paths}
+    if opts.json_output:
+        out[opts.json_output] = paths
+        if opts.landmark_layout:
+            out[landmark_path(opts.json_output)] = summary["dataset"]["instructions"]
+    return out
 
-    for path in files:
-        fmt = "r2r" if is_parquet(path) else file_format(path)
-        if fmt != R2R:
-            kind = "guide" if fmt == "rxr_guide" else "follower"
-            raise JobError(
-                f"--dataset: {path} is an RxR {kind} file; build_r4r joins R2R-format paths (R2R JSON or JSON "
-                "Lines), and joining RxR paths is not defined (their instructions are in different languages)"
-            )
+
+# RxR files are refused before the pipeline (exit 2): joining RxR paths is not defined (their instructions
+# are in different languages), and every record would otherwise be dead-lettered one by one.
+_NOT_JOINED = (
+    "; build_r4r joins R2R-format paths (R2R JSON or JSON Lines), and joining RxR paths is not defined "
+    "(their instructions are in different languages)"
+)
+RXR_REFUSED = {
+    RXR_GUIDE_FORMAT: "an RxR guide file" + _NOT_JOINED,
+    RXR_FOLLOWER_FORMAT: "an RxR follower file" + _NOT_JOINED,
+}
 
 
 def extra_outputs(opts) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Console commands: `vlnkit <job> [flags]` and `vlnkit-<job> [flags]`, for every job.
+"""Console commands: `vlnkit <job> [flags]` and `vlnkit-<job> [flags]`, for every job; `vlnkit published D`
+and `vlnkit verify D` for an output folder.
 
 Installed as entry points, they import the jobs from the installed package whatever the current
 folder holds (`python -m pipelines.score` run inside a repository that has its own `transforms.py`
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         for job in JOBS:
             print(f"  {job:<16} {first_line(job)}")
         print(f"  {'published':<16} Print the files of an output folder's published version (vlnkit published D)")
+        print(f"  {'verify':<16} Re-check a published version against its manifest (vlnkit verify D [--all])")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
@@ -57,8 +59,26 @@ def main(argv: list[str] | None = None) -> None:
     if argv[0] == "published":  # not a job: reads an output folder (Beam-free for local folders)
         from vlnkit.io.layout import main as published_main
 
-        raise SystemExit(published_main(argv[1:]))
+        raise SystemExit(_to_a_pipe(published_main, argv[1:]))
+    if argv[0] == "verify":  # not a job: files, sizes, checksums and rows against the manifest
+        from vlnkit.io.integrity import main as verify_main
+
+        raise SystemExit(_to_a_pipe(verify_main, argv[1:]))
     _as_command(lambda: run_job(argv[0].replace("-", "_"), argv[1:]))
+
+
+def _to_a_pipe(main, argv: list[str]) -> int:
+    """Run a listing command; a reader that stops reading (`vlnkit published D | head -1`) ends it quietly
+    with its exit code, not a BrokenPipeError traceback (later writes go to /dev/null)."""
+    import os
+
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return code
 
 
 def _as_command(main) -> None:

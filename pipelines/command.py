@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipelines.flags import job_parser, parse
 from pipelines.verdict import JobError
+from vlnkit.io.redact import redact_text
 
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -86,7 +87,7 @@ class Job:
             except JobError as exc:  # refused before publishing: the published output is as it was
                 _refuse(job, exc)
             except RunFailed as exc:
-                print(f"error: {job}: run failed: {exc}; no {SUCCESS} written", file=sys.stderr)
+                print(redact_text(f"error: {job}: run failed: {exc}; no {SUCCESS} written"), file=sys.stderr)
                 raise SystemExit(3) from None
             if summary.get("skipped"):
                 return summary
@@ -99,8 +100,8 @@ class Job:
 
 
 def _refuse(job: str, exc: JobError) -> NoReturn:
-    """The job cannot run as asked: one line naming the reason, exit code 2."""
-    print(f"error: {job}: {exc}", file=sys.stderr)
+    """The job cannot run as asked: one line naming the reason (never a secret it quotes), exit code 2."""
+    print(redact_text(f"error: {job}: {exc}"), file=sys.stderr)
     raise SystemExit(2) from None
 
 

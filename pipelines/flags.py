@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
+import math
 import os
 import re
 import sys
@@ -39,6 +40,29 @@ from pipelines.verdict import JobError
 
 if TYPE_CHECKING:  # Beam is imported only to run: building a parser and --help never need it
     from apache_beam.options.pipeline_options import PipelineOptions
+
+
+def _typed(convert: Callable[[str], object], valid: Callable[[object], bool], what: str, name: str):
+    """An argparse type: `convert(text)`, refused (naming `what` it must be) unless `valid`."""
+
+    def value(text: str):
+        try:
+            number = convert(text)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not valid(number):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return number
+
+    value.__name__ = name
+    return value
+
+
+# Values every job's numeric flags must have: a meaningless one is refused before anything runs.
+fraction = _typed(float, lambda x: 0.0 <= x <= 1.0, "a number from 0 to 1", "fraction")
+at_least_one = _typed(int, lambda x: x >= 1, "an integer of 1 or more", "at_least_one")
+non_negative_int = _typed(int, lambda x: x >= 0, "an integer of 0 or more", "non_negative_int")
+positive_number = _typed(float, lambda x: 0.0 < x < math.inf, "a finite number above 0", "positive_number")
 
 
 # Flags shared by several jobs: (option strings, argparse keyword arguments). One definition each.
@@ -65,15 +89,15 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "seed": (
         ("--seed",),
-        {"type": int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
+        {"type": non_negative_int, "default": 0, "help": "Global seed; with each record's id it fixes every draw"},
     ),
     "num_shards": (
         ("--num_shards",),
-        {"type": int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
+        {"type": non_negative_int, "default": 0, "help": "Parquet shards per output (0: let the runner decide)"},
     ),
     "success_distance": (
         ("--success_distance",),
-        {"type": float, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
+        {"type": positive_number, "default": 3.0, "help": "d_th in metres: success threshold and the CLS/nDTW scale"},
     ),
     "keep_repeats": (
         ("--keep_repeats",),
@@ -148,10 +172,19 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
     """Defaults shown after every help text; the job's docstring kept as written."""
 
 
+class _JobParser(argparse.ArgumentParser):
+    """argparse's parser, except that a flag it cannot take (a value of the wrong type or out of range, a
+    missing value, a choice it does not know) is one JobError line naming the flag and the problem, as
+    every other refusal is (exit 2 through the job's entry point), not the usage block and argparse's exit."""
+
+    def error(self, message: str):
+        raise JobError(f"{message}; see --help")
+
+
 def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of one job, with the flags every job has (`--config`, `--output_dir`, `--skip_if_unchanged`,
     `--max_failure_fraction`). The job adds its own, and shared ones with `add_shared`."""
-    parser = argparse.ArgumentParser(
+    parser = _JobParser(
         prog=f"python -m pipelines.{job}",
         description=(doc or "").strip(),
         formatter_class=_HelpFormatter,
@@ -177,21 +210,21 @@ def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max_failure_fraction",
-        type=float,
+        type=fraction,
         default=0.5,
         help="A run fails (no _SUCCESS, exit 3) when more than this fraction of the records it read "
         "were dead-lettered; a run that read nothing usable always fails",
     )
     parser.add_argument(
         "--keep_versions",
-        type=int,
+        type=at_least_one,
         default=2,
         help="Published versions kept in --output_dir/versions (the current one included), so a reader "
         "that listed files just before a publish can still open them",
     )
     parser.add_argument(
         "--lock_lease_seconds",
-        type=float,
+        type=positive_number,
         default=600.0,
         help="A run refuses to start while another live run holds --output_dir; a lock whose heartbeat is "
         "older than this is taken over (a dead run's)",

@@ -11,8 +11,12 @@ concepts every job shares, each in a module of its own:
   `--skip_if_unchanged`, `manifest.json`;
 - publishing (`pipelines.publishing`): the lock, the run's own version folder, and the one-step
   publication of a complete run; a failed, refused or killed run leaves the published output as it was;
-- the verdict (`pipelines.verdict`): something usable was read, the dead-lettered fraction is at most
-  `--max_failure_fraction`; a failed run gets a manifest saying so and no `_SUCCESS`, exit 3;
+- the outputs read back (`vlnkit.io.integrity`): every file the run wrote is described (size, rows,
+  crc32c) and compared with what the job declares from its own tallies (`declared`); a missing, short
+  or extra output fails the run;
+- the verdict (`pipelines.verdict`): the outputs hold what was counted, something usable was read, the
+  dead-lettered fraction is at most `--max_failure_fraction`; a failed run gets a manifest saying so
+  and no `_SUCCESS`, exit 3;
 - the Beam counters table and the job's own summary table are printed.
 
 Exit codes: 0 done (or skipped, unchanged), 2 the job cannot run as asked (bad flag, missing
@@ -35,7 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines.provenance import (
     connectivity_files,
     describe_inputs,
-    describe_output,
+    describe_outputs,
     fingerprint,
     fingerprinted_settings,
     in_background,
@@ -44,10 +48,11 @@ from pipelines.provenance import (
 )
 from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
 from pipelines.runners import local_runner
-from pipelines.verdict import BEFORE_READ, JobError, Outcome, RunFailed, default_outcome, judge, with_stages
-from vlnkit.io import fileio, inputs, layout
+from pipelines.verdict import BEFORE_READ, JobError, Outcome, RunFailed, default_outcome, judge, with_stages, written
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, RXR_FOLLOWER_FORMAT
+from vlnkit.io import fileio, inputs, integrity, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
-from vlnkit.io.redact import redact
+from vlnkit.io.redact import redact, redact_text
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 
 __all__ = [
@@ -127,6 +132,50 @@ def out_of_space(exc: BaseException) -> str | None:
     return None
 
 
+def _intact(folder: str, previous: dict) -> bool:
+    """Whether a published version still holds what its manifest records (sizes, checksums, rows), so a
+    run may be skipped as unchanged; a manifest of an older vlnkit (no checksums) only needs its files."""
+    if all("crc32c" in o for o in previous.get("outputs", [])):
+        return not integrity.verify_version(folder)
+    return all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
+
+
+# Flags whose files are datasets (R2R-format records or RxR guide lines, or build_r4r's Parquet), in every
+# job; what is refused among them, by the format `vlnkit.datasets.rxr.file_format` tells from content.
+DATASET_FLAGS = frozenset({"dataset", "steps_from", "compose_from"})
+DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
+
+
+def _refuse_kinds(flag: str, files: list[str], refused: dict[str, str]) -> None:
+    """Stop before the pipeline when a file is of a kind the flag does not take (one line naming it):
+    every record would otherwise be dead-lettered one by one, or the run would fail late."""
+    from vlnkit.datasets.rxr import file_format
+    from vlnkit.datasets.trajectories import is_parquet
+
+    for path in files:
+        why = None if is_parquet(path) else refused.get(file_format(path))
+        if why:
+            raise JobError(f"--{flag}: {path} is {why}")
+
+
+def _refuse_credentials(flag: str, value: str) -> None:
+    """A URL with a user name (and password) in it: credentials come from the standard auth chain of the
+    filesystem, never from a flag, and a path that holds one must not travel into logs and manifests."""
+    for part in value.split(","):
+        scheme, sep, rest = part.partition("://")
+        if sep and "@" in rest.split("/", 1)[0]:
+            raise JobError(
+                f"--{flag}={redact_text(part.strip())}: a URL with credentials in it; name the file without them "
+                "(access comes from the filesystem's own credentials, e.g. Google's auth chain for gs://)"
+            )
+
+
+def _same_file(a: str, b: str) -> bool:
+    if fileio.is_remote(a) or fileio.is_remote(b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 # ---------------------------------------------------------------------------- the run of one job
 class Run:
     """One invocation of a job: its options, the inputs it depends on, and the way it ends."""
@@ -143,6 +192,13 @@ class Run:
         out = self.output_dir
         if not out:
             raise JobError("--output_dir is empty")
+        _refuse_credentials("output_dir", out)
+        root = layout.holding_versions(out)
+        if root is not None:
+            raise JobError(
+                f"--output_dir={out}: inside the versions of the output folder {root} (what its readers see, "
+                "and its own runs prune); choose a folder outside it"
+            )
         if fileio.is_remote(out):
             return
         if os.path.exists(out) and not os.path.isdir(out):
@@ -158,21 +214,51 @@ class Run:
         parent = os.path.dirname(os.path.abspath(path))
         _writable_folder(parent, f"--{flag}={path}", parent)
 
-    def inputs(self, flag: str, patterns: str | list[str] | None, required: bool = True) -> list[str]:
+    def inputs(
+        self, flag: str, patterns: str | list[str] | None, required: bool = True, refuse: dict[str, str] | None = None
+    ) -> list[str]:
         """The files a flag names (all must exist; a glob must match; a published output folder names its
-        current version's data files); recorded as inputs of the run."""
+        current version's data files); recorded as inputs of the run.
+
+        A file of a kind the flag does not take (told by content) is refused here, before the pipeline,
+        the same way in every job: an RxR follower file given as a dataset (`DATASET_FLAGS`); and
+        `refuse` {format: why} narrows what one job takes (build_r4r: R2R-format records only)."""
         if not patterns:
             if required:
                 raise JobError(f"--{flag} is required")
             return []
+        self.check_names(flag, patterns)
         try:
             found = inputs.expand_inputs(f"--{flag}", patterns)
         except FileNotFoundError as exc:
             raise JobError(str(exc).strip("'\"")) from None
         except Exception as exc:  # an unreachable filesystem, a malformed URL
             raise JobError(f"--{flag}={patterns}: cannot list ({type(exc).__name__}: {exc})") from None
+        for path, _ in found:
+            self._refuse_own_output(flag, path)
+        if flag in DATASET_FLAGS or refuse:
+            _refuse_kinds(flag, [p for p, _ in found], {**DATASET_REFUSED, **(refuse or {})})
         self._inputs.extend(found)
         return [p for p, _ in found]
+
+    def check_names(self, flag: str, patterns: str | list[str] | None) -> None:
+        """What can be told from the names a flag gives before anything is listed: no URL with credentials."""
+        for pattern in [patterns] if isinstance(patterns, str) else patterns or []:
+            _refuse_credentials(flag, pattern)
+
+    def _refuse_own_output(self, flag: str, path: str) -> None:
+        """An input inside this run's own output folder (a file of its published version) would be replaced
+        by what the run publishes, and the same command would then read its own output."""
+        out = self.output_dir.rstrip("/")
+        if fileio.is_remote(out):
+            inside = path.startswith(fileio.join(out, layout.VERSIONS) + "/")
+        else:
+            inside = os.path.realpath(path).startswith(os.path.realpath(fileio.join(out, layout.VERSIONS)) + os.sep)
+        if inside:
+            raise JobError(
+                f"--output_dir={self.output_dir} holds {path}, an input of this run (--{flag}): publishing there "
+                "would replace what the run reads; write elsewhere"
+            )
 
     def agents(self, values: str | list[str] | None, flag: str = "predictions") -> dict[str, list[str]]:
         """--predictions values -> {agent: [files]} in flag order, the same way in every job.
@@ -212,6 +298,7 @@ class Run:
         """The connectivity folder, which must hold graph files; they become inputs of the run."""
         if not connectivity_dir:
             raise JobError(f"--{flag} is required")
+        _refuse_credentials(flag, connectivity_dir)
         found = connectivity_files(connectivity_dir)
         if not found:
             raise JobError(f"--{flag}={connectivity_dir}: no *{CONNECTIVITY_SUFFIX} files found")
@@ -219,8 +306,8 @@ class Run:
         return connectivity_dir
 
     # ---------------------------------------------------------------- running
-    def _previous_run(self) -> dict | None:
-        """The manifest of the published version, if there is one."""
+    def _previous_run(self) -> tuple[str, dict] | None:
+        """The folder and manifest of the published version, if there is one."""
         try:
             files = layout.published(self.output_dir)
         except (OSError, ValueError):
@@ -230,7 +317,7 @@ class Run:
             return None
         try:
             with fileio.open_read(manifests[0]) as f:
-                return json.load(f)
+                return manifests[0][: -len(MANIFEST)].rstrip("/"), json.load(f)
         except (OSError, ValueError):
             return None
 
@@ -241,34 +328,42 @@ class Run:
         extra_outputs: tuple[str, ...] = (),
         outcome: Callable[[dict], Outcome] = default_outcome,
         extra_settings: dict | None = None,
+        declared: Callable[[dict], dict[str, int | None]] | None = None,
     ) -> dict:
         """Run `build(pipeline)` (which writes summary.json into --output_dir) and end the run.
 
         While `build` runs, `ctx.args.output_dir` (and any flag naming one of `extra_outputs` outside
         it, e.g. --json_output) name this run's own version folder; they are restored afterwards.
         `output_prefixes` name the sharded outputs (`<prefix>-SSSSS-of-NNNNN.*`); `extra_outputs` are
-        other files or globs the job writes. Returns the summary, with `"skipped": True` when
-        --skip_if_unchanged found nothing to do.
+        other files or globs the job writes. `declared(summary)` says, from the run's own tallies, what
+        it wrote: {a prefix or an extra output (or a name inside --output_dir): the rows its files hold
+        together, or None for a file without rows that must exist}; the dead letters and summary.json
+        are declared here for every job. Before `_SUCCESS` every file is read back (`vlnkit.io.integrity`):
+        a declared output missing, holding other rows, or a file nobody declared fails the run.
+        Returns the summary, with `"skipped": True` when --skip_if_unchanged found nothing to do.
         """
         started = time.time()
         job_settings = redact({**fingerprinted_settings(self.args), **(extra_settings or {})})
         inputs = sorted(set(self._inputs))
+        for output in extra_outputs:
+            if any(_same_file(output, path) for path, _ in inputs):
+                raise JobError(f"{output} is both an input and an output of this run; name another output file")
         # The digests are needed for the manifest only (and first by --skip_if_unchanged): inputs are hashed
         # while the pipeline runs (hashlib and file reads release the GIL: the other core, ~0.7 s per GB).
         digests = in_background(describe_inputs, inputs)
         if self.args.skip_if_unchanged:
-            this_run = fingerprint(self.job, job_settings, digests.result())
+            this_run = fingerprint(self.job, job_settings, redact(digests.result()))
             previous = self._previous_run()
             inside = self.output_dir.rstrip("/") + "/"
             placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
             if (
                 previous
-                and previous.get("fingerprint") == this_run
-                and all(fileio.exists(o["path"]) for o in previous.get("outputs", []))
+                and previous[1].get("fingerprint") == this_run
+                and _intact(*previous)
                 and all(fileio.exists(p) for p in placed)  # e.g. --json_output, which a user may have removed
             ):
                 print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
-                return {**previous["summary"], "skipped": True}
+                return {**previous[1]["summary"], "skipped": True}
         publication = Publication(
             self.output_dir,
             getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
@@ -284,17 +379,22 @@ class Run:
             self.args.output_dir = publication.folder
             remove_fragments(extra_outputs)
             prefixes = list(dict.fromkeys([*output_prefixes, DEAD_LETTER_PREFIX]))
-            summary, outputs, counters = self._run_pipeline(build, publication.folder, prefixes, staged)
-            verdict = judge(with_stages(outcome(summary), summary), self.args.max_failure_fraction)
+            summary, counters = self._run_pipeline(build, publication.folder)
+            outputs = describe_outputs(publication.folder)
+            expected = self._expected(summary, declared, prefixes, dict(zip(extra_outputs, staged)))
+            problems = integrity.check(publication.folder, expected, outputs)
+            verdict = written(problems) or judge(with_stages(outcome(summary), summary), self.args.max_failure_fraction)
             facts = {
                 "settings": job_settings,
                 "wall_seconds": round(time.time() - started, 3),
                 "options": redact(self.options.get_all_options(drop_default=False, retain_unknown_options=True)),
-                "inputs": digests.result(),
+                "inputs": redact(digests.result()),
                 "outputs": outputs,
                 "counters": counters,
                 "summary": summary,
             }
+            if problems:
+                facts["output_problems"] = [p.to_dict() for p in problems]
             run_fingerprint = fingerprint(self.job, job_settings, facts["inputs"])
             record = manifest(
                 job=self.job, verdict=verdict, run_fingerprint=run_fingerprint, version=publication.version, **facts
@@ -324,8 +424,28 @@ class Run:
             for key, value in saved.items():
                 setattr(self.args, key, value)
 
-    def _run_pipeline(self, build, folder: str, prefixes: list[str], extra: list[str]):
-        """Build and run the pipeline into `folder`; its summary, described outputs and counters."""
+    def _expected(self, summary: dict, declared, prefixes: list[str], staged: dict[str, str]) -> dict:
+        """The job's declaration as names inside its version folder, with what every job writes."""
+        folder = self.args.output_dir
+        expected: dict[str, int | None] = {
+            f"{DEAD_LETTER_PREFIX}-*-of-*": int(summary.get("dead_letters", 0) or 0),
+            SUMMARY: None,
+        }
+        where = {**staged, **{p: p for p in staged.values()}}
+        for key, rows in (declared(summary) if declared else {}).items():
+            if key in prefixes:
+                name = f"{key}-*-of-*"
+            elif key in where or key.startswith(folder.rstrip("/") + "/"):
+                name = integrity.relative(folder, where.get(key, key))
+            elif key.startswith(self.output_dir.rstrip("/") + "/"):
+                name = integrity.relative(self.output_dir, key)
+            else:
+                name = key  # a name inside the output folder
+            expected[name] = rows
+        return expected
+
+    def _run_pipeline(self, build, folder: str):
+        """Build and run the pipeline into `folder`; its summary and Beam's counters."""
         import apache_beam as beam
         from apache_beam.runners.runner import PipelineState
 
@@ -340,16 +460,10 @@ class Run:
         layout.fault_point("written")
         with fileio.open_read(fileio.join(folder, SUMMARY)) as f:
             summary = json.load(f)
-        outputs = [
-            describe_output(path, size)
-            for prefix in prefixes
-            for path, size in fileio.match(fileio.join(folder, f"{prefix}-*-of-*"))
-        ]
-        outputs += [describe_output(path, size) for path, size in fileio.match(list(extra))]
         counters = metrics_table(result)
         if counters:
             print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
-        return summary, outputs, counters
+        return summary, counters
 
 
 def print_outputs(output_dir: str, dead_letters: int, extra: str = "") -> None:

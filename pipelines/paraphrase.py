@@ -321,7 +321,16 @@ def run(ctx: Run) -> dict:
         lambda p: build(p, files, compose_files, {**s, "output_dir": ctx.args.output_dir}, spec, static),
         ["paraphrases", "r4r_paraphrases"],
         outcome=outcome,
+        declared=declared_outputs,
     )
+
+
+def declared_outputs(summary: dict) -> dict[str, int]:
+    """One Parquet row per instruction and pivot counted (and per R4R instruction and pivot, composed)."""
+    out = {"paraphrases": summary["rows"]}
+    if "r4r" in summary:
+        out["r4r_paraphrases"] = summary["r4r"]["rows"]
+    return out
 
 
 main = JOB.main(run, print_summary)

@@ -102,7 +102,12 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def run(ctx: Run) -> dict:
     files, methods = check_perturbation_flags(ctx)
-    return ctx.execute(lambda p: build(p, files, ctx.args, methods), ["perturbations"])
+    return ctx.execute(lambda p: build(p, files, ctx.args, methods), ["perturbations"], declared=declared_outputs)
+
+
+def declared_outputs(summary: dict) -> dict[str, int]:
+    """One Parquet row per perturbation counted, of either family."""
+    return {"perturbations": sum(summary["rows"].values())}
 
 
 main = JOB.main(run, print_summary)

@@ -1,5 +1,6 @@
 """What a run records about itself in `manifest.json`: the settings that decide its outputs, inputs and
-their checksums, the code, the outputs it wrote (size, rows, schema), Beam's counters, and how it ended.
+their checksums, the code, the outputs it wrote as read back (size, rows, crc32c, schema), Beam's
+counters, and how it ended.
 
 The checksums and the code identity come from the Beam-free core (`vlnkit.provenance`); this module
 adds what only a pipeline run knows.
@@ -13,7 +14,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from vlnkit.io import fileio, inputs
+from vlnkit.io import fileio, inputs, integrity
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity, describe_inputs, fingerprint
 
@@ -22,7 +23,7 @@ __all__ = [
     "NOT_FINGERPRINTED_IN_JOB",
     "connectivity_files",
     "describe_inputs",
-    "describe_output",
+    "describe_outputs",
     "fingerprint",
     "fingerprinted_settings",
     "in_background",
@@ -75,22 +76,13 @@ def in_background(fn: Callable, *args) -> Future:
     return future
 
 
-def describe_output(path: str, size: int) -> dict:
-    """Path, size, row count and (for Parquet) the declared schema name and version."""
-    out = {"path": path, "bytes": size, "rows": None}
-    if path.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        with fileio.open_read(path) as f:
-            meta = pq.ParquetFile(f).metadata
-        out["rows"] = meta.num_rows
-        kv = meta.metadata or {}
-        out["schema"] = kv.get(b"vlnkit.schema", b"").decode() or None
-        out["schema_version"] = kv.get(b"vlnkit.schema_version", b"").decode() or None
-    elif path.endswith(".jsonl"):
-        with fileio.open_read(path) as f:
-            out["rows"] = sum(1 for line in f if line.strip())
-    return out
+def describe_outputs(folder: str) -> list[dict]:
+    """Every file a run wrote into its version folder (but the manifest and `_SUCCESS`), as read back:
+    its `name` inside the folder, path, bytes, rows, crc32c and, for Parquet, the declared schema
+    (`vlnkit.io.integrity.describe`)."""
+    return [
+        {"name": integrity.relative(folder, path), **integrity.describe(path)} for path in integrity.files_of(folder)
+    ]
 
 
 def metrics_table(result) -> list[dict]:

@@ -63,11 +63,18 @@ class Publication:
             raise JobError(str(exc)) from None
         self.locked = True
         fault_point("locked")
-        layout.remove_versions(self.root, layout.stale_versions(self.root, self.keep))
-        _remove_beam_temp(self.root)
-        self.generation = layout.pointer_generation(self.root)
-        if not fileio.is_remote(self.root):
-            os.makedirs(self.folder)
+        try:
+            layout.remove_versions(self.root, layout.stale_versions(self.root, self.keep))
+            _remove_beam_temp(self.root)
+            self.generation = layout.pointer_generation(self.root)
+            if not fileio.is_remote(self.root):
+                os.makedirs(self.folder)
+        except OSError as exc:  # e.g. versions/ is a file, or a folder this process cannot write
+            self.end()
+            where = fileio.join(self.root, layout.VERSIONS)
+            raise JobError(
+                f"--output_dir={self.root}: cannot make this run's folder in {where} ({exc.strerror or exc})"
+            ) from None
         fault_point("staged")
 
     def stage(self, path: str) -> str:

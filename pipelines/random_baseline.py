@@ -158,8 +158,6 @@ def run(ctx: Run) -> dict:
     opts = ctx.args
     if opts.num_trajectories < 0:
         raise JobError(f"--num_trajectories must be >= 0, got {opts.num_trajectories}")
-    if opts.seed < 0:
-        raise JobError(f"--seed must be >= 0, got {opts.seed}")
     with user_error():
         config = scoring_config(opts)
     data_files = ctx.inputs("dataset", opts.dataset)
@@ -171,6 +169,7 @@ def run(ctx: Run) -> dict:
         lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),
         ["episodes"],
         outcome=outcome,
+        declared=lambda summary: {"episodes": summary["count"]} if opts.write_episodes else {},
     )
 
 

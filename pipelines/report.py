@@ -255,6 +255,8 @@ def run(ctx: Run) -> dict:
     if opts.draw < 0:
         raise JobError("--draw must be 0 or more")
     ctx.graphs(opts.connectivity_dir)
+    ctx.check_names("inputs", opts.inputs)
+    ctx.check_names("compare", opts.compare)
     taken: set[str] = set()
     with user_error(errors=(ReportInputError,)):
         inputs, skipped = classify(opts.inputs, False, taken)
@@ -281,7 +283,16 @@ def run(ctx: Run) -> dict:
             *([fileio.join(opts.output_dir, COMPARISON)] if plan else []),
         ),
         outcome=outcome,
+        declared=declared_outputs,
     )
+
+
+def declared_outputs(summary: dict) -> dict[str, None]:
+    """The page, its tables, each figure drawn and, when it was made, the comparison page."""
+    out = dict.fromkeys([INDEX, TABLES, *summary["figures"]])
+    if (summary.get("comparison") or {}).get("file"):
+        out[COMPARISON] = None
+    return out
 
 
 main = JOB.main(run, print_summary)

@@ -229,12 +229,21 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    """Scoring reads predictions: the run counts when enough of them could be scored, and never when the
-    references cannot be scored at all (e.g. the R2R test split, where success would be trivially 100%)."""
+    """Scoring reads predictions: the run counts when it scored episodes and enough predictions could be
+    used, and never when the references cannot be scored at all (e.g. the R2R test split, where success
+    would be trivially 100%). A run that scored no episode fails whatever --max_failure_fraction says."""
     from pipelines.job import Outcome
 
-    read = sum(int(b.get("predictions_read", 0)) for b in summary.get("agents", {}).values())
-    return Outcome(read, int(summary.get("dead_letters", 0)), summary.get("unscorable"))
+    blocks = summary.get("agents", {}).values()
+    read = sum(int(b.get("predictions_read", 0)) for b in blocks)
+    scored = sum(int(b.get("count", 0)) for b in blocks)
+    dead = int(summary.get("dead_letters", 0))
+    reason = summary.get("unscorable") or (
+        f"no episode was scored ({read} prediction(s) read, {dead} record(s) dead-lettered)"
+        if read and not scored
+        else None
+    )
+    return Outcome(read, dead, reason)
 
 
 def run(ctx: Run) -> dict:
@@ -271,7 +280,25 @@ def run(ctx: Run) -> dict:
         ["episodes", "missing_predictions", "without_usable_prediction"],
         extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD_FILES, COMPARISON_FILE)),
         outcome=outcome,
+        declared=lambda summary: declared_outputs(summary, COMPARISON_FILE if followers else None),
     )
+
+
+def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:
+    """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
+    missing episode and per episode without a usable prediction, one leaderboard row per agent, and
+    the comparison with the follower metrics RxR published when there is one."""
+    blocks = list(summary.get("agents", {}).values())
+    out = {
+        "episodes": sum(int(b.get("count", 0)) for b in blocks),
+        "missing_predictions": sum(int(b.get("missing_predictions", 0)) for b in blocks),
+        "without_usable_prediction": sum(int(b.get("without_usable_prediction", 0)) for b in blocks),
+        LEADERBOARD_FILES[0]: len(blocks),
+        LEADERBOARD_FILES[1]: None,
+    }
+    if comparison:
+        out[comparison] = None
+    return out
 
 
 main = JOB.main(run, print_summary)

@@ -186,6 +186,7 @@ def run(ctx: Run) -> dict:
         ["scores"],
         extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
         outcome=outcome,
+        declared=lambda summary: {"scores": summary["scored"], MISSING_FILE: summary["missing"]},
     )
 
 

@@ -1,7 +1,8 @@
 """How a job ends, one rule for every job: refused before it runs (`JobError`, exit code 2), or run and
 judged (`judge`: exit code 3 when the run does not count as a success).
 
-A run fails when nothing usable was read, or when more than `--max_failure_fraction` of the records
+A run fails when what it wrote does not match what it counted (`written`: a missing, short or extra
+output), when nothing usable was read, or when more than `--max_failure_fraction` of the records
 offered were dead-lettered (or of another part of the work a job names, e.g. translation calls).
 
     >>> judge(Outcome(read=4, failed=6), max_failure_fraction=0.5)  # 6 refused of 10 offered
@@ -96,3 +97,18 @@ def judge(outcome: Outcome, max_failure_fraction: float) -> str | None:
             f"--max_failure_fraction={max_failure_fraction}"
         )
     return None
+
+
+def written(problems: list) -> str | None:
+    """One line for the problems found reading back a run's outputs (`vlnkit.io.integrity.check`), or None.
+
+    The first problem names its file and both counts; the manifest lists them all.
+
+        >>> from vlnkit.io.integrity import Problem
+        >>> written([Problem("v/paths-00000-of-00001.parquet", 44, 5026, "holds 44 row(s), the run counted 5026")])
+        'an output does not hold what the run counted: v/paths-00000-of-00001.parquet: holds 44 row(s), the run counted 5026'
+    """
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more problem(s): see manifest.json)" if len(problems) > 1 else ""
+    return f"an output does not hold what the run counted: {problems[0].line()}{more}"

@@ -68,3 +68,91 @@ JOB_FLAGS = {
     "score_probes": lambda i, main: [f"--probes={main}", f"--predictions={i['agent_outputs']}"],
     "report": lambda i, main: [f"--inputs={main}", f"--connectivity_dir={i['connectivity_dir']}"],
 }
+
+
+def valid_inputs(root: Path) -> dict[str, str]:
+    """Small valid inputs of every job, so that a run refused or failed is so for the reason under test
+    only: two synthetic scans, predictions, FGR2R alignments, probes (build_probes' output), an agent."""
+    import importlib
+
+    import pyarrow.parquet as pq
+
+    from tests.vlnkit.datasets.test_alignments import write_fgr2r
+
+    def run(job, *flags):
+        return importlib.import_module(f"pipelines.{job}").main(["--runner=DirectRunner", *flags])
+
+    r2r, conn = write_environment(str(root / "env"), scans=2, paths_per_scan=12)
+    records = json.loads(Path(r2r).read_text())
+    preds = root / "preds.json"
+    preds.write_text(
+        json.dumps([{"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"]} for r in records for k in range(3)])
+    )
+    alignments, align_conn = write_fgr2r(root / "fgr2r", scans=2, paths_per_scan=8, seed=6)
+    probes = root / "probes"
+    run(
+        "build_probes",
+        f"--alignments={alignments}",
+        f"--connectivity_dir={align_conn}",
+        f"--output_dir={probes}",
+        "--probe_types=stop,direction",
+    )
+    episodes = pq.read_table(sorted(probes.glob("probes-*.parquet"))).to_pylist()
+    agent = root / "agent.jsonl"  # answers every other episode: the rest are listed as missing
+    agent.write_text(
+        "".join(
+            json.dumps({"episode_id": e["episode_id"], "probs": {c: 1.0 for c in e["correct"][:1]}}) + "\n"
+            for e in episodes[::2]
+        )
+    )
+    return {
+        "dataset": r2r,
+        "connectivity_dir": conn,
+        "predictions": str(preds),
+        "alignments": alignments,
+        "alignment_connectivity": align_conn,
+        "probes": str(probes),
+        "agent": str(agent),
+    }
+
+
+# What each job reads, given valid_inputs(): the flags of a run that succeeds.
+VALID_FLAGS = {
+    "build_r4r": lambda i, out: [
+        f"--dataset={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        f"--json_output={out}/R4R.json",
+    ],
+    "score": lambda i, out: [
+        f"--predictions={i['predictions']}",
+        f"--dataset={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        "--bootstrap=0",
+    ],
+    "random_baseline": lambda i, out: [
+        f"--dataset={i['dataset']}",
+        f"--steps_from={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        "--num_trajectories=40",
+        "--write_episodes",
+    ],
+    "perturb": lambda i, out: [
+        f"--dataset={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        "--methods=random_walk",
+    ],
+    "build_compat": lambda i, out: [
+        f"--dataset={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        "--methods=random_walk,direction_swap",
+        "--spacy_model=blank:en",
+    ],
+    "paraphrase": lambda i, out: [f"--dataset={i['dataset']}", "--translator=offline", "--languages=de"],
+    "build_probes": lambda i, out: [
+        f"--alignments={i['alignments']}",
+        f"--connectivity_dir={i['alignment_connectivity']}",
+        "--probe_types=stop,direction",
+    ],
+    "score_probes": lambda i, out: [f"--probes={i['probes']}", f"--predictions={i['agent']}", "--bootstrap=50"],
+    "report": lambda i, out: [f"--inputs={i['dataset']}", f"--connectivity_dir={i['connectivity_dir']}"],
+}

@@ -84,9 +84,10 @@ def code_identity() -> dict:
 
 
 def file_digest(path: str) -> str:
-    """sha256 of a file's content (local or any Beam filesystem), read in 1 MB pieces."""
+    """sha256 of a file as stored (local or any Beam filesystem; a `.gz` file is not decompressed, so a
+    truncated one is hashed like any other file and `sha256sum` gives the same), read in 1 MB pieces."""
     h = hashlib.sha256()
-    with fileio.open_read(path) as f:
+    with fileio.open_stored(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

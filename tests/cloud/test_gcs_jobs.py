@@ -112,7 +112,11 @@ def current(b, prefix: str) -> str:
 
 def check_outputs(b, prefix: str, job: str) -> list[str]:
     """The output folder holds the pointer and complete versions only; the published version's listing
-    is exactly the documented outputs, all in the manifest, _SUCCESS last."""
+    is exactly the documented outputs, all in the manifest with the crc32c Cloud Storage keeps, _SUCCESS
+    last; `vlnkit.io.verify` finds nothing wrong."""
+    import vlnkit.io
+
+    assert vlnkit.io.verify(b.url(prefix)) == [], job
     top = {n.split("/")[0] for n in b.list(prefix)}
     assert top == {"current", "versions"}, f"{job}: {sorted(top)}"
     versions = {n.split("/")[1] for n in b.list(prefix) if n.startswith("versions/")}
@@ -132,6 +136,9 @@ def check_outputs(b, prefix: str, job: str) -> list[str]:
     sharded = {b.url(prefix, n) for n in names if re.search(SHARD, n)}
     assert sharded <= listed, f"{job}: shards missing from the manifest: {sorted(sharded - listed)}"
     blobs = {x.name: x for x in b.client().list_blobs(b.name, prefix=prefix + "/")}
+    assert {f"{prefix}/{o['name']}": o["crc32c"] for o in manifest["outputs"]} == {
+        name: x.crc32c for name, x in blobs.items() if not name.endswith(("/manifest.json", "/_SUCCESS"))
+    }
     success = blobs.pop(f"{prefix}/_SUCCESS")
     assert all(x.updated <= success.updated for x in blobs.values()), f"{job}: _SUCCESS is not the last object"
     return names
@@ -273,3 +280,39 @@ def test_a_run_that_fails_part_way_leaves_no_success(gcs_emulator, inputs):
     # A good rerun converges to a complete output again.
     run_job("build_r4r", flags)
     check_outputs(b, prefix, "build_r4r")
+
+
+@pytest.mark.real_data
+def test_vlnkit_verify_names_a_truncated_removed_or_edited_object(gcs_emulator, inputs, capsys):
+    from vlnkit.io.integrity import main as verify_main
+
+    b = gcs_emulator
+    prefix = "verified/build_r4r"
+    flags = [f"--dataset={inputs['r2r']}", f"--connectivity_dir={inputs['connectivity']}"]
+    run_job("build_r4r", [*flags, f"--output_dir={b.url(prefix)}", f"--json_output={b.url(prefix)}/R4R.json"])
+    capsys.readouterr()
+    folder = current(b, prefix)
+    assert verify_main([b.url(prefix)]) == 0
+    assert capsys.readouterr().out == f"verified: {b.url(folder)}\n"
+    shard = next(n for n in b.list(folder) if n.startswith("paths-"))
+    original = {n: b.get(f"{folder}/{n}") for n in (shard, "summary.json", "R4R.json")}
+
+    def problems() -> list[str]:
+        code = verify_main([b.url(prefix)])
+        lines = capsys.readouterr().err.splitlines()
+        assert code == (1 if lines else 0)
+        return lines
+
+    b.put(f"{folder}/{shard}", original[shard][:-100])  # a shard truncated by a broken copy
+    assert problems() and all(line.startswith(f"error: {b.url(folder, shard)}: ") for line in problems())
+    b.put(f"{folder}/{shard}", original[shard])
+    assert problems() == []
+    summary = json.loads(original["summary.json"])
+    summary["records_read"] += 1
+    b.put(f"{folder}/summary.json", json.dumps(summary, indent=2, sort_keys=True).encode())
+    edited = problems()
+    assert edited and all(line.startswith(f"error: {b.url(folder, 'summary.json')}: ") for line in edited)
+    assert any(": crc32c " in line for line in edited), edited
+    b.put(f"{folder}/summary.json", original["summary.json"])
+    b.client().bucket(b.name).blob(f"{folder}/R4R.json").delete()
+    assert problems() == [f"error: {b.url(folder, 'R4R.json')}: missing"]

@@ -126,8 +126,8 @@ def test_the_alias_mechanism_keeps_an_old_flag_or_value_working_with_one_warning
     _, args = parse(parser, [])
     assert args.bootstrap == 1000 and args.mode == "fast" and capsys.readouterr().err == ""
     assert "--old_boot" not in parser.format_help() and "quick" not in parser.format_help()
-    with pytest.raises(SystemExit):
-        parse(parser, ["--mode=slow"])  # an unknown value is still refused by `choices`
+    with pytest.raises(JobError, match=r"^argument --mode: invalid choice: 'slow'"):
+        parse(parser, ["--mode=slow"])  # an unknown value is still refused by `choices`, in one line
 
 
 def test_score_probes_bootstrap_keeps_n_boot_for_one_release(capsys):

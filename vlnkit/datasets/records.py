@@ -197,14 +197,37 @@ def _int_refused(name: str) -> Callable[[object], str]:
     return refused
 
 
+def _timed_word_refused(entry) -> str:
+    """Why one entry of a `timed_instruction` is not a `TimedWord`, in the toolkit's words."""
+    if not isinstance(entry, dict):
+        return f"must be an object {{word, start_time, end_time}}, got {type(entry).__name__}"
+    if not isinstance(entry.get("word"), str):
+        return "'word' must be a string" if "word" in entry else "missing field 'word'"
+    for name in ("start_time", "end_time"):
+        value = entry.get(name)
+        if value is not None and not _finite_float(value):
+            return f"{name!r} must be a finite number of seconds or null, got {value!r:.40}"
+    return "must be an object {word, start_time, end_time}"
+
+
+def _finite_float(x) -> bool:
+    """A JSON number a float holds finitely (what `FiniteNumber` accepts), never a bool."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
+
+
 def _timed_refused(value) -> str:
     if not isinstance(value, list):
         return f"'timed_instruction' must be a list of {{word, start_time, end_time}}, got {type(value).__name__}"
     for n, entry in enumerate(value):
         try:
             msgspec.convert(entry, TimedWord)
-        except msgspec.ValidationError as exc:
-            return f"'timed_instruction' entry {n}: {exc}"
+        except msgspec.ValidationError:
+            return f"'timed_instruction' entry {n}: {_timed_word_refused(entry)}"
     return "'timed_instruction' must be a list of {word, start_time, end_time}"
 
 

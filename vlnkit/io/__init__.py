@@ -3,7 +3,8 @@
 dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`), secret redaction (`redact`),
 JSON text parsed by orjson with the standard library's answers (`json_text`), the layout of a job's
 output folder and the one way to read its published version (`layout`: `published(D)`), the lock of
-an output folder (`lock`).
+an output folder (`lock`), what a run wrote read back and a published version re-checked against its
+manifest (`integrity`: `verify(D)`).
 
 >>> from vlnkit.io.redact import redact
 >>> redact({"api_key": "abc", "seed": 0})
@@ -24,5 +25,6 @@ __getattr__, __all__ = lazy_exports(
         "json_text": ("loads_exact",),
         "layout": ("published", "current_version", "NothingPublished"),
         "lock": ("OutputLock", "Locked"),
+        "integrity": ("verify", "Problem"),
     },
 )

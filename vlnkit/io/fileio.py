@@ -11,7 +11,9 @@ The core stays importable without Beam: Beam is only imported when a path has a 
 from __future__ import annotations
 
 import glob as _glob
+import io
 import os
+import zlib
 from typing import IO
 
 
@@ -24,8 +26,48 @@ def is_remote(path: str) -> bool:
     return "://" in path
 
 
+class UnreadableFile(OSError):
+    """A compressed file that cannot be read through (cut short, or corrupt): an OSError like any other
+    read error, so a reader that turns the errors of reading a file into a dead letter catches it too."""
+
+
+class _ReadThrough(io.RawIOBase):
+    """A decompressing stream whose decompressor's own errors (`EOFError` for a truncated `.gz`,
+    `zlib.error`, ...) are raised as `UnreadableFile` naming the file."""
+
+    def __init__(self, stream, path: str):
+        super().__init__()
+        self._stream, self._path = stream, path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            data = self._stream.read(len(buffer))
+        except OSError:
+            raise
+        except (EOFError, ValueError, zlib.error) as exc:  # ValueError: lzma/bz2 "invalid data stream"
+            raise UnreadableFile(f"{self._path}: {exc}") from exc
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 def open_read(path: str) -> IO[bytes]:
-    """Open for reading; `.gz` and `.bz2` files are decompressed, as Beam's filesystems do for any scheme."""
+    """Open for reading; `.gz` and `.bz2` files are decompressed, as Beam's filesystems do for any scheme.
+    A local compressed file that cannot be read through raises `UnreadableFile` (an OSError) while read.
+
+        >>> import gzip, tempfile
+        >>> cut = tempfile.mktemp(suffix=".json.gz"); _ = open(cut, "wb").write(gzip.compress(str(list(range(999))).encode())[:99])
+        >>> read_bytes(cut)
+        Traceback (most recent call last):
+        ...
+        vlnkit.io.fileio.UnreadableFile: /....json.gz: Compressed file ended before the end-of-stream marker was reached
+    """
     if is_remote(path):
         from apache_beam.io.filesystems import FileSystems
 
@@ -33,11 +75,22 @@ def open_read(path: str) -> IO[bytes]:
     if path.endswith(".gz"):
         import gzip
 
-        return gzip.open(path, "rb")
+        return io.BufferedReader(_ReadThrough(gzip.open(path, "rb"), path), 1 << 16)
     if path.endswith(".bz2"):
         import bz2
 
-        return bz2.open(path, "rb")
+        return io.BufferedReader(_ReadThrough(bz2.open(path, "rb"), path), 1 << 16)
+    return open(path, "rb")
+
+
+def open_stored(path: str) -> IO[bytes]:
+    """Open for reading the bytes as stored, never decompressed: what a checksum of the file covers
+    (the same number `sha256sum`, `gsutil hash` or Cloud Storage's crc32c give for it)."""
+    if is_remote(path):
+        from apache_beam.io.filesystem import CompressionTypes
+        from apache_beam.io.filesystems import FileSystems
+
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     return open(path, "rb")
 
 

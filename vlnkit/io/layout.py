@@ -142,7 +142,12 @@ def published(root: str) -> list[str]:
     """
     version = current_version(root)
     if version is not None:
-        return list_tree(version_folder(root, version))
+        files = list_tree(version_folder(root, version))
+        if not files:  # a dangling or looping pointer, or a version folder someone removed
+            raise NothingPublished(
+                f"{root}: its pointer {POINTER} names version {version!r}, which holds no file: nothing is published"
+            )
+        return files
     if _legacy_complete(root):
         return [p for p, _ in fileio.match(fileio.join(root, "*")) if not _parent(p)[1].startswith("beam-temp")]
     raise NothingPublished(f"{root}: nothing is published here (no {POINTER} pointer and no {SUCCESS})")
@@ -170,8 +175,51 @@ def in_current_version(pattern: str) -> str:
         return pattern
     if not fileio.is_remote(folder) and not os.path.islink(os.path.join(folder, POINTER)):
         return pattern  # the cheap local answer for every ordinary folder
+    if not fileio.is_glob(name) and _own_file(pattern):
+        return pattern  # a file someone put beside the layout, not a name of the published version
     version = current_version(folder)
     return fileio.join(version_folder(folder, version), name) if version else pattern
+
+
+def _own_file(path: str) -> bool:
+    """A file directly in an output folder that is not one of the links to its current version."""
+    if fileio.is_remote(path):
+        return _parent(path)[1] not in (POINTER, FAILED) and fileio.exists(path)
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+VERSION_ID = re.compile(r"\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{8}")
+
+
+def holding_versions(path: str) -> str | None:
+    """The output folder D when `path` is D's `versions/` folder or lies in one of its versions (through
+    `D/current`, `D/failed` or a link to them too, on local disk); else None. Nothing may be written
+    there but D's own runs: a version is what D's readers see, and `versions/` is D's to prune.
+
+    >>> holding_versions("/data/D/versions/20260101T020000.123456Z-1a2b3c4d/sub")
+    '/data/D'
+    >>> holding_versions("/data/elsewhere/versions_old") is None
+    True
+    """
+    if fileio.is_remote(path):
+        head, _, rest = path.partition("://")
+        parts = [f"{head}://{rest.split('/', 1)[0]}", *rest.rstrip("/").split("/")[1:]]
+        pointer_object = [i for i, p in enumerate(parts) if p == POINTER and i > 0]
+        for i in pointer_object:  # gs://b/D/current/sub: beside a pointer object, never a version
+            if current_version("/".join(parts[:i])) is not None:
+                return "/".join(parts[:i])
+    else:
+        parts = os.path.realpath(path).split(os.sep)
+    for i, part in enumerate(parts[1:], start=1):
+        if part != VERSIONS:
+            continue
+        root = (os.sep if not fileio.is_remote(path) else "/").join(parts[:i]) or os.sep
+        below = parts[i + 1] if i + 1 < len(parts) else None
+        if below is not None and VERSION_ID.fullmatch(below):
+            return root
+        if below is None and current_version(root) is not None:
+            return root
+    return None
 
 
 # ---------------------------------------------------------------------------- the writer's side

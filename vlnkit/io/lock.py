@@ -4,9 +4,10 @@
 renews while it runs. It is created only if absent (`O_CREAT | O_EXCL` on local disk; on gs:// an
 object written with `ifGenerationMatch=0`), so of two runs starting together exactly one gets it; the
 other is refused with a line naming the owner. A lock whose heartbeat is older than the lease
-(10 minutes by default), or whose owner is a process of this host that no longer exists, was left
-by a dead run and is taken over with a warning; the takeover itself is a conditional replace (a
-rename of the stale file, or a write at the stale object's generation), so two runs cannot both take it.
+(10 minutes by default; whether or not its process still exists), or whose owner is a process of
+this host that no longer exists, was left by a dead (or stalled) run and is taken over with a
+warning; the takeover itself is a conditional replace (a rename of the stale file, or a write at the
+stale object's generation), so two runs cannot both take it.
 
     >>> import tempfile
     >>> root = tempfile.mkdtemp()
@@ -160,11 +161,15 @@ class OutputLock:
         return got is not None and got[0].get("token") == self.owner["token"]
 
     # ---------------------------------------------------------------- the protocol
+    def silence(self, owner: dict) -> float:
+        """Seconds since the owner's last heartbeat."""
+        return time.time() - float(owner.get("heartbeat", 0) or 0)
+
     def stale(self, owner: dict) -> bool:
-        alive = _alive_here(owner)
-        if alive is not None:
-            return not alive
-        return time.time() - float(owner.get("heartbeat", 0) or 0) > self.lease
+        """A dead run's lock: its owner is a process of this host that no longer exists, or its heartbeat
+        is older than the lease (whether or not its process still exists: a run stalled that long is
+        taken over, and refuses to publish if it ever resumes)."""
+        return _alive_here(owner) is False or self.silence(owner) > self.lease
 
     def acquire(self) -> str | None:
         """Take the lock, or raise Locked naming the live owner. Returns a warning when a stale lock
@@ -183,7 +188,12 @@ class OutputLock:
                     f"when its heartbeat is older than {self.lease:g} s)"
                 )
             if self._take_over(generation):
-                warning = f"took over the stale lock of a run that is gone ({describe(owner)})"
+                why = (
+                    "a run that is gone"
+                    if _alive_here(owner) is False
+                    else f"a run whose heartbeat stopped {self.silence(owner):.0f} s ago"
+                )
+                warning = f"took over the stale lock of {why} ({describe(owner)})"
                 log.warning("%s: %s", self.root, warning)
                 self._start_heartbeat()
                 return warning

@@ -10,6 +10,11 @@ list or mapping is found too.
     {'runner': 'DirectRunner', 's3_access_key_id': '<redacted>'}
     >>> redact({"labels": ["team=vln", "DefaultEndpointsProtocol=https;AccountKey=abc=="]})
     {'labels': ['team=vln', '<redacted>']}
+
+A line of text (an error message naming a URL) keeps its words and loses only the secrets in it:
+
+    >>> redact_text("gs://user:hunter2@bucket/a.json does not exist")
+    'gs://user:<redacted>@bucket/a.json does not exist'
 """
 
 from __future__ import annotations
@@ -54,3 +59,18 @@ def redact(value, name: str = ""):
     if isinstance(value, str) and looks_secret(value):
         return REDACTED
     return value
+
+
+_SECRET_IN_TEXT = (
+    (re.compile(r"(://[^/\s:@]+:)[^/\s@]+@"), r"\1" + REDACTED + "@"),  # a URL's password
+    (re.compile(r"([?&](?:sig|token|access_token|key)=)[^&\s]+", re.IGNORECASE), r"\1" + REDACTED),
+    (re.compile(r"(\bBearer\s+)\S+"), r"\1" + REDACTED),
+)
+
+
+def redact_text(text: str) -> str:
+    """A message with the secrets it quotes (a URL's password, a signature or token in a query, a bearer
+    token) replaced by `<redacted>`: what every error line a job prints goes through."""
+    for pattern, replacement in _SECRET_IN_TEXT:
+        text = pattern.sub(replacement, text)
+    return text

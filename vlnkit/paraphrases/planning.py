@@ -35,7 +35,11 @@ def translation_plan(files: list[str], s: dict) -> dict:
     """
     texts: set[tuple[str, str]] = set()
     for path in files:
-        for item in parse_dataset(fileio.read_bytes(path), path):
+        try:
+            data = fileio.read_bytes(path)
+        except OSError:  # unreadable (e.g. a truncated .gz): the run's reader makes it a dead letter naming it
+            continue
+        for item in parse_dataset(data, path):
             if not isinstance(item, RecordError):
                 texts.update((src, text) for _, text, _, src in instruction_sources(item, s["source_language"]))
     return plan_texts(texts, s)

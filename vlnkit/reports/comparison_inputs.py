@@ -64,9 +64,13 @@ def read_episodes(files, open_read=_open_local, metrics=HEADLINE, batch_rows: in
             if missing:
                 raise ValueError(f"{path}: not a score job's episodes file for the comparison page (no {missing})")
             wanted = [c for c in (*PAGE_COLUMNS, "language", *metrics) if c in names]
+            before = len(tables)
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
                 source = pa.array(np.full(batch.num_rows, k, dtype=np.int32))
                 tables.append(pa.Table.from_batches([batch]).append_column(SOURCE, source))
+            if len(tables) == before:  # a file without rows: its columns, so a caller needs no case of its own
+                empty = parquet.schema_arrow.empty_table().select(wanted)
+                tables.append(empty.append_column(SOURCE, pa.array([], pa.int32())))
     if not tables:
         return pa.table({c: pa.array([], pa.string()) for c in PAGE_COLUMNS})
     table = pa.concat_tables(tables, promote_options="default")  # files may differ in their metric columns

@@ -74,10 +74,13 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
     """Input files with kind and label; names of matched files that are not report inputs. Labels of
     --inputs go into `taken`, so a --compare data set of the same name is told apart."""
     items, skipped = [], []
+    flag = "--compare" if compare else "--inputs"
     for pattern in [p.strip() for p in (patterns or "").split(",") if p.strip()]:
-        paths = expand(pattern)
+        try:
+            paths = expand(pattern)
+        except Exception as exc:  # noqa: BLE001 -- an unreachable filesystem, a malformed URL: one line, as a job's inputs
+            raise ReportInputError(f"{flag}={pattern}: cannot list ({type(exc).__name__}: {exc})") from None
         if not paths:
-            flag = "--compare" if compare else "--inputs"
             what = "matches no file" if fileio.is_glob(pattern) else "does not exist (nor a job's output folder)"
             raise ReportInputError(f"{flag}: {pattern} {what}")
         for path in paths:

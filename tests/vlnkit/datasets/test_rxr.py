@@ -89,7 +89,10 @@ BAD_GUIDES = [
     ({"path": []}, "'path' has 0 viewpoints, at least 1 required"),
     ({"heading": "north"}, "'heading' must be a number (radians, finite), got 'north'"),
     ({"annotator_id": "x"}, "'annotator_id' must be an integer, got 'x'"),
-    ({"timed_instruction": [{"word": "go", "start_time": "0.4"}]}, "'timed_instruction' entry 0: Expected"),
+    (
+        {"timed_instruction": [{"word": "go", "start_time": "0.4"}]},
+        "'timed_instruction' entry 0: 'start_time' must be a finite number of seconds or null, got '0.4'",
+    ),
     ({"timed_instruction": {}}, "'timed_instruction' must be a list of {word, start_time, end_time}, got dict"),
 ]
 
