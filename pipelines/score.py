@@ -128,7 +128,7 @@ def build(
     from vlnkit.evaluation.schemas import EPISODE_SCORES
     from vlnkit.evaluation.score_summary import bootstrap_pairs, score_summary
     from vlnkit.io.schemas import schema_version
-    from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
+    from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences, read_followers
 
     followers = followers or {}
     names = list(agents)
@@ -161,7 +161,10 @@ def build(
         summary = score_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict())
         write_leaderboard(output_dir, summary)
         if compared is not None:
-            report = {agent: finish_differences(compared.get(agent, {})) for agent in followers}
+            report = {
+                agent: finish_differences(compared.get(agent, {}), read_followers(files)[1])
+                for agent, files in followers.items()
+            }
             write_json(fileio.join(output_dir, COMPARISON_FILE), report, indent=True)
         return summary
 

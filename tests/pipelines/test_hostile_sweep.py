@@ -356,11 +356,6 @@ def test_a_meaningless_shared_flag_value_is_refused_before_anything_runs(job, fl
 
 
 # ---------------------------------------------------------------------------- 11. follower metrics of the wrong type
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33 defect 11: the fix belongs in vlnkit/scoring/followers.py (load_follower_metrics drops the "
-    "lines parse_followers refuses without a count), which the lead keeps; see the report",
-)
 def test_follower_lines_whose_metrics_cannot_be_compared_are_counted(inputs, tmp_path):
     from vlnkit.fixtures.rxr import read_jsonl, write_jsonl_gz, write_rxr_fixtures
 

@@ -21,7 +21,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import Vocabulary
+from vlnkit.datasets.columns import RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
@@ -93,7 +93,7 @@ class _ReadFile(beam.DoFn):
                 read += piece.stage == MATCH  # a prediction that was read, but matches nothing
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
             else:
-                read += len(piece[1])
+                read += 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
                 yield piece
         if predictions:
             self.predictions_read.inc(read)
@@ -162,6 +162,7 @@ class _RecordsToBatches(beam.DoFn):
         self.bad.inc(len(errors))
         for e in errors:
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
+        yield from split_by_bucket(RefusedReferences.of(errors), self.buckets)
         yield from split_by_bucket(batch, self.buckets)
 
 

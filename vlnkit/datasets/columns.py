@@ -341,3 +341,48 @@ class ReferenceBatch(_Compact):
         }
         languages, codes = merge_languages([(p.languages, p.language) for p in parts])
         return cls(**cols, paths=Paths.concat([p.paths for p in parts]), language=codes, languages=languages)
+
+
+@dataclass
+class RefusedReferences(_Compact):
+    """Dataset records that were refused but still name their key: (`path_id`, `first_k`) as in a
+    `ReferenceBatch` (an RxR guide line: its instruction_id, k -1), with where each was (`source`, `record`).
+    They travel to the join beside the references, so that a prediction of a refused record is told why it
+    has no episode, rather than that its id is not in the dataset."""
+
+    path_id: np.ndarray
+    first_k: np.ndarray
+    where: list[str]  # "<file> <record>" of each
+
+    COLUMNS = ("path_id", "first_k")
+    WIDE = dict.fromkeys(COLUMNS, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.path_id)
+
+    def take(self, rows) -> RefusedReferences:
+        rows = np.asarray(rows, np.int64)
+        return RefusedReferences(self.path_id[rows], self.first_k[rows], [self.where[r] for r in rows.tolist()])
+
+    def slice(self, start: int, stop: int) -> RefusedReferences:
+        return RefusedReferences(self.path_id[start:stop], self.first_k[start:stop], self.where[start:stop])
+
+    @classmethod
+    def concat(cls, parts: list[RefusedReferences]) -> RefusedReferences:
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), [])
+        return cls(
+            np.concatenate([p.path_id for p in parts]),
+            np.concatenate([p.first_k for p in parts]),
+            [w for p in parts for w in p.where],
+        )
+
+    @classmethod
+    def of(cls, errors) -> RefusedReferences:
+        """The refused records among `errors` (RecordErrors) that name their key."""
+        keyed = [e for e in errors if e.key is not None]
+        return cls(
+            np.asarray([e.key[0] for e in keyed], np.int64),
+            np.asarray([e.key[1] for e in keyed], np.int64),
+            [f"{e.source} {e.record}".strip() for e in keyed],
+        )

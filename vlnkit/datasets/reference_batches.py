@@ -132,6 +132,15 @@ class FileFormat:
         return self.fmt or R2R
 
 
+def _key_of(obj, rxr: bool) -> tuple | None:
+    """(path_id, first_k) a refused record would have been found by (an RxR line: its instruction_id, k -1),
+    when its id field is still a 64-bit integer; None otherwise."""
+    value = obj.get("instruction_id" if rxr else "path_id") if isinstance(obj, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return (value, -1 if rxr else 0)
+    return None
+
+
 def reference_batch(
     items: list | ReferenceChunk | ScannedReferences,
     start: int,
@@ -184,7 +193,8 @@ def reference_batch(
             continue
         reason = kind.reason(obj) if rxr else validate_record(obj)
         if reason is not None:
-            errors.append(RecordError(source, f"#{start + n}" if parquet else label(obj, start + n), reason))
+            where = f"#{start + n}" if parquet else label(obj, start + n)
+            errors.append(RecordError(source, where, reason, key=_key_of(obj, rxr)))
             continue
         kept.append(start + n)
         pids.append(obj["instruction_id"] if rxr else obj["path_id"])

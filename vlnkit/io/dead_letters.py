@@ -9,7 +9,7 @@ has one shape whatever failed:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,9 @@ class RecordError:
     record: str  # "#<index>" or "path_id=<id>", or "" for the whole file
     reason: str
     stage: str = "read"
+    # What other records find this one by, when it still says (a refused dataset record's (path_id, first_k)):
+    # a prediction of a refused record is then told so, not "not in the dataset". Not part of the dead letter.
+    key: tuple | None = field(default=None, compare=False)
 
     def message(self) -> str:
         where = f"{self.source} {self.record}".strip()

@@ -46,17 +46,27 @@ def follower_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
     return found
 
 
-def load_follower_metrics(files) -> pa.Table:
-    """The released metrics of every valid follower line of `files` (invalid lines are the score job's
-    dead letters already: they were read as predictions)."""
+def read_followers(files) -> tuple[list[dict], int]:
+    """(the valid follower lines of `files`, how many lines were refused). A refused line may still be
+    scored as a prediction (a `metrics` of the wrong type does not stop its path from being read): its
+    released metrics just cannot be compared, and the report counts it (`finish_differences`)."""
     from vlnkit.datasets.rxr import parse_followers
     from vlnkit.io import fileio
     from vlnkit.io.dead_letters import RecordError
 
-    followers = []
+    kept, refused = [], 0
     for path in files:
-        followers += [f for f in parse_followers(fileio.read_bytes(path), path) if not isinstance(f, RecordError)]
-    return follower_table(followers)
+        for f in parse_followers(fileio.read_bytes(path), path):
+            if isinstance(f, RecordError):
+                refused += 1
+            else:
+                kept.append(f)
+    return kept, refused
+
+
+def load_follower_metrics(files) -> pa.Table:
+    """The released metrics of every valid follower line of `files` (`follower_table` of `read_followers`)."""
+    return follower_table(read_followers(files)[0])
 
 
 def follower_table(followers: list[dict]) -> pa.Table:
@@ -106,10 +116,17 @@ def merge_differences(parts) -> dict:
     return out
 
 
-def finish_differences(merged: dict) -> dict:
-    """The report of merged partial comparisons: per metric count, mean and max absolute difference."""
+NOT_COMPARED = (
+    "follower lines whose released metrics could not be read (dead letters of the read step, with the reason)"
+)
+
+
+def finish_differences(merged: dict, not_compared: int = 0) -> dict:
+    """The report of merged partial comparisons: per metric count, mean and max absolute difference, and how
+    many follower lines could not be compared at all (`read_followers`)."""
     return {
         "note": NOTE,
+        "not_compared": {"count": not_compared, "what": NOT_COMPARED},
         "metrics": {
             m: {
                 "count": d["count"],

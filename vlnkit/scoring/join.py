@@ -10,8 +10,10 @@ The rules, checked in this order for each episode id, with the one wording of ea
 
 0. dataset records sharing a path_id (an RxR guide line: its instruction_id): the first (file rank, then
    record index) is kept, the others are "dedupe" dead letters naming the one kept;
-1. no reference episode for a prediction: "match", unknown instr_id (`vlnkit.scoring.reading.unknown_id`);
-   an RxR instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an R2R record;
+1. no reference episode for a prediction: "match", unknown instr_id (`vlnkit.scoring.reading.unknown_id`), or,
+   when a dataset record with its key was refused at reading (`RefusedReferences`), that record's
+   (`refused_record`); an RxR instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an
+   R2R record;
 2. no prediction for an episode: the episode is missing (and without a usable prediction);
 3. several predictions for an episode: the first (file rank, then record index) is kept, the others are
    "match" dead letters naming the one kept;
@@ -19,7 +21,7 @@ The rules, checked in this order for each episode id, with the one wording of ea
    viewpoint of the trajectory is not in the scan ("viewpoint"); the trajectory starts elsewhere than the
    reference ("start"). Such an episode has no usable prediction.
 
-    >>> from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+    >>> from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
     >>> from vlnkit.navigation.graph import GraphStore, NavGraph
     >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
     >>> graphs, vocab = GraphStore("", {"s": line}), Vocabulary(["s"], [["a", "b", "c"]])
@@ -42,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
+from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
 from vlnkit.datasets.prediction_batches import BARE_K
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
@@ -201,8 +203,15 @@ def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[
     return refs.take(order[first]), dead
 
 
-def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str]):
-    """Rules 1 and 3: (kept prediction rows, their episodes, dead letters)."""
+def refused_record(source: str, index: int, instr_id: str, where: str) -> RecordError:
+    """The dead letter of a prediction whose dataset record was refused when it was read (the one wording)."""
+    why = f"instr_id {instr_id!r} has no episode: its dataset record was refused ({where}; see that dead letter)"
+    return RecordError(source, f"#{index} (instr_id={instr_id})", why, MATCH)
+
+
+def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str], refused: dict):
+    """Rules 1 and 3: (kept prediction rows, their episodes, dead letters). `refused` maps (path_id, is an
+    RxR instruction_id) to where a refused dataset record with that key was."""
     pos = np.searchsorted(refs.path_id, preds.path_id)
     pos_c = np.minimum(pos, max(len(refs) - 1, 0))
     found = (pos < len(refs)) & (len(refs) > 0)
@@ -215,7 +224,9 @@ def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, s
     if len(unknown):
         ids = instr_ids(preds.path_id[unknown], preds.k[unknown]).to_pylist()
         for row, iid in zip(unknown.tolist(), ids):
-            dead.append(unknown_id(sources[int(preds.rank[row])], int(preds.index[row]), iid))
+            source, index = sources[int(preds.rank[row])], int(preds.index[row])
+            where = refused.get((int(preds.path_id[row]), bool(preds.k[row] == BARE_K)))
+            dead.append(unknown_id(source, index, iid) if where is None else refused_record(source, index, iid, where))
     rows = np.flatnonzero(found)
     ep = ep_start[pos_c[rows]] + preds.k[rows] - refs.first_k[pos_c[rows]] if len(rows) else np.zeros(0, np.int64)
     order, first, kept = _first_of_each(ep, preds.rank[rows], preds.index[rows])
@@ -249,6 +260,10 @@ def join_bucket(
     """
     refs = ReferenceBatch.concat([b for b in pieces if isinstance(b, ReferenceBatch)])
     refs, dataset_dead = _dedupe_references(refs, dataset_files)
+    refused: dict[tuple[int, bool], str] = {}
+    for part in (b for b in pieces if isinstance(b, RefusedReferences)):
+        for pid, k, where in zip(part.path_id.tolist(), part.first_k.tolist(), part.where):
+            refused.setdefault((pid, k == BARE_K), where)
     ep_start = np.zeros(len(refs) + 1, dtype=np.int64)
     np.cumsum(refs.instructions, out=ep_start[1:])
     n_episodes = int(ep_start[-1])
@@ -284,7 +299,7 @@ def join_bucket(
     for agent, files in agents.items():
         mine = [b for b in pieces if isinstance(b, PredictionBatch) and b.agent == agent]
         p = PredictionBatch.concat(agent, mine)
-        rows, ep, dead = _match(p, refs, ep_start, files)
+        rows, ep, dead = _match(p, refs, ep_start, files, refused)
         has = np.zeros(n_episodes, dtype=bool)
         has[ep] = True
         missing = np.flatnonzero(~has)

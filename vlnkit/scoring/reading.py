@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, Vocabulary
+from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
 from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
@@ -149,8 +149,9 @@ def _reference_chunks(path: str, line_range, fmt: FileFormat, vocab: Vocabulary)
 
 def read_references(path: str, rank: int, vocab: Vocabulary, line_range=None) -> Iterator[ReferenceBatch | RecordError]:
     """The valid reference paths of one dataset file (or byte range), as batches, and a dead letter for
-    every other record. R2R/R4R records and RxR guide lines are told apart by the file's first record;
-    an RxR follower file is refused as a whole (once, by the range that holds its start)."""
+    every other record (with the keys of refused records that still name one: `RefusedReferences`). R2R/R4R
+    records and RxR guide lines are told apart by the file's first record; an RxR follower file is refused
+    as a whole (once, by the range that holds its start)."""
     parquet = is_parquet(path)
     fmt = FileFormat()
     with gc_paused():
@@ -165,30 +166,36 @@ def read_references(path: str, rank: int, vocab: Vocabulary, line_range=None) ->
                 return
             batch, errors = reference_batch(items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items))
             yield from errors
+            refused = RefusedReferences.of(errors)
+            if len(refused):
+                yield refused
             if len(batch):
                 yield batch
 
 
 def in_buckets(pieces, buckets: int, rows: int = BATCH_ROWS) -> Iterator[tuple[int, object] | RecordError]:
-    """Pieces of one file (batches and RecordErrors) -> (bucket, batch of that bucket's rows), the batches
-    gathered to about `rows` rows first; RecordErrors pass through as they come."""
-    parts, count = [], 0
+    """Pieces of one file (batches and RecordErrors) -> (bucket, batch of that bucket's rows), the batches of
+    each kind gathered to about `rows` rows first; RecordErrors pass through as they come."""
+    parts: dict[type, list] = {}
+    counts: dict[type, int] = {}
 
-    def flush():
-        batch = parts[0] if len(parts) == 1 else type(parts[0]).concat(*_concat_args(parts))
+    def flush(kind):
+        found = parts.pop(kind)
+        counts.pop(kind)
+        batch = found[0] if len(found) == 1 else kind.concat(*_concat_args(found))
         yield from split_by_bucket(batch, buckets)
 
     for piece in pieces:
         if isinstance(piece, RecordError):
             yield piece
             continue
-        parts.append(piece)
-        count += len(piece)
-        if count >= rows:
-            yield from flush()
-            parts, count = [], 0
-    if parts:
-        yield from flush()
+        kind = type(piece)
+        parts.setdefault(kind, []).append(piece)
+        counts[kind] = counts.get(kind, 0) + len(piece)
+        if counts[kind] >= rows:
+            yield from flush(kind)
+    for kind in list(parts):
+        yield from flush(kind)
 
 
 def _concat_args(parts: list) -> tuple:

@@ -142,3 +142,25 @@ def test_instr_ids_are_the_text_python_writes(pairs):
     pid = np.array([p for p, _ in pairs], np.int64)
     k = np.array([k for _, k in pairs], np.int64)
     assert instr_ids(pid, k).to_pylist() == [str(p) if k == -1 else f"{p}_{k}" for p, k in pairs]
+
+
+def test_a_prediction_of_a_refused_dataset_record_is_told_so(world):
+    from vlnkit.datasets.columns import RefusedReferences
+    from vlnkit.io.dead_letters import RecordError
+
+    graphs, vocab = world
+    data = refs(vocab, [(1, "s", ["s0", "s1"], 1)])
+    refused = RefusedReferences.of(
+        [RecordError("g.jsonl", "#4 (instruction_id=26)", "'language' must be ...", key=(26, -1)),
+         RecordError("d.json", "#2 (path_id=7)", "'heading' must be ...", key=(7, 0)),
+         RecordError("d.json", "#3", "expected a JSON object, got list")]  # no key: nothing to tell
+    )  # fmt: skip
+    p = preds(vocab, "a", [(26, -1, ["s0"]), (7, 2, ["s0"]), (26, 0, ["s0"]), (8, 0, ["s0"])])
+    join = join_bucket([data, refused, p], {"a": ["p.json"]}, ["d.json"], vocab, graphs)
+    reasons = [d[3] for d in dead(join, "a")]
+    assert reasons == [
+        "instr_id '26' has no episode: its dataset record was refused (g.jsonl #4 (instruction_id=26); see that dead letter)",
+        "instr_id '7_2' has no episode: its dataset record was refused (d.json #2 (path_id=7); see that dead letter)",
+        "unknown instr_id '26_0': not in the dataset",  # an R2R id never matches an RxR line
+        "unknown instr_id '8_0': not in the dataset",
+    ]

@@ -12,7 +12,7 @@ import pytest
 
 import vlnkit.datasets.json_chunks as json_chunks
 from vlnkit.datasets.buckets import bucket_of
-from vlnkit.datasets.columns import PredictionBatch
+from vlnkit.datasets.columns import PredictionBatch, RefusedReferences
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
 
@@ -23,6 +23,9 @@ def rows_and_letters(pieces, vocab):
     for piece in pieces:
         if isinstance(piece, RecordError):
             letters.append(piece.to_dict())
+            continue
+        if isinstance(piece, RefusedReferences):  # refused records that name their key, for the join
+            letters += [{"refused": (int(p), int(k), w)} for p, k, w in zip(piece.path_id, piece.first_k, piece.where)]
             continue
         for r in range(len(piece)):
             key = ("p", int(piece.path_id[r]), int(piece.k[r])) if isinstance(piece, PredictionBatch) else (
@@ -98,10 +101,12 @@ def test_dataset_lines_read_by_scanner_and_general_reader_alike(world, tmp_path,
     monkeypatch.setattr(reference_batches, "scan_records", lambda block, v: calls.append(real(block, v)) or calls[-1])
     assert rows_and_letters(read_references(str(path), 1, vocab), vocab) == general
     assert any(c is not None for c in calls) and any(c is None for c in calls)
-    assert len(general[0]) == 300 and [d["reason"] for d in general[1]] == [
+    assert len(general[0]) == 300 and sorted(d.get("reason", "") for d in general[1]) == [
+        "",
         "'path' has 0 viewpoints, at least 1 required",
         "expected a JSON object, got list",
     ]
+    assert {"refused": (1000, 0, f"{path} #50 (path_id=1000)")} in general[1]  # the join tells its predictions
 
 
 def test_a_follower_file_as_dataset_is_refused_once(world, tmp_path):
