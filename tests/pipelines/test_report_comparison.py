@@ -185,7 +185,9 @@ def test_structural_problems_are_one_clear_line(scored, connectivity_dir, tmp_pa
     common = [f"--inputs={scored['out']}", f"--connectivity_dir={connectivity_dir}"]
     line = refusal(capsys, tmp_path / "a", *common, "--baseline=nobody")
     assert line == "error: report: --baseline=nobody is not one of the agents: random, seq2seq"
-    assert "--confidence in (0, 1)" in refusal(capsys, tmp_path / "b", *common, "--confidence=1.5")
+    assert "--confidence must be a number in (0, 1)" in refusal(capsys, tmp_path / "b", *common, "--confidence=1.5")
+    line = refusal(capsys, tmp_path / "b2", *common, "--bootstrap=1")  # one replicate is no interval
+    assert line.startswith("error: report: --bootstrap must be 0 (off) or from 40 to 10000 replicates")
     moved = tmp_path / "moved"  # a score folder whose summary names a dataset that is gone
     moved.mkdir()
     for f in scored["out"].glob("episodes-*.parquet"):

@@ -437,3 +437,26 @@ def test_agents_are_named_by_their_files_and_each_name_is_given_once(env, tmp_pa
         assert exit_.value.code == 2
         error = capsys.readouterr().err.strip().splitlines()
         assert len(error) == 1 and "name the agent" in error[0] and "NAME=FILES" in error[0]
+
+
+@pytest.mark.parametrize(
+    "flag, words",
+    [
+        ("--bootstrap=10000000", "--bootstrap must be 0 (off) or from 40 to 10000 replicates"),
+        ("--bootstrap=1", "--bootstrap must be 0 (off) or from 40 to 10000 replicates"),
+        ("--bootstrap=-3", "--bootstrap must be 0 (off) or from 40 to 10000 replicates"),
+        ("--confidence=1", "--confidence must be a number in (0, 1)"),
+        ("--bootstrap_unit=scan", "--bootstrap_unit"),
+    ],
+)
+def test_the_bootstrap_is_bounded_and_refused_in_one_line_before_it_runs(env, tmp_path, capsys, flag, words):
+    """Issue 33, defect 5: 10**7 replicates crashed after allocating tens of GiB; one replicate made a '95%
+    interval' of one replicate. Both are refused before the pipeline, with the bounds and why."""
+    _, r2r_path, conn_dir, _ = env
+    with pytest.raises(SystemExit) as exit_:
+        run(
+            tmp_path / "o", f"--predictions={r2r_path}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}", flag
+        )
+    error = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(error) == 1 and words in error[0], error
+    assert not (tmp_path / "o" / "_SUCCESS").exists()
