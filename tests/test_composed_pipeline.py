@@ -147,7 +147,8 @@ def test_episode_scores_match_the_score_job_on_build_r4r_json(example, jobs):
 
 def test_reference_batches_from_records_dead_letters_bad_records(example):
     """An invalid record becomes a dead letter naming the source, the record and the reason; valid ones
-    arrive as one ReferenceBatch piece with their path_ids."""
+    arrive as one ReferenceBatch piece with their path_ids, and the refused record's key travels on as a
+    RefusedReferences piece, so a prediction for it is told the record was refused, not that it is unknown."""
     result, _ = example
     conn = result["connectivity_dir"]
     records = json.loads(Path(result["r2r_path"]).read_text())[:3]
@@ -155,7 +156,8 @@ def test_reference_batches_from_records_dead_letters_bad_records(example):
     with TestPipeline() as p:
         out = p | beam.Create([*records, bad]) | ReferenceBatchesFromRecords(conn, buckets=1, source="test-records")
         ids = out["batches"] | beam.FlatMap(lambda kv: [(kv[0], type(kv[1]).__name__, int(i)) for i in kv[1].path_id])
-        assert_that(ids, equal_to([(0, "ReferenceBatch", r["path_id"]) for r in records]), label="valid")
+        expected = [(0, "ReferenceBatch", r["path_id"]) for r in records] + [(0, "RefusedReferences", 999)]
+        assert_that(ids, equal_to(expected), label="valid")
         reasons = out[DEAD_LETTER] | beam.Map(
             lambda d: (d["source"], "path_id=999" in d["record"], "heading" in d["reason"])
         )
