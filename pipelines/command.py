@@ -16,12 +16,12 @@ job actually runs.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
+from pipelines.collector import command_collection
 from pipelines.flags import job_parser, parse
 from pipelines.verdict import JobError
 from vlnkit.io.redact import redact_text
@@ -106,12 +106,7 @@ def _refuse(job: str, exc: JobError) -> NoReturn:
 
 
 def run_as_command(main: Callable[[], object]) -> None:
-    """Run a job's `main` as a command, then keep the interpreter's exit from walking the heap.
-
-    Beam imports about 2,500 modules, and at exit Python's final garbage collections visit every
-    object they made: about a second per command (`python -c "import apache_beam"` took 3.3-4.2 s
-    here, 2.4-2.9 s with `gc.freeze()` before exit). By the time `main` returns every output is
-    closed, so nothing is lost; objects are still freed, only the cycle search is skipped.
-    """
-    main()
-    gc.freeze()
+    """Run a job's `main` as a command, the cycle collector paused through start-up
+    (`pipelines.collector`). By the time `main` returns every output is closed."""
+    with command_collection():
+        main()

@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.collector import resume_collection
 from pipelines.provenance import (
     connectivity_files,
     describe_inputs,
@@ -453,6 +454,7 @@ class Run:
         pipeline = beam.Pipeline(runner=local_runner(self.options), options=self.options)
         build(pipeline)
         layout.fault_point("pipeline")
+        resume_collection()
         result = pipeline.run()
         state = result.wait_until_finish()
         if state not in (PipelineState.DONE, None):
