@@ -30,7 +30,6 @@ from pipelines.flags import SHARED, add_shared
 from pipelines.runners import one_worker_process
 from pipelines.verdict import JobError, user_error
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
-from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
@@ -146,9 +145,13 @@ def build(
     scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
     side = {}
     if bootstrap.enabled:
-        side["bootstrap_sums"] = beam.pvalue.AsSingleton(scored[BOOTSTRAP] | "Bootstrap" >> MergeBootstrap())
+        side["bootstrap_sums"] = beam.pvalue.AsSingleton(
+            scored[BOOTSTRAP] | "Bootstrap" >> MergeBootstrap(), default_value={}
+        )
     if followers:
-        side["compared"] = beam.pvalue.AsSingleton(scored[FOLLOWERS] | "Followers" >> MergeFollowerComparisons())
+        side["compared"] = beam.pvalue.AsSingleton(
+            scored[FOLLOWERS] | "Followers" >> MergeFollowerComparisons(), default_value={}
+        )
     static = {
         "job": JOB.name,
         "schema_version": schema_version(EPISODE_SCORES),
@@ -267,6 +270,8 @@ def run(ctx: Run) -> dict:
     followers = follower_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset)
     ctx.graphs(opts.connectivity_dir)
+    from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
+
     return ctx.execute(
         lambda p: build(
             p,
@@ -291,6 +296,8 @@ def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | N
     """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
     missing episode and per episode without a usable prediction, one leaderboard row per agent, and
     the comparison with the follower metrics RxR published when there is one."""
+    from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
+
     blocks = list(summary.get("agents", {}).values())
     out = {
         "episodes": sum(int(b.get("count", 0)) for b in blocks),

@@ -1,8 +1,8 @@
 """Gathering a whole PCollection in one place, for outputs that are one file.
 
-Beam has no "write one file from everything" step; the pattern is to key every element alike and
-group. The group must also exist when the input is empty (so an empty output file is still
-written), which needs one extra always-present element. That pattern lives here, once.
+Beam has no "write one file from everything" step. The output must also exist when the input is
+empty (so an empty output file is still written): one Impulse element reads the collection as a
+list side input, which gives exactly one list on every runner. That pattern lives here, once.
 """
 
 from __future__ import annotations
@@ -22,20 +22,15 @@ class GatherToOne(beam.PTransform):
     """
 
     def expand(self, pcoll):
-        always = pcoll.pipeline | "AlwaysOneGroup" >> beam.Create([(0, _EMPTY)])
+        # One Impulse element reads the whole collection as a side input: exactly one output, also when
+        # the collection is empty, in one fused stage (a keyed GroupByKey costs three stages and an
+        # extra always-present marker element).
         return (
-            (pcoll | "KeyAll" >> beam.Map(lambda x: (0, x)), always)
-            | "FlattenForOne" >> beam.Flatten()
-            | "GroupAll" >> beam.GroupByKey()
-            | "DropMarker" >> beam.Map(lambda kv: [x for x in kv[1] if not isinstance(x, _Empty)])
+            pcoll.pipeline
+            | "One" >> beam.Impulse()
+            | "AsOneList" >> beam.Map(_as_list, items=beam.pvalue.AsList(pcoll))
         )
 
 
-class _Empty:
-    """The marker that makes the single group exist; never part of the result."""
-
-    def __reduce__(self):
-        return (_Empty, ())
-
-
-_EMPTY = _Empty()
+def _as_list(_impulse, items) -> list:
+    return list(items)

@@ -241,4 +241,16 @@ class WriteSummary(beam.PTransform):
 
         if isinstance(tallies, (tuple, list)):
             tallies = tuple(tallies) | "FlattenTallies" >> beam.Flatten()
-        return tallies | "Totals" >> beam.CombineGlobally(SumDicts()) | "WriteSummary" >> beam.Map(write, **self.side)
+        totals = tallies | "Totals" >> beam.CombineGlobally(SumDicts()).without_defaults()
+        # One Impulse element writes the summary, reading the totals as a side input ({} when nothing
+        # was tallied, as the combine's own default would give): one stage fewer than that default.
+        return (
+            tallies.pipeline
+            | "Once" >> beam.Impulse()
+            | "WriteSummary"
+            >> beam.Map(_write_once, write, totals=beam.pvalue.AsSingleton(totals, default_value={}), **self.side)
+        )
+
+
+def _write_once(_impulse, write, totals, **side):
+    return write(totals, **side)

@@ -160,14 +160,16 @@ class WriteEpisodeLists(beam.PTransform):
 
 
 class MergeBootstrap(beam.PTransform):
-    """Per-bucket bootstrap sums -> one dict (`vlnkit.comparison.accumulate.merge_sums`)."""
+    """Per-bucket bootstrap sums -> one dict (`vlnkit.comparison.accumulate.merge_sums`), or nothing when
+    there are none: read it as `AsSingleton(..., default_value={})`."""
 
     def expand(self, sums):
-        return sums | "MergeSums" >> beam.CombineGlobally(MergeWith(merge_sums))
+        return sums | "MergeSums" >> beam.CombineGlobally(MergeWith(merge_sums)).without_defaults()
 
 
 class MergeFollowerComparisons(beam.PTransform):
-    """Per-bucket {agent: comparison} -> one (`vlnkit.scoring.followers.merge_by_agent`)."""
+    """Per-bucket {agent: comparison} -> one (`vlnkit.scoring.followers.merge_by_agent`), or nothing when
+    there are none: read it as `AsSingleton(..., default_value={})`."""
 
     def expand(self, parts):
-        return parts | "MergeComparisons" >> beam.CombineGlobally(MergeWith(merge_by_agent))
+        return parts | "MergeComparisons" >> beam.CombineGlobally(MergeWith(merge_by_agent)).without_defaults()

@@ -125,7 +125,7 @@ class ReadScoringInputs(beam.PTransform):
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
         files += [("r", "", rank, path, None) for rank, path in dataset_ranks(self.dataset_files)]
-        pieces = pbegin | "Files" >> beam.Create(files)
+        pieces = pbegin | "Files" >> beam.Create(files, reshuffle=False)  # spread below, when asked
         if self.range_bytes:  # spread the files, then their ranges, over the workers
             pieces = (
                 pieces
