@@ -148,7 +148,8 @@ DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
 # its DESCRIPTIONS): refused by every dataset flag and by the --predictions of jobs on graphs, unless a job takes
 # a kind (`accept`).
 CONTINUOUS_SCORED = (
-    "continuous environments are read by the score job (docs/jobs/score.md, \"Continuous environments (VLN-CE)\")"
+    "continuous environments (VLN-CE) are scored by the score job, whose output folder the report draws "
+    '(docs/jobs/score.md, "Continuous environments (VLN-CE)")'
 )
 
 

@@ -439,6 +439,11 @@ def run_continuous(
     for agent, files in agent_files.items():
         for path in files:
             kind = ctx.kinds.get(path)
+            if kind is None and _graph_predictions(path):
+                raise JobError(
+                    f"--predictions={agent}: {path} holds predictions on a navigation graph (viewpoint ids), but "
+                    "--dataset is a VLN-CE episode file: give the agent's positions or its simulator results"
+                )
             if kind is not None and kind not in AGENT_KINDS:
                 raise JobError(
                     f"--predictions={agent}: {path} is {DESCRIPTIONS[kind]}, not agent positions or "
@@ -462,6 +467,19 @@ def run_continuous(
         outcome=outcome,
         declared=lambda summary: declared_outputs(summary, None),
     )
+
+
+def _graph_predictions(path: str) -> bool:
+    """`vlnkit.continuous.documents.graph_predictions` of a file's head (False when it cannot be read: its
+    reader then dead-letters it, naming the error)."""
+    import zlib
+
+    from vlnkit.continuous.documents import graph_predictions, head_bytes
+
+    try:
+        return graph_predictions(head_bytes(path))
+    except (OSError, EOFError, zlib.error):
+        return False
 
 
 def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:

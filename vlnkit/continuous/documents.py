@@ -266,6 +266,23 @@ def episode_flavour(path: str) -> str | None:
     return "rxr" if _RXR_INSTRUCTION.search(head) else "r2r"
 
 
+def graph_predictions(head: bytes) -> bool:
+    """Whether a file starting with `head` holds predictions on a navigation graph (R2R `{"instr_id",
+    "trajectory"}` records, or RxR `{"instruction_id", "path": [viewpoint ids]}`), not continuous positions:
+    a file a continuous dataset's job refuses at once rather than dead-letter record by record.
+
+    >>> graph_predictions(b'[{"instr_id": "4_0", "trajectory": [["ab", 0, 0]]}]'), graph_predictions(b'{"7": [[0, 0, 0]]}')
+    (True, False)
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    item = _first_value(text[1:]) if text[:1] == b"[" else _first_value(text.split(b"\n", 1)[0])
+    if not isinstance(item, dict):
+        return False
+    path = item.get("path")
+    strings = isinstance(path, list) and bool(path) and isinstance(path[0], str)
+    return "instr_id" in item or ("instruction_id" in item and strings)
+
+
 def sniff_kind(path: str) -> str | None:
     """`head_kind` of a file's first bytes (None when it cannot be read: its reader then says why)."""
     try:
