@@ -29,11 +29,10 @@ from pipelines.command import Job, run_as_command
 from pipelines.flags import SHARED, add_shared
 from pipelines.runners import one_worker_process
 from pipelines.verdict import JobError, user_error
+from vlnkit.continuous.documents import DESCRIPTIONS, POSITION_KINDS, RESULT_KINDS
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 from vlnkit.io import fileio
-
-from vlnkit.continuous.documents import DESCRIPTIONS, POSITION_KINDS, RESULT_KINDS
 
 # What --predictions may hold for a continuous dataset: agent positions or per-episode simulator results.
 AGENT_KINDS = POSITION_KINDS + RESULT_KINDS
@@ -57,8 +56,7 @@ def declare_flags(parser) -> None:
             "help": "Trajectories: JSON list or JSON Lines of {instr_id, trajectory} or, for RxR, {instruction_id, "
             "path} (RxR follower files too) (.gz/.bz2 too), or Parquet with instr_id and path; for a VLN-CE "
             "dataset, agent positions or per-episode simulator results (stats_ep_ckpt_*.json, result.json), "
-            "or both for one agent. "
-            + SHARED["predictions"][1]["help"]
+            "or both for one agent. " + SHARED["predictions"][1]["help"]
         },
     )
     add_shared(
@@ -230,9 +228,7 @@ def build_continuous(
         buckets = bucket_count(sorted({f for fs in files.values() for f in fs}) + list(dataset_files))
     read = pipeline | "Read" >> ReadContinuousInputs(list(agents.items()), dataset_files, buckets, options)
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
-    scored = read["pieces"] | "Score" >> ScoreContinuousBuckets(
-        files, dataset_files, config, options, bootstrap, pairs
-    )
+    scored = read["pieces"] | "Score" >> ScoreContinuousBuckets(files, dataset_files, config, options, bootstrap, pairs)
     side = _write_episodes(scored, output_dir, CONTINUOUS_EPISODE_SCORES, num_shards, bootstrap)
     side["differences"] = beam.pvalue.AsSingleton(scored[DIFFERENCES] | "Differences" >> MergeFollowerComparisons())
     static = {
@@ -358,7 +354,7 @@ def run(ctx: Run) -> dict:
         bootstrap = BootstrapConfig.from_flags(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    agent_files = ctx.agents(opts.predictions, accept=AGENT_KINDS)
+    agent_files = ctx.agents(opts.predictions, accept=tuple(DESCRIPTIONS))  # judged below, with the dataset
     with user_error():
         bootstrap.check_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset, accept=("episodes",))

@@ -483,7 +483,9 @@ class _WriteContinuousComparisonPage(GraphDoFn):
         kept, problems = usable_continuous(table, references, readable) if tables else (None, [])
         for p in problems:
             self.bad.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("comparison", p["source"], p["record"], p["reason"]))
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter("comparison", p["source"], p["record"], p["reason"])
+            )
         if kept is None or kept.num_rows == 0:
             yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
             return
@@ -518,5 +520,7 @@ class ContinuousComparisonPage(beam.PTransform):
         step = _WriteContinuousComparisonPage(
             self.connectivity_dir, self.files, self.dataset_files, self.ground_truth, self.path, self.options, names
         )
-        page = pbegin | "One" >> beam.Create([None]) | "Write" >> beam.ParDo(step).with_outputs(DEAD_LETTER, main="page")
+        page = (
+            pbegin | "One" >> beam.Create([None]) | "Write" >> beam.ParDo(step).with_outputs(DEAD_LETTER, main="page")
+        )
         return {"page": page.page, DEAD_LETTER: page[DEAD_LETTER]}

@@ -97,7 +97,9 @@ class ReadContinuousInputs(beam.PTransform):
 
     def expand(self, pbegin):
         files = [
-            ("p", agent, rank, path, layout) for agent, paths in self.agents for rank, (path, layout) in enumerate(paths)
+            ("p", agent, rank, path, layout)
+            for agent, paths in self.agents
+            for rank, (path, layout) in enumerate(paths)
         ]
         files += [("r", "", rank, path, None) for rank, path in enumerate(self.dataset_files)]
         out = (
@@ -148,9 +150,7 @@ class _ScoreContinuousBucket(beam.DoFn):
             self.progress.tick(scores.table.num_rows)
             if step.bootstrap.enabled:
                 group = HEADLINE + (EUCLIDEAN_METRICS if step.options.goal_distance else ())
-                sums = bucket_sums(
-                    scores.table, scores.reference_length, step.bootstrap, step.pairs, CE_METRICS, group
-                )
+                sums = bucket_sums(scores.table, scores.reference_length, step.bootstrap, step.pairs, CE_METRICS, group)
                 yield beam.pvalue.TaggedOutput(BOOTSTRAP, sums)
             if scores.differences:
                 yield beam.pvalue.TaggedOutput(DIFFERENCES, scores.differences)

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from vlnkit.continuous.pieces import EPISODES, POSITIONS, REFUSED, RESULTS, MATCH, Piece
+from vlnkit.continuous.pieces import EPISODES, MATCH, POSITIONS, REFUSED, RESULTS, Piece
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES, POINT_LIST
-from vlnkit.continuous.scoring import DTW_MODES, EUCLIDEAN, FASTDTW_RULES, GOAL_DISTANCES, REFERENCES, score_paths
+from vlnkit.continuous.scoring import DTW_MODES, FASTDTW_RULES, GOAL_DISTANCES, REFERENCES, score_paths
 from vlnkit.evaluation.batch import add_group_sums
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig

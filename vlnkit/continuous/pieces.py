@@ -85,7 +85,9 @@ def dataset_pieces(
     `reference` "gt" (the ground-truth locations, VLN-CE's rule) or "reference_path"."""
     episodes, errors = read_episodes(path, gt)
     yield from errors
-    refused = sorted({int(m.group(1)) for e in errors if e.source == path for m in [_EPISODE_LABEL.search(e.record)] if m})
+    refused = sorted(
+        {int(m.group(1)) for e in errors if e.source == path for m in [_EPISODE_LABEL.search(e.record)] if m}
+    )
     if refused:
         where = pa.array([f"{path}"] * len(refused), pa.string())
         yield from split(Piece(REFUSED, "", rank, pa.table({"episode_id": np.array(refused), "where": where})), buckets)
@@ -138,7 +140,11 @@ def agent_pieces(
             found = (known[order][at] == keys) if len(known) else np.zeros(len(keys), bool)
             for row in np.flatnonzero(~found).tolist():
                 key = int(keys[row])
-                what = "RxR instruction" if len(known) else "instruction (the episodes are R2R-CE, without instruction ids)"
+                what = (
+                    "RxR instruction"
+                    if len(known)
+                    else "instruction (the episodes are R2R-CE, without instruction ids)"
+                )
                 yield RecordError(path, f"instruction_id={key}", f"no {what} {key} in {where}", **stage)
             rows = np.flatnonzero(found)
             keys = episode_ids[order][at[rows]]

@@ -52,6 +52,8 @@ def _is_rate(metric: str) -> bool:
     """A rate (shown in %): a graph metric's, its straight-line bound's, oracle SPL, or a per-language column's."""
     base = metric.removesuffix(EUCLIDEAN)
     return base in RATES or base == "oracle_spl" or base.split("_", 1)[0] in RATES
+
+
 HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
 TIE_METRIC = RANK_BY[0]  # ties are judged on the leaderboard's first ranking metric (SPL)
 

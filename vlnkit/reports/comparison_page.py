@@ -211,7 +211,11 @@ def _continuous_episode_data(cols, references, graphs, metrics, colours, max_epi
         graph = graphs.get(scan)
         if graph is not None:
             xy = np.round(graph.positions[:, :2], 2)
-            out["graphs"][scan] = {"x": xy[:, 0].tolist(), "y": xy[:, 1].tolist(), "edges": graph.edges.ravel().tolist()}
+            out["graphs"][scan] = {
+                "x": xy[:, 0].tolist(),
+                "y": xy[:, 1].tolist(),
+                "edges": graph.edges.ravel().tolist(),
+            }
     success = cols["sr"] if "sr" in cols else np.full(len(ids), np.nan)
     if "sr" + EUCLIDEAN in cols:
         success = np.where(np.isfinite(success), success, cols["sr" + EUCLIDEAN])
@@ -359,7 +363,9 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
     sums = agent_sums(cols, metrics, **options)
     ranking = tuple(m for m in rank_by if m in metrics) or (metrics[0],)
     means = {a: {m: s.mean(m) for m in metrics} for a, s in sums.items()}
-    order = ranked(means, ranking) if ranked else rank({a: {m: v[m] for m in ranking} for a, v in means.items()}, ranking)
+    order = (
+        ranked(means, ranking) if ranked else rank({a: {m: v[m] for m in ranking} for a, v in means.items()}, ranking)
+    )
     headline = metrics[0]  # the breakdowns' metric
     colours = {a: PALETTE[k % len(PALETTE)] for k, a in enumerate(sums)}
     rows = compare(cols, metrics, confidence=confidence, **options) if len(sums) > 1 else []
@@ -424,8 +430,7 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
         f"<title>{html.escape(title)}</title><style>{STYLE}{PAGE_STYLE}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
         + (f'<p id="note">{html.escape(note)}</p>' if note else "")
-        + 
-        '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
+        + '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
         f'{html.escape(baseline)}</a></li><li><a href="#breakdowns">Breakdowns</a></li>'
         '<li><a href="#episode-table">Episodes</a></li></ul></nav>'
         f'<section><h2 id="leaderboard">Leaderboard</h2>{_leaderboard(sums, order, tie, metrics, confidence)}</section>'
