@@ -73,10 +73,6 @@ def declare_flags(parser) -> None:
             "the format is told by content), build_r4r paths-*.parquet, or a VLN-CE episode file (R2R-CE or "
             "RxR-Habitat {split}.json.gz, with its ground truth: --ce_gt)"
         },
-        connectivity_dir={
-            "help": "Folder of Matterport <scan>_connectivity.json files (local or gs://); required for a graph "
-            "dataset, not used for a continuous one (its metrics need no graph)"
-        },
     )
     add_shared(parser, "dtw", "fastdtw_rules", "ce_reference", "ce_gt", "goal_distance")
     parser.add_argument(

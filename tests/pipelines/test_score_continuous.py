@@ -302,3 +302,26 @@ def test_help_lists_the_continuous_flags_with_defaults(capsys):
     for flag, default in (("--dtw", "exact"), ("--fastdtw_rules", "compiled"), ("--ce_reference", "gt"),
                           ("--goal_distance", "None"), ("--ce_gt", "None")):  # fmt: skip
         assert flag in text and f"(default: {default})" in text.split(flag, 2)[-1].split("--", 1)[0] + text
+
+
+def test_an_rxr_habitat_dataset_scores_by_language(shared_data, tmp_path, capsys):
+    """RxR-Habitat files made from R2R-CE (`vlnkit.fixtures.rxr_habitat`), an agent walking every gt path
+    as an RxR-Habitat submission: every episode nDTW 1, summaries and leaderboard per language."""
+    from vlnkit.fixtures.rxr_habitat import write_rxr_habitat
+
+    dataset, gt_path = write_rxr_habitat(str(shared_data / SPLIT), str(tmp_path / "rxr"))
+    episodes, _ = read_episodes(dataset)
+    with open(tmp_path / "walk.jsonl", "w") as f:
+        for row, iid in enumerate(episodes.instruction_id.tolist()):
+            f.write(json.dumps({"instruction_id": iid, "path": episodes.gt_locations.path(row).tolist()}) + "\n")
+    summary = run(tmp_path / "out", f"--dataset={dataset}", f"--predictions=walk={tmp_path / 'walk.jsonl'}",
+                  "--bootstrap=0")  # fmt: skip
+    assert summary["count"] == 1839 and summary["metrics"]["ndtw"] == 1.0 and summary["ground_truth"] == [gt_path]
+    languages = summary["by_language"]
+    assert sum(b["count"] for b in languages.values()) == 1839 and set(languages) <= {"en-IN", "en-US", "hi-IN", "te-IN"}
+    assert "ndtw_hi-IN" in summary["leaderboard"][0]
+    table = rows(tmp_path / "out")
+    assert {r["instr_id"] for r in table} == {str(i) for i in episodes.instruction_id.tolist()}
+    line = refusal(capsys, f"--output_dir={tmp_path / 'p'}", f"--dataset={dataset}",
+                   f"--predictions=walk={tmp_path / 'walk.jsonl'}", "--bootstrap_unit=path")  # fmt: skip
+    assert line.endswith("an RxR-Habitat dataset's are instruction ids: use --bootstrap_unit=episode")
