@@ -318,7 +318,12 @@ def test_an_rxr_habitat_dataset_scores_by_language(shared_data, tmp_path, capsys
                   "--bootstrap=0")  # fmt: skip
     assert summary["count"] == 1839 and summary["metrics"]["ndtw"] == 1.0 and summary["ground_truth"] == [gt_path]
     languages = summary["by_language"]
-    assert sum(b["count"] for b in languages.values()) == 1839 and set(languages) <= {"en-IN", "en-US", "hi-IN", "te-IN"}
+    assert sum(b["count"] for b in languages.values()) == 1839 and set(languages) <= {
+        "en-IN",
+        "en-US",
+        "hi-IN",
+        "te-IN",
+    }
     assert "ndtw_hi-IN" in summary["leaderboard"][0]
     table = rows(tmp_path / "out")
     assert {r["instr_id"] for r in table} == {str(i) for i in episodes.instruction_id.tolist()}
