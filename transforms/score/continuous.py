@@ -22,24 +22,22 @@ from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.progress import Progress
-from transforms.score.read import TOTALS
-from transforms.score.score import BOOTSTRAP, LINES, MISSING, UNUSABLE
+from transforms.score.read import TOTALS, CountedRead
+from transforms.score.score import BOOTSTRAP, LINES, dead_and_lines
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.continuous.buckets import ContinuousOptions, score_bucket
-from vlnkit.continuous.pieces import MATCH, agent_pieces, dataset_pieces, instruction_map
+from vlnkit.continuous.pieces import agent_pieces, dataset_pieces, instruction_map
 from vlnkit.continuous.schemas import CE_METRICS
 from vlnkit.evaluation.leaderboard import EUCLIDEAN_METRICS
-from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.io.dead_letters import RecordError
 from vlnkit.scoring.bootstrap import bucket_sums
 
 DIFFERENCES = "differences"
 
 
-class _ReadContinuousFile(beam.DoFn):
+class _ReadContinuousFile(CountedRead):
     """(kind, agent, rank, path, layout) -> (bucket, Piece); dead letters; per-agent totals."""
 
     def __init__(self, dataset_files: list[str], buckets: int, options: ContinuousOptions):
@@ -47,10 +45,6 @@ class _ReadContinuousFile(beam.DoFn):
         self.dataset_files = dataset_files
         self.buckets = buckets
         self.options = options
-        self.predictions_read = Metrics.counter("score", "predictions_read")
-        self.predictions_bad = Metrics.counter("score", "dead_letter")
-        self.records_read = Metrics.counter("read", "records")
-        self.records_bad = Metrics.counter("read", "dead_letter")
 
     def _instructions(self):
         key = "\x1f".join(self.dataset_files)
@@ -63,24 +57,7 @@ class _ReadContinuousFile(beam.DoFn):
             pieces = dataset_pieces(path, rank, gt=o.gt, reference=o.reference, buckets=self.buckets)
         else:
             pieces = agent_pieces(path, agent, rank, layout, self.buckets, self._instructions)
-        read = dead = 0
-        for piece in pieces:
-            if isinstance(piece, RecordError):
-                dead += 1
-                read += piece.stage == MATCH  # a row that was read, but matches no episode
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
-            else:
-                read += len(piece[1])
-                yield piece
-        if kind == "p":
-            self.predictions_read.inc(read)
-            self.predictions_bad.inc(dead)
-            yield beam.pvalue.TaggedOutput(
-                TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
-            )
-        else:
-            self.records_read.inc(read)
-            self.records_bad.inc(dead)
+        yield from self.counted(pieces, kind == "p", agent)
 
 
 @dataclass
@@ -139,12 +116,8 @@ class _ScoreContinuousBucket(beam.DoFn):
         scores = score_bucket(
             list(element[1]), step.agents, step.dataset_files, step.config, step.options, len(step.agents) > 1
         )
-        for d in scores.dead:
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, d.to_dict())
+        yield from dead_and_lines(scores)
         self.bad.inc(len(scores.dead))
-        for name, lines in ((MISSING, scores.missing), (UNUSABLE, scores.unusable)):
-            if lines:
-                yield beam.pvalue.TaggedOutput(LINES, (name, lines))
         if scores.table is not None:
             self.scored.inc(scores.table.num_rows)
             self.progress.tick(scores.table.num_rows)
