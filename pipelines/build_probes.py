@@ -165,8 +165,10 @@ def check_pose_traces(opts, files: list[str]) -> None:
 
 
 def run(ctx: Run) -> dict:
+    from pipelines.job import refuse_continuous
+
     opts = ctx.args
-    files = ctx.inputs("alignments", opts.alignments)
+    files = ctx.inputs("alignments", opts.alignments, refuse=refuse_continuous(JOB.name))
     ctx.graphs(opts.connectivity_dir)
     check_pose_traces(opts, files)
     with user_error():

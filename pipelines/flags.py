@@ -150,6 +150,52 @@ SHARED: dict[str, tuple[tuple[str, ...], dict]] = {
             "compare each agent with the one ranked above it",
         },
     ),
+    # Continuous environments (VLN-CE): how a continuous dataset's agents are scored (the score job).
+    "dtw": (
+        ("--dtw",),
+        {
+            "choices": ("exact", "fastdtw"),
+            "default": "exact",
+            "help": "Continuous datasets: DTW of nDTW/SDTW, exact (as InternNav) or fastdtw at radius 1 (the number "
+            "VLN-CE, CWP and ETPNav report, equal to the fastdtw package)",
+        },
+    ),
+    "fastdtw_rules": (
+        ("--fastdtw_rules",),
+        {
+            "choices": ("compiled", "python"),
+            "default": "compiled",
+            "help": "Continuous datasets, --dtw=fastdtw: the rules of the fastdtw package's compiled extension (what "
+            "VLN-CE's pip built) or of its pure-Python module (what a modern pip installs); they differ on some inputs",
+        },
+    ),
+    "ce_reference": (
+        ("--ce_reference",),
+        {
+            "choices": ("gt", "reference_path"),
+            "default": "gt",
+            "help": "Continuous datasets: the reference positions metrics compare with: the ground-truth file's dense "
+            "locations (VLN-CE's rule) or the episode's reference_path (its R2R viewpoints on the floor)",
+        },
+    ),
+    "goal_distance": (
+        ("--goal_distance",),
+        {
+            "choices": ("euclidean",),
+            "default": None,
+            "help": "Continuous datasets: also compute NE, ONE, SR, OSR, SPL and SDTW from agent positions with "
+            "straight-line distances to the goal, as *_euclidean (bounds of the geodesic ones, never ranked with them; "
+            "the geodesic ones need the simulator: give its per-episode result files)",
+        },
+    ),
+    "ce_gt": (
+        ("--ce_gt",),
+        {
+            "default": None,
+            "help": "Continuous datasets: the ground-truth file of --dataset ({episode_id: {locations}}). Default: "
+            "VLN-CE's name beside it, <stem>_gt.json.gz (val_unseen.json.gz -> val_unseen_gt.json.gz)",
+        },
+    ),
     "spacy_model": (
         ("--spacy_model",),
         {

@@ -145,18 +145,50 @@ def _intact(folder: str, previous: dict) -> bool:
 # job; what is refused among them, by the format `vlnkit.datasets.rxr.file_format` tells from content.
 DATASET_FLAGS = frozenset({"dataset", "steps_from", "compose_from"})
 DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
+# Continuous-environment (VLN-CE) files, told by content (`vlnkit.continuous.documents.sniff_kind`, described by
+# its DESCRIPTIONS): refused by every dataset flag and by the --predictions of jobs on graphs, unless a job takes
+# a kind (`accept`).
+CONTINUOUS_SCORED = (
+    "continuous environments (VLN-CE) are scored by the score job, whose output folder the report draws "
+    '(docs/jobs/score.md, "Continuous environments (VLN-CE)")'
+)
 
 
-def _refuse_kinds(flag: str, files: list[str], refused: dict[str, str]) -> None:
+def refuse_continuous(job: str) -> dict[str, str]:
+    """{continuous layout: why} for a flag of `job` that takes none of them (`inputs(..., refuse=)`)."""
+    from vlnkit.continuous.documents import DESCRIPTIONS
+
+    return {kind: continuous_refusal(kind, job) for kind in DESCRIPTIONS}
+
+
+def continuous_refusal(kind: str, job: str) -> str:
+    """The one wording of a continuous file given where `job` does not take it."""
+    from vlnkit.continuous.documents import DESCRIPTIONS
+
+    return f"{DESCRIPTIONS[kind]}, which {job} does not read: {CONTINUOUS_SCORED}"
+
+
+def _refuse_kinds(flag: str, files: list[str], refused: dict[str, str], job: str, accept=()) -> dict[str, str | None]:
     """Stop before the pipeline when a file is of a kind the flag does not take (one line naming it):
-    every record would otherwise be dead-lettered one by one, or the run would fail late."""
+    every record would otherwise be dead-lettered one by one, or the run would fail late. Returns each
+    file's continuous layout (None for every other file)."""
+    from vlnkit.continuous.documents import DESCRIPTIONS, sniff_kind
     from vlnkit.datasets.rxr import file_format
     from vlnkit.datasets.trajectories import is_parquet
 
+    kinds = {}
     for path in files:
-        why = None if is_parquet(path) else refused.get(file_format(path))
+        kind = None if is_parquet(path) else sniff_kind(path)
+        if kind is not None and kind not in accept:
+            why = refused.get(kind) or continuous_refusal(kind, job)
+        elif kind is None and not is_parquet(path) and set(refused) - set(DESCRIPTIONS):
+            why = refused.get(file_format(path))  # an R2R-format file: RxR guide or follower, or R2R
+        else:
+            why = None
         if why:
             raise JobError(f"--{flag}: {path} is {why}")
+        kinds[path] = kind
+    return kinds
 
 
 def _refuse_credentials(flag: str, value: str) -> None:
@@ -187,6 +219,7 @@ class Run:
         self.args = args
         self.output_dir = args.output_dir
         self._inputs: list[tuple[str, int]] = []
+        self.kinds: dict[str, str | None] = {}  # the continuous layout of each checked input file (else None)
 
     # ---------------------------------------------------------------- checks
     def check_output_dir(self) -> None:
@@ -216,14 +249,22 @@ class Run:
         _writable_folder(parent, f"--{flag}={path}", parent)
 
     def inputs(
-        self, flag: str, patterns: str | list[str] | None, required: bool = True, refuse: dict[str, str] | None = None
+        self,
+        flag: str,
+        patterns: str | list[str] | None,
+        required: bool = True,
+        refuse: dict[str, str] | None = None,
+        accept: tuple[str, ...] = (),
     ) -> list[str]:
         """The files a flag names (all must exist; a glob must match; a published output folder names its
         current version's data files); recorded as inputs of the run.
 
         A file of a kind the flag does not take (told by content) is refused here, before the pipeline,
-        the same way in every job: an RxR follower file given as a dataset (`DATASET_FLAGS`); and
-        `refuse` {format: why} narrows what one job takes (build_r4r: R2R-format records only)."""
+        the same way in every job: an RxR follower file or a continuous-environment (VLN-CE) file given
+        as a dataset (`DATASET_FLAGS`); `refuse` {format: why} narrows what one job takes (build_r4r:
+        R2R-format records only; a job on graphs: no continuous file among --predictions, `refuse_continuous`),
+        and `accept` names the continuous layouts a flag does take (the score job's --dataset: "episodes").
+        Each checked file's continuous layout is kept in `self.kinds`."""
         if not patterns:
             if required:
                 raise JobError(f"--{flag} is required")
@@ -237,8 +278,9 @@ class Run:
             raise JobError(f"--{flag}={patterns}: cannot list ({type(exc).__name__}: {exc})") from None
         for path, _ in found:
             self._refuse_own_output(flag, path)
-        if flag in DATASET_FLAGS or refuse:
-            _refuse_kinds(flag, [p for p, _ in found], {**DATASET_REFUSED, **(refuse or {})})
+        if flag in DATASET_FLAGS or refuse or accept:
+            refused = {**(DATASET_REFUSED if flag in DATASET_FLAGS else {}), **(refuse or {})}
+            self.kinds.update(_refuse_kinds(flag, [p for p, _ in found], refused, self.job, accept))
         self._inputs.extend(found)
         return [p for p, _ in found]
 
@@ -261,7 +303,13 @@ class Run:
                 "would replace what the run reads; write elsewhere"
             )
 
-    def agents(self, values: str | list[str] | None, flag: str = "predictions") -> dict[str, list[str]]:
+    def agents(
+        self,
+        values: str | list[str] | None,
+        flag: str = "predictions",
+        refuse: dict[str, str] | None = None,
+        accept: tuple[str, ...] = (),
+    ) -> dict[str, list[str]]:
         """--predictions values -> {agent: [files]} in flag order, the same way in every job.
 
         `NAME=PATTERNS` names an agent (its files in pattern order); any other value is patterns whose
@@ -269,6 +317,7 @@ class Run:
         summary keeps the full paths). A name is given once: two values naming one agent, or two files
         that would get one name, are a JobError (an agent's files go in one value, comma-separated or as
         a glob). The files are listed and recorded as `inputs`; a value that matches no file is a JobError.
+        `refuse` and `accept` are those of `inputs` (kinds of file the flag does not, or does, take).
 
             ctx.agents(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl": ["rl.json"]}
         """
@@ -288,10 +337,10 @@ class Run:
         for value in values:
             m = AGENT_NAME.fullmatch(value)
             if m and not fileio.exists(value):
-                files = self.inputs(f"{flag}={m.group(1)}", m.group(2))
+                files = self.inputs(f"{flag}={m.group(1)}", m.group(2), refuse=refuse, accept=accept)
                 add(m.group(1), list(dict.fromkeys(files)), value)
             else:
-                for path in self.inputs(flag, value):
+                for path in self.inputs(flag, value, refuse=refuse, accept=accept):
                     add(file_agent_name(path), [path], path)
         return agents
 

@@ -80,11 +80,19 @@ def _agents(path: str) -> list[str]:
 def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
     agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
-    from vlnkit.reports.comparison_inputs import missing_columns
-    from vlnkit.reports.report_inputs import agent_names, parquet_columns, scored_on
+    from vlnkit.reports.comparison_inputs import is_continuous, missing_columns
+    from vlnkit.reports.report_inputs import agent_names, parquet_columns, scored_on, scored_with_ground_truth
     from vlnkit.reports.stats import SCORES
 
-    files = [i for i in inputs if i.kind == SCORES and not i.compare and not missing_columns(parquet_columns(i.path))]
+    scored = {i.path: (i, parquet_columns(i.path)) for i in inputs if i.kind == SCORES and not i.compare}
+    continuous = [i for i, columns in scored.values() if is_continuous(columns)]
+    graph = [i for i, columns in scored.values() if not is_continuous(columns) and not missing_columns(columns)]
+    files = continuous or graph
+    if continuous and graph:
+        raise JobError(
+            f"--inputs: {continuous[0].path} holds a continuous (VLN-CE) dataset's episodes and other inputs a graph "
+            "dataset's: one comparison page compares agents on one dataset; report them apart"
+        )
     if not files:
         if opts.dataset or opts.baseline:
             print(
@@ -92,6 +100,7 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
             )
         return None
     from vlnkit.comparison.config import BootstrapConfig
+    from vlnkit.continuous.episodes import AUTO
 
     with user_error():
         bootstrap = BootstrapConfig.from_flags(opts)
@@ -100,13 +109,23 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
     with user_error():
         bootstrap.check_agents(agents)
+    folders = list(dict.fromkeys(os.path.dirname(i.path) for i in files))
     if opts.dataset:
-        dataset = ctx.inputs("dataset", opts.dataset)
+        dataset = ctx.inputs("dataset", opts.dataset, accept=("episodes",) if continuous else ())
+        ground_truth = [AUTO] * len(dataset)
     else:
-        named = [f for folder in dict.fromkeys(os.path.dirname(i.path) for i in files) for f in scored_on(folder)]
-        dataset = ctx.inputs("dataset", list(dict.fromkeys(named)))
+        named = [f for folder in folders for f in scored_on(folder)]
+        dataset = ctx.inputs("dataset", list(dict.fromkeys(named)), accept=("episodes",) if continuous else ())
+        ground_truth = scored_with_ground_truth(folders, dataset) if continuous else []
+    if continuous and any(ctx.kinds.get(f) != "episodes" for f in dataset):
+        bad = next(f for f in dataset if ctx.kinds.get(f) != "episodes")
+        raise JobError(f"--dataset: {bad} is not a VLN-CE episode file, but the episodes compared are continuous")
+    for gt in ground_truth:
+        if gt != AUTO:
+            ctx.inputs("ce_gt", gt)
     options = {"bootstrap": bootstrap, "title": f"{opts.title}: agents compared"}
-    return {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
+    plan = {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
+    return {**plan, "continuous": bool(continuous), "ground_truth": ground_truth}
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -154,7 +173,14 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
-    from transforms.report import ComparisonPage, DatasetStats, MergePartials, ParquetStats, SampleEpisodes
+    from transforms.report import (
+        ComparisonPage,
+        ContinuousComparisonPage,
+        DatasetStats,
+        MergePartials,
+        ParquetStats,
+        SampleEpisodes,
+    )
     from vlnkit.reports.stats import DATASET, SCORE_SUMMARY, SCORES
 
     out = opts.output_dir
@@ -176,7 +202,15 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
     outputs = pipeline | "Outputs" >> ParquetStats(parquet, opts.seed, sample_from, max(opts.draw, 0))
     partials.append(outputs["partials"])
     dead.append(outputs[DEAD_LETTER])
-    if plan:
+    if plan and plan.get("continuous"):
+        path = fileio.join(out, COMPARISON)
+        page = pipeline | "Comparison" >> ContinuousComparisonPage(
+            plan["files"], plan["dataset"], plan["ground_truth"], opts.connectivity_dir, path, plan["options"],
+            plan["names"],
+        )  # fmt: skip
+        dead.append(page[DEAD_LETTER])
+        pages = beam.pvalue.AsList(page["page"])
+    elif plan:
         path = fileio.join(out, COMPARISON)
         page = pipeline | "Comparison" >> ComparisonPage(
             plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["names"]
@@ -269,8 +303,12 @@ def run(ctx: Run) -> dict:
     with user_error(errors=(ReportInputError,)):
         summaries = {i.label: read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
         band = keep_band(inputs)
-    for i in inputs:
-        ctx.inputs("inputs" if not i.compare else "compare", i.path)
+    from pipelines.job import refuse_continuous
+    from vlnkit.reports.stats import DATASET
+
+    for i in inputs:  # a dataset input must be an R2R-format file: a continuous one is refused with one line
+        refuse = refuse_continuous(JOB.name) if i.kind == DATASET else None
+        ctx.inputs("inputs" if not i.compare else "compare", i.path, refuse=refuse)
     with user_error(errors=(ReportInputError,)):
         plan = comparison_plan(ctx, opts, inputs)
     return ctx.execute(

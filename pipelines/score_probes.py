@@ -153,12 +153,14 @@ def outcome(summary: dict) -> Outcome:
 def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
     """The agent of this run and its files, from --predictions (as every job reads it) or the old
     --agent_outputs (all its files one agent, named `agent`)."""
+    from pipelines.job import refuse_continuous
+
     values = list(opts.predictions or [])
     if opts.agent_outputs:
         values.append(f"agent={opts.agent_outputs}")
     if not values:
         raise JobError("--predictions is required")
-    agents = ctx.agents(values)
+    agents = ctx.agents(values, refuse=refuse_continuous(JOB.name))
     if len(agents) > 1:
         raise JobError(
             f"--predictions names {len(agents)} agents ({', '.join(agents)}); score_probes scores one agent per "

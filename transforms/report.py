@@ -332,6 +332,44 @@ def _reference_paths(records: list[dict]) -> dict[str, list[str]]:
     return {i: list(record["path"]) for record in records for i in episode_ids(record)}
 
 
+def _read_page_files(files: list[str], names: list[dict], read) -> tuple:
+    """(the episode files' rows as one table or None, the files read, dead letters of the unreadable ones):
+    `read(path)` reads one file; an unreadable file is one dead letter, as in ParquetStats."""
+    import pyarrow as pa
+
+    from vlnkit.reports.comparison_inputs import SOURCE, rename_agents
+
+    readable, tables, dead = [], [], []
+    for path, renamed in zip(files, names):
+        try:
+            table = rename_agents(read(path), renamed)
+        except Exception as exc:  # noqa: BLE001 -- any read error makes the whole file unusable
+            dead.append(dead_letter("comparison", path, "", str(exc)))
+            continue
+        source = pa.array([len(readable)] * table.num_rows, pa.int32())
+        tables.append(table.set_column(table.column_names.index(SOURCE), SOURCE, source))
+        readable.append(path)
+    return (pa.concat_tables(tables, promote_options="default") if tables else None), readable, dead
+
+
+def _page_outputs(bad, dead: list[dict], kept, problems: list[dict], path: str, render):
+    """The page step's outputs: every dead letter (counted in `bad`), then the page `render(rows)` written
+    to `path` and what the report's summary says of it (nothing written when no row is usable)."""
+    from vlnkit.reports.comparison_inputs import SOURCE
+
+    for d in dead + [dead_letter("comparison", p["source"], p["record"], p["reason"]) for p in problems]:
+        bad.inc()
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, d)
+    if kept is None or kept.num_rows == 0:
+        yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
+        return
+    page = render(kept.drop_columns([SOURCE]))
+    with fileio.open_write(path) as f:
+        f.write(page.encode("utf-8"))
+    agents = list(dict.fromkeys(kept["agent"].to_pylist()))
+    yield {"written": True, "episodes": kept.num_rows, "agents": agents, "set_aside": len(problems)}
+
+
 @dataclass
 class _WriteComparisonPage(GraphDoFn):
     """The one step that reads every episode file (in Arrow batches), sets unusable rows aside as dead
@@ -344,41 +382,20 @@ class _WriteComparisonPage(GraphDoFn):
     bad = Metrics.counter("report", "dead_letter")
 
     def process(self, _, reference_batches):
-        import pyarrow as pa
-
-        from vlnkit.reports.comparison_inputs import SOURCE, read_episodes, rename_agents, usable_episodes
+        from vlnkit.reports.comparison_inputs import read_episodes, usable_episodes
         from vlnkit.reports.comparison_page import comparison_page
 
         references: dict[str, list[str]] = {}
         for batch in reference_batches:
             for instr_id, path in batch.items():
                 references.setdefault(instr_id, path)
-        readable, tables = [], []
-        for path, names in zip(self.files, self.names):  # an unreadable file is one dead letter, as in ParquetStats
-            try:
-                table = rename_agents(read_episodes([path], fileio.open_read), names)
-            except Exception as exc:  # noqa: BLE001 -- any read error makes the whole file unusable
-                self.bad.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("comparison", path, "", str(exc)))
-                continue
-            source = pa.array([len(readable)] * table.num_rows, pa.int32())
-            tables.append(table.set_column(table.column_names.index(SOURCE), SOURCE, source))
-            readable.append(path)
-        table = pa.concat_tables(tables, promote_options="default") if tables else None
-        kept, problems = usable_episodes(table, references, self.graphs, readable) if tables else (None, [])
-        for p in problems:
-            self.bad.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, dead_letter("comparison", p["source"], p["record"], p["reason"])
-            )
-        if kept is None or kept.num_rows == 0:
-            yield {"written": False, "episodes": 0, "agents": [], "set_aside": len(problems)}
-            return
-        page = comparison_page(kept.drop_columns([SOURCE]), references, self.graphs, **self.options)
-        with fileio.open_write(self.path) as f:
-            f.write(page.encode("utf-8"))
-        agents = list(dict.fromkeys(kept["agent"].to_pylist()))
-        yield {"written": True, "episodes": kept.num_rows, "agents": agents, "set_aside": len(problems)}
+        table, readable, dead = _read_page_files(self.files, self.names, lambda p: read_episodes([p], fileio.open_read))
+        kept, problems = usable_episodes(table, references, self.graphs, readable) if table is not None else (None, [])
+
+        def render(rows):
+            return comparison_page(rows, references, self.graphs, **self.options)
+
+        yield from _page_outputs(self.bad, dead, kept, problems, self.path, render)
 
 
 @dataclass
@@ -413,3 +430,87 @@ class ComparisonPage(beam.PTransform):
         )
         dead = (read[DEAD_LETTER], page[DEAD_LETTER]) | "Dead" >> beam.Flatten()
         return {"page": page.page, DEAD_LETTER: dead}
+
+
+# ----------------------------------------------------------------------------- the continuous comparison page
+def _continuous_references(dataset_files: list[str], ground_truth: list[str | None]):
+    """({instr_id: {"reference", "gt", "length"}} of continuous episode files, their dead letters): what the
+    page draws and measures; `ground_truth[k]` is the gt file of `dataset_files[k]` ("auto": VLN-CE's name
+    beside it)."""
+    from vlnkit.continuous import kernels
+    from vlnkit.continuous.episodes import read_episodes
+
+    references, dead = {}, []
+    for path, gt in zip(dataset_files, ground_truth):
+        episodes, errors = read_episodes(path, gt)
+        dead += [e.to_dict() for e in errors]
+        lengths = np.empty(len(episodes))
+        kernels.path_lengths(episodes.reference_path.points, episodes.reference_path.offsets, lengths)
+        for row, instr_id in enumerate(episodes.instr_id.tolist()):  # one dict entry per episode: small, once
+            gt_points = episodes.gt_locations.path(row) if episodes.gt_locations is not None else None
+            references.setdefault(
+                instr_id, {"reference": episodes.reference_path.path(row), "gt": gt_points, "length": lengths[row]}
+            )
+    return references, dead
+
+
+@dataclass
+class _WriteContinuousComparisonPage(GraphDoFn):
+    """`_WriteComparisonPage` for a continuous dataset's episodes: the dataset read with its ground truth,
+    rows whose instr_id it lacks set aside as dead letters, each scan's graph drawn when it has one."""
+
+    files: list[str]
+    dataset_files: list[str]
+    ground_truth: list
+    path: str
+    options: dict
+    names: list[dict]
+    bad = Metrics.counter("report", "dead_letter")
+
+    def process(self, _):
+        from vlnkit.navigation.graph import GraphError
+        from vlnkit.reports.comparison_inputs import CONTINUOUS_COLUMNS, read_episodes, usable_continuous
+        from vlnkit.reports.comparison_page import CONTINUOUS_METRICS, continuous_comparison_page
+
+        references, dead = _continuous_references(self.dataset_files, self.ground_truth)
+
+        def read(path):
+            return read_episodes([path], fileio.open_read, CONTINUOUS_METRICS, required=CONTINUOUS_COLUMNS)
+
+        table, readable, unreadable = _read_page_files(self.files, self.names, read)
+        kept, problems = usable_continuous(table, references, readable) if table is not None else (None, [])
+
+        def render(rows):
+            graphs = {}
+            for scan in set(rows["scan"].to_pylist()):
+                try:
+                    graphs[scan] = self.graphs.get(scan)
+                except GraphError:  # drawn without a graph (the page says so)
+                    graphs[scan] = None
+            return continuous_comparison_page(rows, references, graphs, **self.options)
+
+        yield from _page_outputs(self.bad, dead + unreadable, kept, problems, self.path, render)
+
+
+@dataclass
+class ContinuousComparisonPage(beam.PTransform):
+    """A continuous dataset's score episode files + its episode files (and ground truth) -> `path`
+    (comparison.html), as `ComparisonPage`: {"page": one dict, dead_letter}."""
+
+    files: list[str]
+    dataset_files: list[str]
+    ground_truth: list
+    connectivity_dir: str
+    path: str
+    options: dict
+    names: list[dict] | None = None
+
+    def expand(self, pbegin):
+        names = self.names or [{}] * len(self.files)
+        step = _WriteContinuousComparisonPage(
+            self.connectivity_dir, self.files, self.dataset_files, self.ground_truth, self.path, self.options, names
+        )
+        page = (
+            pbegin | "One" >> beam.Create([None]) | "Write" >> beam.ParDo(step).with_outputs(DEAD_LETTER, main="page")
+        )
+        return {"page": page.page, DEAD_LETTER: page[DEAD_LETTER]}

@@ -203,3 +203,67 @@ def test_structural_problems_are_one_clear_line(scored, connectivity_dir, tmp_pa
         tmp_path / "d", f"--inputs={moved}", f"--connectivity_dir={connectivity_dir}", f"--dataset={scored['dataset']}"
     )
     assert done["comparison"]["episodes"] == 600
+
+
+# ----------------------------------------------------------------------------- a continuous (VLN-CE) dataset
+CE_SPLIT = "vlnce/R2R_VLNCE_v1-2_preprocessed/val_unseen/val_unseen.json.gz"
+CE_CMA = "vlnce/cwp_results/cma/stats_ep_ckpt_0_val_unseen_r0_w1.json"
+CE_POSITIONS = "vlnce/third_party_positions/mln_ce_val_unseen_v1-2_positions.json"
+
+
+@pytest.fixture(scope="module")
+def continuous(shared_data, connectivity_dir, tmp_path_factory):
+    """A score run on the R2R-CE val_unseen episodes the third-party agent has positions for (420), with CMA
+    given as its simulator results (nothing to draw) and that agent as positions; then its report."""
+    import gzip
+
+    tmp = tmp_path_factory.mktemp("ce_comparison")
+    positions = json.loads((shared_data / CE_POSITIONS).read_text())
+    split = json.loads(gzip.decompress((shared_data / CE_SPLIT).read_bytes()))
+    truth = json.loads(gzip.decompress((shared_data / CE_SPLIT.replace(".json.gz", "_gt.json.gz")).read_bytes()))
+    kept = [e for e in split["episodes"] if str(e["episode_id"]) in positions]
+    (tmp / "subset.json.gz").write_bytes(gzip.compress(json.dumps({"episodes": kept}).encode()))
+    ids = {str(e["episode_id"]) for e in kept}
+    (tmp / "subset_gt.json.gz").write_bytes(gzip.compress(json.dumps({k: truth[k] for k in ids}).encode()))
+    cma = {k: v for k, v in json.loads((shared_data / CE_CMA).read_text()).items() if k in ids}
+    (tmp / "cma.json").write_text(json.dumps(cma))
+    scored = score.main(
+        ["--runner=DirectRunner", f"--dataset={tmp / 'subset.json.gz'}", f"--predictions=cma={tmp / 'cma.json'}",
+         f"--predictions=mln={shared_data / CE_POSITIONS}", f"--output_dir={tmp / 'score'}", "--bootstrap=200"]
+    )  # fmt: skip
+    assert scored["dead_letters"] == 0 and scored["reference_episodes"] == 420
+    out = tmp / "report"
+    summary = run_report(out, f"--inputs={tmp / 'score'}", f"--connectivity_dir={connectivity_dir}", "--bootstrap=200")
+    return {"scored": scored, "summary": summary, "path": out / report.COMPARISON, "out": out}
+
+
+def test_a_continuous_runs_page_shows_its_leaderboard_and_passes_in_chromium(continuous, tmp_path):
+    summary = continuous["summary"]
+    assert summary["comparison"]["written"] and summary["comparison"]["episodes"] == 840
+    assert summary["dead_letters"] == 0
+    text = continuous["path"].read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) and "fetch(" not in text
+    assert "Habitat (x, -z)" in text and "no positions to draw" in text
+    leaderboard = text.split('id="leaderboard"')[1].split("</table>")[0]
+    for row in continuous["scored"]["leaderboard"]:  # the page's intervals are the score job's
+        cells = re.search(rf"<td>{row['agent']}</td><td>420</td>(.*?)</tr>", leaderboard).group(1)
+        low, high = row["ndtw_ci"]
+        assert f"{100 * row['ndtw']:.1f} <span" in cells and f"[{100 * low:.1f}, {100 * high:.1f}]" in cells
+    browser = Browser(require_chromium(), height=1400)
+    shots = SCREENSHOTS or str(tmp_path)
+    try:
+        browser.open(continuous["path"].as_uri())
+        count = "document.getElementById('row-count').textContent"
+        assert browser.evaluate(count) == "840 rows (first 500 shown)"
+        # an episode drawn from above: the ground-truth path, its reference points, the agent with positions
+        drawn = draw_episode(browser)
+        assert drawn["references"] == 1 and drawn["agent_paths"] == 1 and drawn["edges"] > 20
+        assert browser.evaluate("document.querySelectorAll('#drawing circle.reference-point').length") >= 2
+        assert drawn["episode"] in drawn["caption"] and "ground-truth path" in drawn["caption"]
+        assert "cma: " in drawn["caption"] and "simulator results only: no positions to draw" in drawn["caption"]
+        browser.evaluate("document.getElementById('episode-table').scrollIntoView()")
+        browser.screenshot(os.path.join(shots, "report_comparison_continuous.png"))
+        assert browser.errors == []
+        assert all(u.startswith(("file:", "data:", "about:")) for u in browser.requests), browser.requests
+    finally:
+        browser.close()

@@ -64,17 +64,51 @@ class _PlanRanges(beam.DoFn):
             yield (*element[:4], line_range)
 
 
-class _ReadFile(beam.DoFn):
+class CountedRead(beam.DoFn):
+    """A read step's counting, shared by the graph and the continuous readers: each piece passes on, each
+    RecordError becomes a dead letter; a prediction file's rows read and refused are counted per agent
+    (TOTALS, and Beam counters), a dataset file's in Beam counters only."""
+
+    def __init__(self):
+        super().__init__()
+        self.predictions_read = Metrics.counter("score", "predictions_read")
+        self.predictions_bad = Metrics.counter("score", "dead_letter")
+        self.records_read = Metrics.counter("read", "records")
+        self.records_bad = Metrics.counter("read", "dead_letter")
+
+    def counted(self, pieces, predictions: bool, agent: str, rows=lambda piece: len(piece[1])):
+        """Yield `pieces` ((bucket, piece) or RecordError) as outputs, counting; `rows(piece)`: rows read."""
+        read = dead = 0
+        for piece in pieces:
+            if isinstance(piece, RecordError):
+                dead += 1
+                read += piece.stage == MATCH  # a prediction that was read, but matches nothing
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
+            else:
+                read += rows(piece)
+                yield piece
+        if predictions:
+            self.predictions_read.inc(read)
+            self.predictions_bad.inc(dead)
+            yield beam.pvalue.TaggedOutput(
+                TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
+            )
+        else:
+            self.records_read.inc(read)
+            self.records_bad.inc(dead)
+
+
+def _reference_rows(piece) -> int:
+    return 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
+
+
+class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
     def __init__(self, connectivity_dir: str, buckets: int):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
-        self.predictions_read = Metrics.counter("score", "predictions_read")
-        self.predictions_bad = Metrics.counter("score", "dead_letter")
-        self.records_read = Metrics.counter("read", "records")
-        self.records_bad = Metrics.counter("read", "dead_letter")
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -86,24 +120,7 @@ class _ReadFile(beam.DoFn):
             pieces = read_predictions(path, agent, rank, self.vocab, line_range)
         else:
             pieces = read_references(path, rank, self.vocab, line_range)
-        read = dead = 0
-        for piece in in_buckets(pieces, self.buckets):
-            if isinstance(piece, RecordError):
-                dead += 1
-                read += piece.stage == MATCH  # a prediction that was read, but matches nothing
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
-            else:
-                read += 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
-                yield piece
-        if predictions:
-            self.predictions_read.inc(read)
-            self.predictions_bad.inc(dead)
-            yield beam.pvalue.TaggedOutput(
-                TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
-            )
-        else:
-            self.records_read.inc(read)
-            self.records_bad.inc(dead)
+        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
 
 
 @dataclass

@@ -49,6 +49,16 @@ class _Settings:
     followers: dict[str, list[str]]
 
 
+def dead_and_lines(scores):
+    """A scored bucket's dead letters, and its lines of the two episode lists (a bucket's lines travel as
+    one list per list name): the outputs every score step has, whatever its dataset."""
+    for d in scores.dead:
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, d.to_dict())
+    for name, lines in ((MISSING, scores.missing), (UNUSABLE, scores.unusable)):
+        if lines:
+            yield beam.pvalue.TaggedOutput(LINES, (name, lines))
+
+
 class _ScoreBucket(beam.DoFn):
     def __init__(self, step: _Settings):
         super().__init__()
@@ -71,12 +81,8 @@ class _ScoreBucket(beam.DoFn):
         step = self.step
         join = join_bucket(list(element[1]), step.agents, step.ranked_files, self.vocab, self.graphs)
         scores = score_bucket(join, self.scans, step.config, label_agents=len(step.agents) > 1)
-        for d in scores.dead:
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, d.to_dict())
+        yield from dead_and_lines(scores)
         self.bad.inc(len(scores.dead) - len(join.dead))
-        for name, lines in ((MISSING, scores.missing), (UNUSABLE, scores.unusable)):
-            if lines:  # a bucket's lines travel as one list
-                yield beam.pvalue.TaggedOutput(LINES, (name, lines))
         if scores.table is not None:
             self.scored.inc(scores.table.num_rows)
             self.progress.tick(scores.table.num_rows)

@@ -13,7 +13,11 @@ results read into columns, and path metrics from 3-D positions, Beam-free.
   `RESULT_METRICS`);
 - `points`: `PointPaths`, many 3-D paths as offsets + (n, 3) float64 (and Arrow);
 - `kernels`: compiled exact DTW with coverage, both fastdtw implementations' rules, repeats, lengths;
-- `scoring`: `score_paths` / `score_episodes` (nDTW, SDTW, CLS, PL; euclidean-goal bounds on request).
+- `scoring`: `score_paths` / `score_episodes` (nDTW, SDTW, CLS, PL; euclidean-goal bounds on request);
+- the score job's core for a continuous dataset: `pieces` (files read into Arrow pieces by bucket of
+  episode_id), `buckets` (`score_bucket`: a bucket's join, scores and totals, results combined with
+  positions), `schemas` (`CONTINUOUS_EPISODE_SCORES`, its episode rows) and `summary`
+  (`continuous_summary`).
 
 RxR-Habitat files made from an R2R-CE split: `vlnkit.fixtures.rxr_habitat.write_rxr_habitat`.
 
@@ -30,10 +34,14 @@ __getattr__, __all__ = lazy_exports(
     {
         "points": ("PointPaths",),
         "records": ("episode_key", "Episode", "GroundTruth", "Step", "PathLine", "Stats", "ResultLine"),
-        "documents": ("read_bytes", "kind_of", "file_kind", "KINDS"),
+        "documents": ("read_bytes", "kind_of", "file_kind", "sniff_kind", "KINDS", "DESCRIPTIONS"),
         "episodes": ("Episodes", "read_episodes", "read_ground_truth", "gt_path_for"),
         "positions": ("Positions", "Join", "read_positions", "join"),
         "results": ("Results", "read_results", "RESULT_METRICS"),
         "scoring": ("score_paths", "score_episodes", "DTW_MODES", "FASTDTW_RULES", "EUCLIDEAN"),
+        "pieces": ("Piece", "dataset_pieces", "agent_pieces", "instruction_map"),
+        "buckets": ("ContinuousOptions", "ContinuousBucket", "score_bucket"),
+        "schemas": ("CONTINUOUS_EPISODE_SCORES", "CE_METRICS"),
+        "summary": ("continuous_summary",),
     },
 )

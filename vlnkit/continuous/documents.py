@@ -23,7 +23,9 @@ The first entry decides (an empty object or list is refused: there is nothing to
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -162,6 +164,153 @@ def parse_expecting(data: bytes, source: str, expected: tuple[str, ...], what: s
         return doc
     found = f"a {doc.kind} file" if doc.kind else "none of the known layouts"
     return Document(source, doc.kind, error=RecordError(source, "", f"expected {what}, but the file is {found}"))
+
+
+DESCRIPTIONS = {  # each layout in a few words, for the one line that refuses a file where it does not belong
+    "episodes": "a VLN-CE episode file (R2R-CE or RxR-Habitat)",
+    "ground_truth": "a VLN-CE ground-truth file ({episode_id: {locations}})",
+    "vlnce_inference": "VLN-CE agent positions (R2R inference output)",
+    "positions": "continuous agent positions ({episode_id: [[x, y, z], ...]})",
+    "path_lines": "an RxR-Habitat submission (continuous positions)",
+    "vlnce_stats": "per-episode simulator results (VLN-CE / CWP / ETPNav stats_ep_ckpt_*.json)",
+    "result_lines": "per-episode simulator results (StreamVLN / InternNav result.json)",
+    "navid_stats": "per-episode simulator results (NaVid stats_<id>.json)",
+}
+POSITION_KINDS = ("vlnce_inference", "positions", "path_lines")  # agent positions (`positions.read_positions`)
+RESULT_KINDS = ("vlnce_stats", "result_lines", "navid_stats")  # simulator results (`results.read_results`)
+HEAD_BYTES = 1 << 16  # what `sniff_kind` reads of a file
+_KEY = re.compile(rb'\s*\{\s*"((?:[^"\\]|\\.){0,200})"\s*:\s*')
+_EPISODES_LIST = re.compile(rb'"episodes"\s*:\s*\[\s*[{\]]')
+
+
+def head_bytes(path: str, size: int = HEAD_BYTES) -> bytes:
+    """The first `size` bytes of a file's content (local or gs://; gunzipped by name or by magic number)."""
+    with fileio.open_read(path) as f:
+        head = f.read(size)
+    if head[:2] == GZIP_MAGIC:  # gzip under another name: the start of its content is enough
+        head = zlib.decompressobj(wbits=31).decompress(head, size)
+    return head
+
+
+def head_kind(head: bytes) -> str | None:
+    """The continuous layout (one of KINDS) a file starting with `head` holds, told from its first bytes
+    only, or None when they are none of them (an R2R or RxR file, or too little to tell).
+
+    Stricter than `kind_of` where the VLN graph formats look alike: a `path_lines` record's path must
+    start with a position [x, y, z] (an RxR prediction `{"instruction_id", "path": [viewpoint ids]}`
+    is not one), and a `result_lines` record must carry a result (`success`, `spl`, `ne`, ...).
+
+    >>> head_kind(b'{"episodes": [{"episode_id": 1'), head_kind(b'{"12": {"locations": [[0, 0'), head_kind(b'{"12": [[0.5, 0'),
+    ('episodes', 'ground_truth', 'positions')
+    >>> head_kind(b'{"instruction_id": 3, "path": [[0, 0, 0]]}\\n'), head_kind(b'{"instruction_id": 3, "path": ["ab"]}\\n')
+    ('path_lines', None)
+    >>> head_kind(b'[{"path_id": 4, "instructions": ["go"]}]'), head_kind(b'{"distance": 9.5, "scan": "x"}\\n')
+    (None, None)
+    >>> head_kind(b'{\\n  "id": 7,\\n  "success": 1.0'), head_kind(b'{"id": 7, "spl": 0.5}')
+    ('navid_stats', 'navid_stats')
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text[:1] == b"[":
+        item = _first_value(text[1:])
+        return _record_kind(item) if isinstance(item, dict) else None
+    if text[:1] != b"{":
+        return None
+    line = text.split(b"\n", 1)[0]
+    try:
+        whole = json.loads(line)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):  # a JSON Lines record, or a whole small file on one line
+        found = _record_kind(whole)
+        if found is not None or b"\n" in text.strip():
+            return found
+        found = kind_of(whole)
+        return found if found not in ("path_lines", "result_lines") else None
+    m = _KEY.match(text)
+    if m is None:
+        return None
+    key = m.group(1).decode("utf-8", "replace")
+    if key == "episodes" or _EPISODES_LIST.search(text):
+        return "episodes"
+    if key == "id":  # NaVid's one-episode object, written over several lines
+        return "navid_stats" if any(f'"{k}"'.encode() in text for k in _STATS_KEYS) else None
+    if not _INTEGER_KEY.fullmatch(key):
+        return None
+    value = _first_value(text[m.end() :])
+    if value is not None:
+        return kind_of({key: value})
+    rest = text[m.end() :].lstrip()  # the first value goes past the head: its first key or item tells
+    inner = _KEY.match(rest)
+    if inner is not None:
+        name = inner.group(1).decode("utf-8", "replace")
+        return "ground_truth" if name == "locations" else "vlnce_stats" if name in _STATS_KEYS else None
+    if rest[:1] == b"[":
+        after = rest[1:].lstrip()[:1]
+        return {b"{": "vlnce_inference", b"[": "positions"}.get(after)
+    return None
+
+
+_RXR_INSTRUCTION = re.compile(rb'"instruction"\s*:\s*\{[^{}]*"instruction_id"')
+
+
+def episode_flavour(path: str) -> str | None:
+    """ "rxr" (RxR-Habitat: the first episode's instruction has an `instruction_id`) or "r2r" (R2R-CE) for an
+    episode file, told from its first bytes as `episodes.read_episodes` tells it from the first episode;
+    None when the file is not one."""
+    try:
+        head = head_bytes(path)
+    except (OSError, EOFError, zlib.error):
+        return None
+    if head_kind(head) != "episodes":
+        return None
+    return "rxr" if _RXR_INSTRUCTION.search(head) else "r2r"
+
+
+def graph_predictions(head: bytes) -> bool:
+    """Whether a file starting with `head` holds predictions on a navigation graph (R2R `{"instr_id",
+    "trajectory"}` records, or RxR `{"instruction_id", "path": [viewpoint ids]}`), not continuous positions:
+    a file a continuous dataset's job refuses at once rather than dead-letter record by record.
+
+    >>> graph_predictions(b'[{"instr_id": "4_0", "trajectory": [["ab", 0, 0]]}]'), graph_predictions(b'{"7": [[0, 0, 0]]}')
+    (True, False)
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    item = _first_value(text[1:]) if text[:1] == b"[" else _first_value(text.split(b"\n", 1)[0])
+    if not isinstance(item, dict):
+        return False
+    path = item.get("path")
+    strings = isinstance(path, list) and bool(path) and isinstance(path[0], str)
+    return "instr_id" in item or ("instruction_id" in item and strings)
+
+
+def sniff_kind(path: str) -> str | None:
+    """`head_kind` of a file's first bytes (None when it cannot be read: its reader then says why)."""
+    try:
+        return head_kind(head_bytes(path))
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
+_INTEGER_KEY = re.compile(r"\s*[-+]?[0-9]+\s*")
+
+
+def _first_value(text: bytes):
+    """The first JSON value of `text` when it is complete there, else None."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text.decode("utf-8", "ignore").lstrip())
+        return value
+    except ValueError:
+        return None
+
+
+def _record_kind(item: dict) -> str | None:
+    """`path_lines` or `result_lines` for one record, checked more strictly than `kind_of` (see `head_kind`)."""
+    path = item.get("path")
+    if "instruction_id" in item and isinstance(path, list) and path and isinstance(path[0], list):
+        return "path_lines"
+    if "episode_id" in item and {"success", "spl", "ne", "os", "ndtw"}.intersection(item):
+        return "result_lines"
+    return None
 
 
 def file_kind(path: str) -> str | None:

@@ -25,7 +25,7 @@ from vlnkit.evaluation.common import (
     check_paths,
     pack,
 )
-from vlnkit.io.exactsum import SUM_SCALE, exact_sum
+from vlnkit.io.exactsum import SUM_SCALE, exact_sum, exact_sums_by
 
 GRID = frozenset(("dtw", "ndtw", "sdtw", "pc", "ls", "cls", "ad", "md"))  # need the |R| x |Q| pass
 STATUS = {
@@ -117,6 +117,28 @@ def totals(scores: dict[str, np.ndarray]) -> dict[str, int]:
         out[f"finite_{name}"] = int(finite.sum())
         out["count"] = len(values)
     return out
+
+
+def add_group_sums(totals: dict, values: dict[str, np.ndarray], groups: np.ndarray, keys: list[str]) -> None:
+    """Add exact per-group `totals` of every metric into `totals` under `keys[g]` (`keys[g] + "sum_<m>"`,
+    `"finite_<m>"`, `"count"`), as the score jobs do per agent and per agent and language; a group
+    without rows adds nothing (so no empty group appears in a summary).
+
+    >>> out = {}
+    >>> add_group_sums(out, {"sr": np.array([1.0, 0.0, np.nan])}, np.array([0, 0, 1]), ["a:", "b:"])
+    >>> out["a:count"], out["a:finite_sr"], out["b:finite_sr"], means({"count": 2, "sum_sr": out["a:sum_sr"], "finite_sr": 2}, ("sr",))[0]
+    (2, 2, 0, {'sr': 0.5})
+    """
+    sizes = np.bincount(groups, minlength=len(keys))
+    for m, v in values.items():
+        sums, finite = exact_sums_by(groups, v, len(keys))
+        for g, key in enumerate(keys):
+            if sizes[g]:
+                totals[key + f"sum_{m}"] = totals.get(key + f"sum_{m}", 0) + sums[g]
+                totals[key + f"finite_{m}"] = totals.get(key + f"finite_{m}", 0) + finite[g]
+    for g, key in enumerate(keys):
+        if sizes[g]:
+            totals[key + "count"] = totals.get(key + "count", 0) + int(sizes[g])
 
 
 def means(summed: dict, metrics=METRICS) -> tuple[dict[str, float | None], dict[str, int]]:

@@ -41,6 +41,19 @@ __all__ = [
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.md")
 LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
 LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
+# Straight-line bounds of a continuous dataset's geodesic metrics (`--goal_distance=euclidean`): columns of
+# their own, shown only when some agent has them, and never ranked against the geodesic ones.
+EUCLIDEAN = "_euclidean"
+EUCLIDEAN_METRICS = tuple(m + EUCLIDEAN for m in ("sr", "spl", "sdtw", "ne", "osr"))
+COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts (or shares), shown as given
+
+
+def _is_rate(metric: str) -> bool:
+    """A rate (shown in %): a graph metric's, its straight-line bound's, oracle SPL, or a per-language column's."""
+    base = metric.removesuffix(EUCLIDEAN)
+    return base in RATES or base == "oracle_spl" or base.split("_", 1)[0] in RATES
+
+
 HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
 TIE_METRIC = RANK_BY[0]  # ties are judged on the leaderboard's first ranking metric (SPL)
 
@@ -58,6 +71,11 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     """Agents ranked by SPL, then SR (higher first; agents without scores last), then name. With
     languages (RxR), each row also holds `language_column(metric, language)` for LANGUAGE_METRICS.
 
+    When some agent has straight-line bounds (`EUCLIDEAN_METRICS`, a continuous dataset scored with
+    `--goal_distance=euclidean`), every row holds them too; agents without a geodesic SPL then come
+    after every agent with one, ranked among themselves by SPL_euclidean, then SR_euclidean: a bound is
+    never ranked against a geodesic number.
+
     `blocks` are the summary's per-agent blocks (`count`, `without_usable_prediction`, `metrics` and,
     for RxR, `by_language`).
 
@@ -69,11 +87,13 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     (['y', 'x'], 0.0, None)
     """
     languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
+    bounds = [m for m in EUCLIDEAN_METRICS if any(b["metrics"].get(m) is not None for b in blocks.values())]
 
     def key(item):
         name, b = item
         spl, sr = b["metrics"].get("spl"), b["metrics"].get("sr")
-        return (spl is None, -(spl or 0.0), -(sr or 0.0), name)
+        spl_e, sr_e = b["metrics"].get("spl" + EUCLIDEAN), b["metrics"].get("sr" + EUCLIDEAN)
+        return (spl is None, -(spl or 0.0), -(sr or 0.0), spl_e is None, -(spl_e or 0.0), -(sr_e or 0.0), name)
 
     rows = []
     for rank, (name, b) in enumerate(sorted(blocks.items(), key=key), start=1):
@@ -85,6 +105,7 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
                 "episodes": b["count"],
                 "without_usable_prediction": b["without_usable_prediction"],
                 **{m: b["metrics"].get(m) for m in LEADERBOARD_METRICS},
+                **{m: b["metrics"].get(m) for m in bounds},
                 **{
                     language_column(m, language): by_language.get(language, {}).get("metrics", {}).get(m)
                     for language in languages
@@ -105,7 +126,7 @@ def cell(metric: str, value, interval=None) -> str:
     """
     if value is None:
         return "n/a"
-    scale = 100.0 if metric.split("_", 1)[0] in RATES else 1.0
+    scale = 100.0 if _is_rate(metric) else 1.0
     text = f"{scale * value:.2f}"
     if interval:
         text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
@@ -115,10 +136,12 @@ def cell(metric: str, value, interval=None) -> str:
 def metric_label(metric: str) -> str:
     """A metric's column label with its unit.
 
-    >>> metric_label("spl"), metric_label("ne")
-    ('SPL (%)', 'NE (m)')
+    >>> metric_label("spl"), metric_label("ne"), metric_label("sr_euclidean"), metric_label("steps")
+    ('SPL (%)', 'NE (m)', 'SR_EUCLIDEAN (%)', 'STEPS')
     """
-    return f"{metric.upper()} ({'%' if metric in RATES else 'm'})"
+    if metric in COUNTS:
+        return metric.upper()
+    return f"{metric.upper()} ({'%' if _is_rate(metric) else 'm'})"
 
 
 def metric_rows(metrics: dict, intervals: dict | None = None) -> list[tuple[str, object]]:
@@ -136,7 +159,7 @@ def metric_rows(metrics: dict, intervals: dict | None = None) -> list[tuple[str,
         if v is None or interval:
             rows.append((metric_label(m), cell(m, v, interval)))
         else:
-            rows.append((metric_label(m), round(100 * v, 2) if m in RATES else v))
+            rows.append((metric_label(m), round(100 * v, 2) if _is_rate(m) else v))
     return rows
 
 
@@ -147,6 +170,15 @@ def success_line(options: dict) -> str:
     "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
     """
     d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
+    if "ce_reference" in options:  # a continuous dataset: the geodesic rates are the simulator's own
+        line = (
+            "Success: SR, OSR and SPL are each agent's own simulator results (geodesic NE, under its codebase's "
+            "rule: VLN-CE < 3 m, CWP and ETPNav <= 3 m)"
+        )
+        if options.get("goal_distance"):
+            within = "<" if rule == "lt" else "<="
+            line += f"; *_euclidean: straight-line NE {within} {d} m (success_rule={rule}), bounds, not comparable"
+        return line + "."
     if rule == "lt":
         return f"Success: NE < {d} m (success_rule=lt, as R2R eval.py; the R4R/nDTW papers' code uses NE <= d_th)."
     return f"Success: NE <= {d} m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
@@ -166,10 +198,11 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     >>> md.splitlines()[-1]
     '| 1 | a | 4 | 0 | 50.00 | n/a | n/a | n/a | n/a | 2.00 | n/a | n/a |'
     """
-    head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS]
     first = rows[0] if rows else {}
+    bounds = [m for m in EUCLIDEAN_METRICS if m in first]
+    head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS, *bounds]
     with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
-    cis = [f"{m}_ci" for m in LEADERBOARD_METRICS] if with_ci else []
+    cis = [f"{m}_ci" for m in (*LEADERBOARD_METRICS, *bounds)] if with_ci else []
     bootstrap_keys = {*(k for k in first if k.endswith("_ci")), "tied_with_above"}
     # Per-language columns, language by language (rows may come back from JSON with sorted keys).
     languages = sorted({k.split("_", 1)[1] for k in first if k not in head and k not in bootstrap_keys})
@@ -181,7 +214,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     writer.writeheader()
     for r in rows:
         writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
-    labels = [metric_label(m) for m in LEADERBOARD_METRICS]
+    labels = [metric_label(m) for m in (*LEADERBOARD_METRICS, *bounds)]
     labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
     md = [success_line(options), ""]
     if with_ci:
@@ -191,11 +224,21 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
             f"{TIE_METRIC.upper()} does not differ significantly from the agent ranked above (paired, Holm-corrected).",
             "",
         ]
+    if bounds:
+        md += [
+            "*_EUCLIDEAN: straight-line bounds (--goal_distance=euclidean): NE a lower bound, SR, OSR, SPL and SDTW "
+            "upper bounds, not comparable with geodesic numbers; agents without a geodesic SPL are ranked after "
+            "every agent with one, by SPL_EUCLIDEAN.",
+            "",
+        ]
     md.append("| rank | agent | episodes | without usable prediction | " + " | ".join(labels) + " |")
     md.append("|" + " --- |" * (4 + len(labels)))
     for r in rows:
         agent = str(r["agent"]).replace("|", "\\|")
-        cells = [cell(m, r.get(m), r.get(f"{m}_ci") if m in HEADLINE_CI else None) for m in LEADERBOARD_METRICS]
+        cells = [
+            cell(m, r.get(m), r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in HEADLINE_CI else None)
+            for m in (*LEADERBOARD_METRICS, *bounds)
+        ]
         cells += [cell(c, r.get(c)) for c in extra]
         mark = "\u2248" if r.get("tied_with_above") else ""
         md.append(

@@ -65,7 +65,7 @@ def language_key(language: str, name: str) -> str:
     return f"{BY_LANGUAGE}{SEP}{language}{SEP}{name}"
 
 
-def agent_summary(totals: dict, agent: str) -> dict:
+def agent_summary(totals: dict, agent: str, metrics=METRICS) -> dict:
     """One agent's block of the summary from the summed totals, with `by_language` (RxR: each language's
     count and metric means from its own exact sums; empty for a dataset without languages).
 
@@ -78,14 +78,14 @@ def agent_summary(totals: dict, agent: str) -> dict:
 
     prefix = agent + SEP
     own = {k[len(prefix) :]: v for k, v in totals.items() if k.startswith(prefix)}
-    mean, nulls = means(own)
+    mean, nulls = means(own, metrics)
     per_language: dict[str, dict] = {}
     for key, value in own.items():
         if key.startswith(BY_LANGUAGE + SEP):
             language, name = key[len(BY_LANGUAGE) + 1 :].split(SEP)
             per_language.setdefault(language, {})[name] = value
     by_language = {
-        language: {"count": int(sums.get("count", 0)), "metrics": means(sums)[0]}
+        language: {"count": int(sums.get("count", 0)), "metrics": means(sums, metrics)[0]}
         for language, sums in sorted(per_language.items())
     }
     return {
@@ -103,8 +103,12 @@ def score_summary(
     agents: list[str] | None = None,
     bootstrap: dict | None = None,
     bootstrap_options: dict | None = None,
+    metrics=METRICS,
 ) -> dict:
     """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
+
+    `metrics` are the metric names the totals hold (`METRICS`; a continuous dataset's job has more,
+    `vlnkit.continuous.schemas.CE_METRICS`): means, null counts, intervals and comparisons cover them.
 
     With `bootstrap` (the merged `vlnkit.comparison.accumulate` sums of the job), every leaderboard row
     gains "<metric>_ci" and "tied_with_above", and the summary gains "comparisons" and "breakdowns".
@@ -118,7 +122,7 @@ def score_summary(
     (None, True)
     """
     agents = list(agents) if agents is not None else [""]
-    blocks = {a: agent_summary(totals, a) for a in agents}
+    blocks = {a: agent_summary(totals, a, metrics) for a in agents}
     references = int(totals.get("reference_episodes", 0))
     single = int(totals.get("single_viewpoint_episodes", 0))
     unscorable = None
@@ -128,9 +132,9 @@ def score_summary(
             "holds only its start viewpoint (like the R2R test split): there is no goal to score against"
         )
         for b in blocks.values():
-            b["metrics"] = {m: None for m in METRICS}
+            b["metrics"] = {m: None for m in metrics}
             for per_language in b["by_language"].values():
-                per_language["metrics"] = {m: None for m in METRICS}
+                per_language["metrics"] = {m: None for m in metrics}
     shared = {
         "reference_episodes": references,
         "single_viewpoint_episodes": single,
@@ -161,13 +165,13 @@ def score_summary(
     if bootstrap_options is not None:
         summary["bootstrap"] = bootstrap_options
     if bootstrap is not None and not unscorable:
-        add_bootstrap(summary, bootstrap, bootstrap_options or {})
+        add_bootstrap(summary, bootstrap, bootstrap_options or {}, metrics)
     if unscorable:
         summary["unscorable"] = unscorable
     return summary
 
 
-def add_bootstrap(summary: dict, sums: dict, options: dict) -> None:
+def add_bootstrap(summary: dict, sums: dict, options: dict, metrics=METRICS) -> None:
     """Intervals on the leaderboard rows, "comparisons", tie marks and "breakdowns".
 
     `sums` must hold the sums of every pair of agents (`bootstrap_pairs`): "comparisons" reports only
@@ -182,9 +186,9 @@ def add_bootstrap(summary: dict, sums: dict, options: dict) -> None:
     ranking = [r["agent"] for r in summary["leaderboard"]]
     tied = tie_marks(sums, ranking, confidence)
     for r in summary["leaderboard"]:
-        r.update(agent_intervals(sums, r["agent"], METRICS, confidence))
+        r.update(agent_intervals(sums, r["agent"], metrics, confidence))
         r["tied_with_above"] = tied.get(r["agent"])
-    summary["comparisons"] = comparisons(sums, METRICS, confidence, reported)
+    summary["comparisons"] = comparisons(sums, metrics, confidence, reported)
     summary["breakdowns"] = ordered_breakdowns(breakdowns(sums, confidence))
 
 

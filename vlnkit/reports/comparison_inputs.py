@@ -19,31 +19,53 @@ import pyarrow.parquet as pq
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.navigation.graph import GraphError
 
-__all__ = ["PAGE_COLUMNS", "missing_columns", "read_episodes", "rename_agents", "usable_episodes"]
+__all__ = [
+    "PAGE_COLUMNS",
+    "CONTINUOUS_COLUMNS",
+    "is_continuous",
+    "missing_columns",
+    "read_episodes",
+    "rename_agents",
+    "usable_episodes",
+    "usable_continuous",
+]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
+# What a continuous dataset's episodes file (`continuous_episode_scores`) needs: positions instead of a path.
+CONTINUOUS_COLUMNS = ("agent", "instr_id", "scan", "positions")
 SOURCE = "_source"  # the index of the file a row came from (for naming it in a problem)
 BATCH_ROWS = 65536
 
 
-def missing_columns(columns) -> list[str]:
+def missing_columns(columns, required=PAGE_COLUMNS) -> list[str]:
     """The page's columns a Parquet schema lacks (an episodes file without them cannot feed the page).
 
     >>> missing_columns(["agent", "instr_id", "scan", "path", "sr"]), missing_columns(["instr_id", "sr"])
     ([], ['agent', 'scan', 'path'])
     """
     have = set(columns)
-    return [c for c in PAGE_COLUMNS if c not in have]
+    return [c for c in required if c not in have]
+
+
+def is_continuous(columns) -> bool:
+    """Whether an episodes file's columns are a continuous dataset's (`continuous_episode_scores`).
+
+    >>> is_continuous(["agent", "episode_id", "instr_id", "scan", "positions", "sr"]), is_continuous(PAGE_COLUMNS)
+    (True, False)
+    """
+    return not missing_columns(columns, (*CONTINUOUS_COLUMNS, "episode_id"))
 
 
 def _open_local(path: str):
     return open(path, "rb")
 
 
-def read_episodes(files, open_read=_open_local, metrics=HEADLINE, batch_rows: int = BATCH_ROWS) -> pa.Table:
+def read_episodes(
+    files, open_read=_open_local, metrics=HEADLINE, batch_rows: int = BATCH_ROWS, required=PAGE_COLUMNS
+) -> pa.Table:
     """The page's columns of every file as one Arrow table, read in record batches of `batch_rows`.
 
-    Keeps `PAGE_COLUMNS`, `language` (when some row has one; missing languages become "unknown") and
+    Keeps `required` (`PAGE_COLUMNS`; a continuous dataset's `CONTINUOUS_COLUMNS`), `language` (when some row has one; missing languages become "unknown") and
     the `metrics` a file has, plus `_source`: the index in `files` of each row's file. `open_read(path)`
     opens a file for binary reading (`vlnkit.io.fileio.open_read` for gs://). A file without the page's
     columns is a ValueError naming it.
@@ -60,10 +82,10 @@ def read_episodes(files, open_read=_open_local, metrics=HEADLINE, batch_rows: in
         with open_read(path) as f:
             parquet = pq.ParquetFile(f)
             names = parquet.schema_arrow.names
-            missing = missing_columns(names)
+            missing = missing_columns(names, required)
             if missing:
                 raise ValueError(f"{path}: not a score job's episodes file for the comparison page (no {missing})")
-            wanted = [c for c in (*PAGE_COLUMNS, "language", *metrics) if c in names]
+            wanted = [c for c in (*required, "language", *metrics) if c in names]
             before = len(tables)
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted):
                 source = pa.array(np.full(batch.num_rows, k, dtype=np.int32))
@@ -72,7 +94,7 @@ def read_episodes(files, open_read=_open_local, metrics=HEADLINE, batch_rows: in
                 empty = parquet.schema_arrow.empty_table().select(wanted)
                 tables.append(empty.append_column(SOURCE, pa.array([], pa.int32())))
     if not tables:
-        return pa.table({c: pa.array([], pa.string()) for c in PAGE_COLUMNS})
+        return pa.table({c: pa.array([], pa.string()) for c in required})
     table = pa.concat_tables(tables, promote_options="default")  # files may differ in their metric columns
     if "language" in table.column_names:
         language = table["language"]
@@ -131,14 +153,8 @@ def usable_episodes(table: pa.Table, references: dict, graphs, files) -> tuple[p
         rows = rows[reasons[rows] == None] if rows.dtype != bool else rows & (reasons == None)  # noqa: E711
         reasons[rows] = reason
 
-    ids = table["instr_id"].to_numpy(zero_copy_only=False).astype(str)
-    agents = table["agent"].to_numpy(zero_copy_only=False).astype(str)
+    ids, agents = _known_and_first(table, references, set_aside)
     scans = table["scan"].to_numpy(zero_copy_only=False).astype(str)
-    set_aside(~np.isin(ids, np.array(list(references), dtype=str)), "instr_id not in the dataset")
-    _, first = np.unique(np.char.add(np.char.add(agents, "\t"), ids), return_index=True)
-    repeat = np.ones(table.num_rows, dtype=bool)
-    repeat[first] = False
-    set_aside(repeat, "repeats an earlier row of this agent and instr_id")
     set_aside(pc.list_value_length(table["path"]).to_numpy(zero_copy_only=False) == 0, "empty path")
     for scan in np.unique(scans):
         rows = np.flatnonzero((scans == scan) & (reasons == None))  # noqa: E711
@@ -161,6 +177,23 @@ def usable_episodes(table: pa.Table, references: dict, graphs, files) -> tuple[p
         ref_parent = np.repeat(np.arange(len(rows)), [len(r) for r in refs])
         bad = np.unique(ref_parent[~np.isin(ref_flat, nodes)])
         set_aside(rows[bad], f"a viewpoint of the reference path is not in the graph of scan {scan}")
+    return _kept_and_problems(table, reasons, agents, ids, files)
+
+
+def _known_and_first(table: pa.Table, references, set_aside) -> tuple[np.ndarray, np.ndarray]:
+    """The rules every page shares: a row's instr_id must be in the dataset, and an agent's first row of an
+    instr_id is kept. Returns (instr_ids, agents) as numpy strings."""
+    ids = table["instr_id"].to_numpy(zero_copy_only=False).astype(str)
+    agents = table["agent"].to_numpy(zero_copy_only=False).astype(str)
+    set_aside(~np.isin(ids, np.array(list(references), dtype=str)), "instr_id not in the dataset")
+    _, first = np.unique(np.char.add(np.char.add(agents, "\t"), ids), return_index=True)
+    repeat = np.ones(table.num_rows, dtype=bool)
+    repeat[first] = False
+    set_aside(repeat, "repeats an earlier row of this agent and instr_id")
+    return ids, agents
+
+
+def _kept_and_problems(table, reasons, agents, ids, files) -> tuple[pa.Table, list[dict]]:
     bad = np.flatnonzero(reasons != None)  # noqa: E711
     source = table[SOURCE].to_numpy(zero_copy_only=False)
     problems = [
@@ -172,3 +205,23 @@ def usable_episodes(table: pa.Table, references: dict, graphs, files) -> tuple[p
         for r in bad.tolist()
     ]
     return table.filter(pa.array(reasons == None)), problems  # noqa: E711
+
+
+def usable_continuous(table: pa.Table, references: dict, files) -> tuple[pa.Table, list[dict]]:
+    """`usable_episodes` for a continuous dataset's rows: its instr_id in the dataset (`references`), an
+    agent's first row of it. A graph is not needed (it is drawn under the positions when the scan has
+    one), and a row without positions is an agent given as simulator results: usable, with nothing to draw.
+
+    >>> t = pa.table({"agent": ["x", "x"], "instr_id": ["1_0", "9_0"], "_source": [0, 0]})
+    >>> kept, problems = usable_continuous(t, {"1_0": {}}, ["e.parquet"])
+    >>> kept.num_rows, problems[0]["reason"]
+    (1, 'instr_id not in the dataset')
+    """
+    reasons = np.full(table.num_rows, None, dtype=object)
+
+    def set_aside(rows, reason: str) -> None:
+        rows = np.asarray(rows, dtype=bool) & (reasons == None)  # noqa: E711
+        reasons[rows] = reason
+
+    ids, agents = _known_and_first(table, references, set_aside)
+    return _kept_and_problems(table, reasons, agents, ids, files)

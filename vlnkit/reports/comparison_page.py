@@ -29,13 +29,16 @@ from vlnkit.evaluation import pack_viewpoints
 from vlnkit.hashing import stable_hash
 from vlnkit.reports.html import STYLE
 
-__all__ = ["comparison_page", "PALETTE"]
+__all__ = ["comparison_page", "continuous_comparison_page", "PALETTE"]
 
 PALETTE = ("#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 REFERENCE_COLOUR = "#1f5fbf"
 RATES = frozenset({"sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw"})
 LENGTH_LABELS = length_labels(LENGTH_EDGES)
 MAX_TABLE_EPISODES = 3000  # episodes (of all agents) embedded for the table; more are sampled by hash
+EUCLIDEAN = "_euclidean"  # a continuous episode's straight-line bound of a geodesic metric (`sr_euclidean`, ...)
+CONTINUOUS_METRICS = (*HEADLINE, *(m + EUCLIDEAN for m in ("sr", "spl", "sdtw", "ne")))
+CONTINUOUS_RANK_BY = (*RANK_BY, *(m + EUCLIDEAN for m in RANK_BY))  # geodesic first, then the bounds
 
 PAGE_STYLE = """
 .lb td.tie { color: #b00; font-weight: bold; } .muted { color: #666; font-size: 0.85em; }
@@ -48,18 +51,23 @@ svg text { font-family: sans-serif; font-size: 11px; } .plots { display: flex; f
 """
 
 
+def _base(metric: str) -> str:
+    """A straight-line bound's metric (`sr_euclidean` -> `sr`): its unit and direction are the metric's."""
+    return metric.removesuffix(EUCLIDEAN)
+
+
 def _fmt(metric: str, value) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "n/a"
-    return f"{100 * value:.1f}" if metric in RATES else f"{value:.2f}"
+    return f"{100 * value:.1f}" if _base(metric) in RATES else f"{value:.2f}"
 
 
 def _unit(metric: str) -> str:
-    return "%" if metric in RATES else "m"
+    return "%" if _base(metric) in RATES else "m"
 
 
 def _scale(metric: str) -> float:
-    return 100.0 if metric in RATES else 1.0
+    return 100.0 if _base(metric) in RATES else 1.0
 
 
 def _round_ticks(low: float, high: float, most: int = 5) -> np.ndarray:
@@ -146,7 +154,7 @@ def _leaderboard(sums, order, tie, metrics, confidence) -> str:
         )
         body.append(
             f"<tr>{rank_cell}<td>{html.escape(agent)}</td>"
-            f"<td>{sums[agent].counts.get(metrics[0], 0)}</td>{''.join(cells)}</tr>"
+            f"<td>{max(sums[agent].counts.values(), default=0)}</td>{''.join(cells)}</tr>"
         )
     return (
         f'<table class="lb"><thead><tr><th>rank</th><th>agent</th><th>episodes</th>{head}</tr></thead>'
@@ -181,6 +189,122 @@ def _episode_data(cols, references, graphs, metrics, colours, max_episodes) -> d
     return out
 
 
+def _top_down(points) -> list[list[float]]:
+    """Habitat positions [x, y, z] (y up) seen from above as [x, -z], which is Matterport's (x, y): the plane
+    the graph's nodes are drawn in (Habitat (x, y, z) = Matterport (x, z, -y))."""
+    xyz = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    return np.round(np.stack([xyz[:, 0], -xyz[:, 2]], axis=1), 2).tolist()
+
+
+def _continuous_episode_data(cols, references, graphs, metrics, colours, max_episodes) -> dict:
+    """The JSON the table and drawings read for continuous episodes: rows with each agent's positions seen
+    from above (null for an agent given as simulator results only), each episode's reference points and
+    ground-truth path, and the graph of each scan that has one."""
+    ids = cols["instr_id"].astype(str)
+    distinct = sorted(set(ids.tolist()), key=lambda i: stable_hash(i))[:max_episodes]
+    keep = np.isin(ids, distinct)
+    scans = sorted(set(cols["scan"][keep].tolist()))
+    agents = list(colours)
+    out = {"continuous": True, "metrics": list(metrics), "agents": agents, "colours": [colours[a] for a in agents]}
+    out.update({"scans": scans, "graphs": {}, "refs": {}, "rows": []})
+    for scan in scans:
+        graph = graphs.get(scan)
+        if graph is not None:
+            xy = np.round(graph.positions[:, :2], 2)
+            out["graphs"][scan] = {
+                "x": xy[:, 0].tolist(),
+                "y": xy[:, 1].tolist(),
+                "edges": graph.edges.ravel().tolist(),
+            }
+    success = cols["sr"] if "sr" in cols else np.full(len(ids), np.nan)
+    if "sr" + EUCLIDEAN in cols:
+        success = np.where(np.isfinite(success), success, cols["sr" + EUCLIDEAN])
+    for r in np.flatnonzero(keep).tolist():
+        ref = references[ids[r]]
+        if ids[r] not in out["refs"]:
+            gt = ref.get("gt")
+            out["refs"][ids[r]] = {"r": _top_down(ref["reference"]), "g": _top_down(gt) if gt is not None else None}
+        values = [None if not np.isfinite(cols[m][r]) else round(float(cols[m][r]), 4) for m in metrics]
+        outcome = "unscored" if not np.isfinite(success[r]) else ("success" if success[r] > 0 else "failure")
+        positions = cols["positions"][r]
+        path = _top_down(positions) if positions is not None and len(positions) else None
+        row = [ids[r], scans.index(cols["scan"][r]), agents.index(cols["agent"][r]), outcome, *values, path]
+        out["rows"].append(row)
+    return out
+
+
+def _geodesic_first(means: dict, ranking) -> list[str]:
+    """The score job's leaderboard order for a continuous dataset: agents with the first ranking metric
+    (a geodesic SPL) by `ranking`, then the others by the straight-line bounds in it (SPL_euclidean,
+    SR_euclidean), so a bound is never ranked against a geodesic number."""
+    first = [a for a, v in means.items() if v.get(ranking[0]) is not None]
+    rest = [a for a in means if a not in first]
+    bounds = tuple(m for m in ranking if m.endswith(EUCLIDEAN))
+    ranked = rank({a: means[a] for a in first}, ranking) if first else []
+    return ranked + (rank({a: means[a] for a in rest}, bounds) if rest and bounds else sorted(rest))
+
+
+def continuous_comparison_page(
+    episodes,
+    references: dict[str, dict],
+    graphs,
+    *,
+    metrics=CONTINUOUS_METRICS,
+    rank_by=CONTINUOUS_RANK_BY,
+    bootstrap: BootstrapConfig | None = None,
+    title: str = "Agent comparison",
+    max_episodes: int = MAX_TABLE_EPISODES,
+) -> str:
+    """The page of a continuous (VLN-CE) dataset's scored episodes: the same leaderboard, differences and
+    breakdowns as `comparison_page`, and each episode drawn from above (Habitat x, -z): its reference
+    points, its ground-truth path and every agent's positions, over the scan's navigation graph.
+
+    `episodes`: the score job's `continuous_episode_scores` rows (agent, instr_id, scan, positions, the
+    metric columns, optionally language); `references`: {instr_id: {"reference": reference points,
+    "gt": ground-truth locations or None, "length": the reference path's length in metres}};
+    `graphs`: {scan: NavGraph or None} (or anything with `.get(scan)`): a scan without a graph is drawn
+    without one. A metric no agent has is left out (a result file has no CLS, positions alone no SR);
+    `*_euclidean` metrics keep their names. Agents with a geodesic SPL are ranked first (SPL, then SR),
+    the others after them by their straight-line bounds, as the score job's leaderboard ranks them.
+
+    >>> table = {"agent": ["x", "y"], "instr_id": ["1_0", "1_0"], "scan": ["s", "s"], "sr": [1.0, 0.0],
+    ...          "positions": [[[0.0, 0, 0], [2.0, 0, 0]], None]}
+    >>> refs = {"1_0": {"reference": [[0.0, 0, 0], [2.0, 0, 0]], "gt": [[0.0, 0, 0], [2.0, 0, 0]], "length": 2.0}}
+    >>> page = continuous_comparison_page(table, refs, {}, bootstrap=BootstrapConfig(replicates=40))
+    >>> page.startswith("<!DOCTYPE html>"), '"continuous":true' in page, '"failure",0.0,null]' in page  # y: no positions
+    (True, True, True)
+    """
+    cols = columns(episodes)
+    metrics = [m for m in metrics if m in cols and np.isfinite(np.asarray(cols[m], dtype=np.float64)).any()]
+    if not metrics:
+        raise ValueError(f"the episode table has none of the metrics {tuple(CONTINUOUS_METRICS)}")
+    for m in metrics:
+        cols[m] = np.asarray(cols[m], dtype=np.float64)
+    graphs = {scan: graphs.get(scan) for scan in sorted(set(cols["scan"].tolist()))}
+    length = np.array([references[i]["length"] for i in cols["instr_id"].astype(str)], dtype=np.float64)
+    drawn = [s for s, g in graphs.items() if g is not None]
+    note = (
+        "Continuous episodes (VLN-CE), drawn from above: Habitat (x, -z), which is Matterport (x, y), the plane of "
+        "the scan's navigation graph (grey; "
+        + (f"{len(drawn)} of {len(graphs)} scans have one" if len(drawn) < len(graphs) else "every scan has one")
+        + "). Blue dots: the episode's reference points; blue line: its ground-truth path; one line per agent: "
+        "its positions as scored. An agent given as simulator results only has no positions to draw (its "
+        "metrics are the simulator's). "
+    )
+    if any(m.endswith(EUCLIDEAN) for m in metrics):
+        note += (
+            "*_EUCLIDEAN: straight-line bounds of the geodesic metrics (NE a lower bound, SR, SPL, SDTW upper "
+            "bounds), not comparable with geodesic numbers; agents without a geodesic SPL are ranked after the others."
+        )
+
+    def data(colours):
+        return _continuous_episode_data(cols, references, graphs, metrics, colours, max_episodes)
+
+    return _render(
+        cols, length, metrics, rank_by, bootstrap or BootstrapConfig(), title, data, note.strip(), _geodesic_first
+    )
+
+
 def comparison_page(
     episodes,
     references: dict[str, list[str]],
@@ -212,8 +336,6 @@ def comparison_page(
     >>> page.startswith("<!DOCTYPE html>"), page.count("<svg")  # forest, length and scan breakdowns, drawing
     (True, 4)
     """
-    bootstrap = bootstrap or BootstrapConfig()
-    confidence, baseline = bootstrap.confidence, bootstrap.baseline
     cols = columns(episodes)
     metrics = [m for m in metrics if m in cols]
     if not metrics:
@@ -225,11 +347,25 @@ def comparison_page(
         paths, n = pack_viewpoints(graph.index, [references[i] for i in cols["instr_id"][rows].astype(str)])
         steps = graph.distances[paths[:, :-1], paths[:, 1:]] * (np.arange(1, paths.shape[1]) < n[:, None])
         length[rows] = steps.sum(axis=1)
+
+    def data(colours):
+        return _episode_data(cols, references, graphs, metrics, colours, max_episodes)
+
+    return _render(cols, length, metrics, rank_by, bootstrap or BootstrapConfig(), title, data)
+
+
+def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note: str = "", ranked=None) -> str:
+    """The page from the episode columns, each row's reference length (metres) and `episode_data(colours)`,
+    the JSON the table and drawing read; `ranked(sums, ranking)` orders the agents (default `rank`)."""
+    confidence, baseline = bootstrap.confidence, bootstrap.baseline
     cols["length_bucket"] = length_buckets(length)
     options = {"replicates": bootstrap.replicates, "seed": bootstrap.seed, "unit": bootstrap.unit}
     sums = agent_sums(cols, metrics, **options)
     ranking = tuple(m for m in rank_by if m in metrics) or (metrics[0],)
-    order = rank({a: {m: s.mean(m) for m in ranking} for a, s in sums.items()}, ranking)
+    means = {a: {m: s.mean(m) for m in metrics} for a, s in sums.items()}
+    order = (
+        ranked(means, ranking) if ranked else rank({a: {m: v[m] for m in ranking} for a, v in means.items()}, ranking)
+    )
     headline = metrics[0]  # the breakdowns' metric
     colours = {a: PALETTE[k % len(PALETTE)] for k, a in enumerate(sums)}
     rows = compare(cols, metrics, confidence=confidence, **options) if len(sums) > 1 else []
@@ -250,7 +386,7 @@ def comparison_page(
             for r in against
             if r["metric"] == m and r["difference"] is not None
         ]
-        better = "lower" if m in LOWER_IS_BETTER else "higher"
+        better = "lower" if _base(m) in LOWER_IS_BETTER else "higher"
         forest.append(
             _interval_plot(f"{m.upper()}: agent - {baseline} ({better} is better)", [("", series)], _unit(m), zero=True)
         )
@@ -272,7 +408,7 @@ def comparison_page(
                 )
         breakdowns.append(_interval_plot(f"{headline.upper()} by {label}", list(groups.items()), _unit(headline)))
 
-    data = _episode_data(cols, references, graphs, metrics, colours, max_episodes)
+    data = episode_data(colours)
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     n_ids = len(set(cols["instr_id"].astype(str).tolist()))
     level = f"{100 * confidence:g}%"
@@ -293,7 +429,8 @@ def comparison_page(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}{PAGE_STYLE}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
-        '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
+        + (f'<p id="note">{html.escape(note)}</p>' if note else "")
+        + '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
         f'{html.escape(baseline)}</a></li><li><a href="#breakdowns">Breakdowns</a></li>'
         '<li><a href="#episode-table">Episodes</a></li></ul></nav>'
         f'<section><h2 id="leaderboard">Leaderboard</h2>{_leaderboard(sums, order, tie, metrics, confidence)}</section>'
@@ -321,7 +458,9 @@ function el(tag, attrs, text) {
   if (text !== undefined) e.textContent = text;
   return e;
 }
-function fmt(m, v) { return v === null ? "n/a" : RATES.has(m) ? (100 * v).toFixed(1) : v.toFixed(2); }
+function fmt(m, v) {
+  return v === null ? "n/a" : RATES.has(m.replace(/_euclidean$/, "")) ? (100 * v).toFixed(1) : v.toFixed(2);
+}
 function cell(r, c) { return c === 1 ? D.scans[r[1]] : c === 2 ? D.agents[r[2]] : r[c]; }
 function select(name, label, options) {
   const s = el("select", {id: "filter-" + name});
@@ -375,33 +514,44 @@ function draw(episode) {
   const rows = D.rows.filter(r => r[0] === episode), g = D.graphs[D.scans[rows[0][1]]];
   const svg = document.getElementById("drawing"), NS = "http://www.w3.org/2000/svg", W = 520, H = 440, P = 20;
   svg.textContent = "";
-  // zoom on the episode: the nodes of the reference and of every agent's path, with a margin of context
-  const nodes = D.refs[episode].concat(...rows.map(r => r[4 + M])), xs = nodes.map(i => g.x[i]), ys = nodes.map(i => g.y[i]);
+  // every path as [x, y] points seen from above: viewpoints are node indices of the scan's graph; the
+  // positions of a continuous episode are points already (Habitat x, -z), and an agent given as simulator
+  // results only has none (null)
+  const xy = path => path === null ? null : D.continuous ? path : path.map(i => [g.x[i], g.y[i]]);
+  const ref = D.continuous ? D.refs[episode].r : xy(D.refs[episode]), gt = D.continuous ? D.refs[episode].g : null;
+  const paths = rows.map(r => xy(r[4 + M]));
+  // zoom on the episode: the reference and every agent's path, with a margin of context
+  const pts = ref.concat(gt || [], ...paths.filter(p => p !== null)), xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
   const margin = Math.max(4, 0.3 * Math.max(Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys)));
   const x0 = Math.min(...xs) - margin, x1 = Math.max(...xs) + margin, y0 = Math.min(...ys) - margin, y1 = Math.max(...ys) + margin;
   const s = Math.min((W - 2 * P) / (x1 - x0), (H - 2 * P) / (y1 - y0));
-  const X = i => P + (g.x[i] - x0) * s + ((W - 2 * P) - (x1 - x0) * s) / 2, Y = i => H - P - (g.y[i] - y0) * s - ((H - 2 * P) - (y1 - y0) * s) / 2;
+  const X = p => P + (p[0] - x0) * s + ((W - 2 * P) - (x1 - x0) * s) / 2, Y = p => H - P - (p[1] - y0) * s - ((H - 2 * P) - (y1 - y0) * s) / 2;
   function add(tag, attrs) {
     const e = document.createElementNS(NS, tag);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
     return svg.appendChild(e);
   }
-  for (let k = 0; k < g.edges.length; k += 2)
-    add("line", {x1: X(g.edges[k]), y1: Y(g.edges[k]), x2: X(g.edges[k + 1]), y2: Y(g.edges[k + 1]), stroke: "#ddd"});
-  g.x.forEach((_, i) => add("circle", {cx: X(i), cy: Y(i), r: 1.8, fill: "#ccc"}));
+  if (g) {
+    const node = i => [g.x[i], g.y[i]];
+    for (let k = 0; k < g.edges.length; k += 2)
+      add("line", {x1: X(node(g.edges[k])), y1: Y(node(g.edges[k])), x2: X(node(g.edges[k + 1])), y2: Y(node(g.edges[k + 1])), stroke: "#ddd"});
+    g.x.forEach((_, i) => add("circle", {cx: X(node(i)), cy: Y(node(i)), r: 1.8, fill: "#ccc"}));
+  }
   function line(path, colour, width, offset, cls) {
-    const pts = path.map(i => (X(i) + offset).toFixed(1) + "," + (Y(i) + offset).toFixed(1)).join(" ");
+    const pts = path.map(p => (X(p) + offset).toFixed(1) + "," + (Y(p) + offset).toFixed(1)).join(" ");
     add("polyline", {points: pts, fill: "none", stroke: colour, "stroke-width": width, "stroke-opacity": 0.85,
       "stroke-linejoin": "round", class: cls});
   }
-  const ref = D.refs[episode];
-  line(ref, "#1f5fbf", 6, 0, "reference");
+  line(gt || ref, "#1f5fbf", 6, 0, "reference");
+  if (D.continuous) ref.forEach(p => add("circle", {cx: X(p), cy: Y(p), r: 4, fill: "#1f5fbf", class: "reference-point"}));
   rows.forEach((r, k) => {
-    const path = r[4 + M], o = 2.5 * (k + 1);
+    const path = paths[k], o = 2.5 * (k + 1);
+    if (path === null) return;
     line(path, D.colours[r[2]], 2.2, o, "agent-path");
     add("circle", {cx: X(path[path.length - 1]) + o, cy: Y(path[path.length - 1]) + o, r: 3.5, fill: D.colours[r[2]]});
   });
-  add("circle", {cx: X(ref[0]), cy: Y(ref[0]), r: 6, fill: "#fff", stroke: "#000", "stroke-width": 2});
+  const start = (gt || ref)[0];
+  add("circle", {cx: X(start), cy: Y(start), r: 6, fill: "#fff", stroke: "#000", "stroke-width": 2});
   const gx = X(ref[ref.length - 1]), gy = Y(ref[ref.length - 1]);
   add("path", {d: `M${gx},${gy - 8}L${gx + 3},${gy - 2}L${gx + 8},${gy - 2}L${gx + 4},${gy + 2}L${gx + 6},${gy + 8}` +
     `L${gx},${gy + 4}L${gx - 6},${gy + 8}L${gx - 4},${gy + 2}L${gx - 8},${gy - 2}L${gx - 3},${gy - 2}Z`, fill: "#000"});
@@ -409,9 +559,12 @@ function draw(episode) {
   add("text", {x: W - P - s, y: H - 12, "text-anchor": "middle"}).textContent = "2 m";
   const cap = document.getElementById("caption");
   cap.textContent = "";
-  cap.appendChild(el("div", {}, episode + " (" + D.scans[rows[0][1]] + "): reference (blue, start circle, goal star)"));
-  rows.forEach(r => cap.appendChild(el("div", {style: "color:" + D.colours[r[2]]}, "\u25A0 " + D.agents[r[2]] + ": " +
-    D.metrics.map((m, k) => m.toUpperCase() + " " + fmt(m, r[4 + k])).join(", "))));
+  cap.appendChild(el("div", {}, episode + " (" + D.scans[rows[0][1]] + "): " + (D.continuous ?
+    "ground-truth path (blue line, start circle), reference points (blue dots, goal star)" + (g ? "" : "; no graph of this scan") :
+    "reference (blue, start circle, goal star)")));
+  rows.forEach((r, k) => cap.appendChild(el("div", {style: "color:" + D.colours[r[2]]}, "\u25A0 " + D.agents[r[2]] + ": " +
+    D.metrics.map((m, j) => m.toUpperCase() + " " + fmt(m, r[4 + j])).join(", ") +
+    (paths[k] === null ? " (simulator results only: no positions to draw)" : ""))));
 }
 const controls = document.getElementById("controls");
 controls.appendChild(select("agent", "agent", D.agents));

@@ -133,6 +133,20 @@ def scored_on(folder: str) -> list[str]:
     return named
 
 
+def scored_with_ground_truth(folders: list[str], dataset: list[str]) -> list[str]:
+    """The ground-truth file of each continuous episode file in `dataset`, as the score folders' summary.json
+    name them (`ground_truth`, in the order of their `dataset`); "auto" (VLN-CE's name beside the episode
+    file) where none says."""
+    found: dict[str, str] = {}
+    for folder in folders:
+        path = fileio.join(folder, "summary.json")
+        summary = read_json(path) if fileio.exists(path) else {}
+        named, truth = summary.get("dataset") or [], summary.get("ground_truth") or []
+        if len(truth) == len(named):
+            found.update(zip(named, truth))
+    return [found.get(f, "auto") for f in dataset]
+
+
 def agent_names(agents_by_file: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
     """(label, agents) of each episodes file -> {agent: its name on the page} per file. From several score
     folders an agent is named by its folder too: a folder of one agent by the folder's name, else

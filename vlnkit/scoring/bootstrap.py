@@ -15,23 +15,28 @@ import pyarrow as pa
 from vlnkit.comparison.accumulate import GROUP_COLUMNS, slice_sums
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.episodes import length_buckets
+from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import METRICS
 
 LENGTH_COLUMN = "reference_length"  # the breakdown by reference path length (buckets in metres)
 BREAKDOWN_COLUMNS = (*GROUP_COLUMNS, LENGTH_COLUMN)
 
 
-def bucket_sums(table: pa.Table, reference_length, config: BootstrapConfig, pairs) -> dict:
-    """The bootstrap sums of one bucket's EPISODE_SCORES rows (`reference_length`: metres, per row)."""
+def bucket_sums(
+    table: pa.Table, reference_length, config: BootstrapConfig, pairs, metrics=METRICS, group_metrics=HEADLINE
+) -> dict:
+    """The bootstrap sums of one bucket's episode rows (`reference_length`: metres, per row): EPISODE_SCORES
+    rows and `metrics`, or a continuous dataset's rows and theirs; the breakdowns carry `group_metrics`."""
     names = table.column_names
-    table = table.select(["agent", "instr_id", *(c for c in GROUP_COLUMNS if c in names), *METRICS])
+    table = table.select(["agent", "instr_id", *(c for c in GROUP_COLUMNS if c in names), *metrics])
     table = table.append_column(LENGTH_COLUMN, pa.array(length_buckets(reference_length), pa.string()))
     return slice_sums(
         table,
-        list(METRICS),
+        list(metrics),
         replicates=config.replicates,
         seed=config.seed,
         unit=config.unit,
         pairs=list(pairs),
         by=BREAKDOWN_COLUMNS,
+        group_metrics=group_metrics,
     )

@@ -19,12 +19,12 @@ import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation import kernels
+from vlnkit.evaluation.batch import add_group_sums
 from vlnkit.evaluation.common import ALL, METRICS
 from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.dead_letters import RecordError
-from vlnkit.io.exactsum import exact_sums_by
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables
@@ -50,21 +50,6 @@ def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
 def _lines(join: BucketJoin, agent: str, episodes: np.ndarray, label: bool) -> list[str]:
     ids = join.episode_ids(episodes).to_pylist() if len(episodes) else []
     return [f"{agent}\t{i}" for i in ids] if label else ids
-
-
-def _sums(totals: dict, values: dict[str, np.ndarray], groups: np.ndarray, keys: list[str]) -> None:
-    """Add exact per-group sums of every metric (`totals` of `vlnkit.evaluation.batch`) under `keys[g]`;
-    a group without rows adds nothing (so no empty language appears in a summary)."""
-    sizes = np.bincount(groups, minlength=len(keys))
-    for m, v in values.items():
-        sums, finite = exact_sums_by(groups, v, len(keys))
-        for g, key in enumerate(keys):
-            if sizes[g]:
-                totals[key + f"sum_{m}"] = totals.get(key + f"sum_{m}", 0) + sums[g]
-                totals[key + f"finite_{m}"] = totals.get(key + f"finite_{m}", 0) + finite[g]
-    for g, key in enumerate(keys):
-        if sizes[g]:
-            totals[key + "count"] = totals.get(key + "count", 0) + int(sizes[g])
 
 
 @dataclass
@@ -179,12 +164,12 @@ def score_bucket(
     )
 
     # Exact sums per agent, and per agent and language (RxR); the counters of each agent.
-    _sums(totals, scores, who, [agent_key(a, "") for a in agents])
+    add_group_sums(totals, scores, who, [agent_key(a, "") for a in agents])
     if (codes >= 0).any():
         n_lang = len(refs.languages)
         known = codes >= 0
         keys = [agent_key(a, language_key(lang, "")) for a in agents for lang in refs.languages]
-        _sums(totals, {m: v[known] for m, v in scores.items()}, who[known] * n_lang + codes[known], keys)
+        add_group_sums(totals, {m: v[known] for m, v in scores.items()}, who[known] * n_lang + codes[known], keys)
     collapsed = given - q_len
     for a, agent in enumerate(agents):
         mine = who == a
