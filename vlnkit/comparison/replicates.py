@@ -98,6 +98,34 @@ def _to_ints(limbs: np.ndarray, replicates: int) -> list[int]:
     return [int(e) for e in exact]
 
 
+def _replicate_ratios(limbs: np.ndarray, weights: np.ndarray, replicates: int) -> np.ndarray:
+    """(B,) the exact integer sums of `limbs` over (weights << REPLICATE_BITS), each correctly rounded
+    (NaN where the weight is 0): what Python's int / int gives.
+
+    When every numerator and denominator is at most 2**53 in magnitude (any run up to millions of
+    episodes), both are float64 exactly and IEEE division rounds the exact quotient once, as CPython's
+    int / int does on such operands: one numpy division instead of a big-integer division per replicate.
+    Larger sums take the big-integer way.
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    limbs = np.asarray(limbs, dtype=np.int64).reshape(-1, replicates)
+    padded = np.zeros((2, replicates), np.int64)
+    padded[: len(limbs)] = limbs[:2]
+    small = (
+        len(limbs) <= 2
+        and np.abs(padded[0]).max(initial=0) < (1 << 52)
+        and np.abs(padded[1]).max(initial=0) < (1 << 16)
+        and weights.max(initial=0) < (1 << 27)
+    )
+    if small:
+        exact = padded[0] + (padded[1] << LIMB_BITS)  # |exact| < 2**53: no overflow
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratios = exact.astype(np.float64) / (weights << REPLICATE_BITS).astype(np.float64)
+        return np.where(weights > 0, ratios, np.nan)
+    totals = _to_ints(limbs, replicates)
+    return np.array([t / (w << REPLICATE_BITS) if w else np.nan for t, w in zip(totals, weights.tolist())])
+
+
 def slot_sums(
     weights, episode, slot, n_slots: int, columns: dict[str, np.ndarray], fold: int | None = None
 ) -> list[ReplicateSums]:
@@ -274,9 +302,7 @@ class ReplicateSums:
 
     def replicate_means(self, name: str) -> np.ndarray:
         """(B,) means of the replicates (NaN for a replicate that drew no episode of the column)."""
-        totals = _to_ints(self.limb_totals[name], self.replicates)
-        scale = REPLICATE_BITS
-        return np.array([t / (w << scale) if w else np.nan for t, w in zip(totals, self.weighted_counts[name])])
+        return _replicate_ratios(self.limb_totals[name], self.weight_counts[name], self.replicates)
 
     def interval(self, name: str, confidence: float = DEFAULT_CONFIDENCE) -> list[float] | None:
         """The percentile bootstrap interval of the column's mean (None without replicates or values)."""
@@ -292,9 +318,8 @@ class ReplicateSums:
     def replicate_differences(self, a: str, b: str) -> np.ndarray:
         """(B,) per-replicate mean(a) - mean(b) of two paired columns, each exactly rounded once."""
         self._paired_count(a, b)
-        differences = _to_ints(_combined(self.limb_totals[a], self.limb_totals[b], -1), self.replicates)
-        scale = REPLICATE_BITS
-        return np.array([d / (w << scale) if w else np.nan for d, w in zip(differences, self.weighted_counts[a])])
+        differences = _combined(self.limb_totals[a], self.limb_totals[b], -1)
+        return _replicate_ratios(differences, self.weight_counts[a], self.replicates)
 
     def _paired_count(self, a: str, b: str) -> int:
         if a not in self.counts and b not in self.counts:

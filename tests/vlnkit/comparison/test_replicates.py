@@ -157,3 +157,29 @@ def test_kernel_calls_of_any_size_carry_exactly(monkeypatch):
     whole = ReplicateSums.of(cols, weights)
     monkeypatch.setattr(replicates, "KERNEL_ROWS", 7)  # carries between calls change nothing
     assert ReplicateSums.of(cols, weights) == whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, (1 << 36) - 1),
+            st.integers(-(1 << 17), 1 << 17),  # both sides of the float fast path's 2**16 bound
+            st.integers(0, (1 << 28)),  # both sides of its 2**27 weight bound
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_replicate_means_are_pythons_correctly_rounded_quotients(rows):
+    """The float division used for small sums gives Python's int / int, bit for bit, NaN for weight 0."""
+    from vlnkit.comparison.replicates import LIMB_BITS, _replicate_ratios
+
+    limbs = np.array([[r[0] for r in rows], [r[1] for r in rows]], np.int64)
+    weights = np.array([r[2] for r in rows], np.int64)
+    got = _replicate_ratios(limbs, weights, len(rows))
+    for (low, high, w), value in zip(rows, got.tolist()):
+        want = (low + (high << LIMB_BITS)) / (w << REPLICATE_BITS) if w else float("nan")
+        assert value == want or (np.isnan(value) and np.isnan(want))
+    same_everywhere = _replicate_ratios(limbs[:, ::-1], weights[::-1], len(rows))[::-1]
+    assert np.array_equal(got, same_everywhere, equal_nan=True)
