@@ -410,9 +410,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
     """
     argv = expand_config(list(sys.argv[1:] if argv is None else argv))
     args, rest = parser.parse_known_args(argv)  # --help ends here, before Beam is imported
-    from apache_beam.options.pipeline_options import PipelineOptions
+    from pipelines.beam_options import JobOptions
 
     for name in unknown_flags(rest):
         raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")
     _fill_output_dir(args)
-    return PipelineOptions(rest), args
+    return JobOptions(rest), args
