@@ -142,3 +142,41 @@ def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n\xff\n' * 3), 12) is None  # not UTF-8
     assert plan_line_ranges(io.BytesIO(b'[{"a": 1},\n{"b": 2}]\n'), 4) is None  # a JSON list
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    final_break=st.booleans(),
+    head=st.integers(1, 50),  # the first block: empty only for an empty text (it means the end)
+    scan_bytes=st.integers(1, 64),
+    piece=st.integers(1, 70),
+)
+def test_line_blocks_cut_any_text_into_whole_lines_alike_with_read_and_readinto(
+    lines, final_break, head, scan_bytes, piece
+):
+    """Both ways of reading give the same blocks: the whole text in order, each block whole lines (the last
+    may lack its break), at most SCAN_BYTES unless one line is longer, whatever size the reads come in."""
+    from unittest import mock
+
+    from vlnkit.datasets import json_chunks as jc
+
+    text = b"\n".join(lines) + (b"\n" if final_break and lines else b"")
+
+    def blocks(use_readinto: bool) -> list[bytes]:
+        stream = io.BytesIO(text)
+        first = stream.read(head)
+
+        def readinto(view):  # short reads, as a raw stream may give
+            return stream.readinto(view[:piece])
+
+        read = lambda: stream.read(min(piece, scan_bytes))  # noqa: E731 -- as json_chunks asks
+        with mock.patch.object(jc, "SCAN_BYTES", scan_bytes):
+            return [bytes(v) for v in jc._line_blocks(first, read, readinto if use_readinto else None)]
+
+    got = blocks(True)
+    assert got == blocks(False)
+    assert b"".join(got) == text
+    for block in got[:-1]:
+        assert block.endswith(b"\n")
+        assert len(block) <= scan_bytes or block.count(b"\n") == 1  # one line longer than SCAN_BYTES
