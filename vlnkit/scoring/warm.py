@@ -34,8 +34,13 @@ def warm_up() -> None:
     got = score_pairs(scans, np.array([scans.slot("s")]), path, path, ScoringConfig())
     exact_sums_by(np.zeros(1, np.int64), got.scores["ne"], 1)
     vocab = Vocabulary(["s"], [["a", "b"]])
-    scan_submissions(b'{"instr_id": "1_0", "trajectory": [["a", 0, 0]]}\n', vocab)
-    scan_records(b'{"scan": "s", "path_id": 1, "path": ["a"], "heading": 0, "instructions": ["x"]}\n', vocab)
+    # The readers hand the scanners views of a reused bytearray (`json_chunks._line_blocks`): a writable
+    # buffer is its own compiled signature, so the kernels are loaded for that one.
+    scan_submissions(memoryview(bytearray(b'{"instr_id": "1_0", "trajectory": [["a", 0, 0]]}\n')), vocab)
+    scan_records(
+        memoryview(bytearray(b'{"scan": "s", "path_id": 1, "path": ["a"], "heading": 0, "instructions": ["x"]}\n')),
+        vocab,
+    )
     import pyarrow as pa
 
     table = pa.table(
