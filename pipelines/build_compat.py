@@ -169,7 +169,7 @@ def row_tallies(row: dict) -> dict[str, int]:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
     from vlnkit.datasets.languages import R2R_LANGUAGE
 
     pos, fam = summary["positives"], summary["families"]

@@ -25,8 +25,9 @@ import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.flags import add_renamed, add_shared
+from pipelines.flags import add_shared
 from pipelines.provenance import fingerprinted_settings
+from pipelines.renamed_flags import add_renamed
 from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
@@ -121,7 +122,7 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
     from vlnkit.probes.scoring import skill_sort_key
 
     output_dir = ctx.output_dir
@@ -165,7 +166,7 @@ def check_pose_traces(opts, files: list[str]) -> None:
 
 
 def run(ctx: Run) -> dict:
-    from pipelines.job import refuse_continuous
+    from pipelines.input_checks import refuse_continuous
 
     opts = ctx.args
     files = ctx.inputs("alignments", opts.alignments, refuse=refuse_continuous(JOB.name))

@@ -15,7 +15,8 @@ import os
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.flags import add_shared, renamed_values
+from pipelines.flags import add_shared
+from pipelines.renamed_flags import renamed_values
 from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig
 from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
@@ -193,7 +194,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
 
     output_dir, json_output = ctx.output_dir, ctx.args.json_output
     d, j = summary["dataset"], summary["join"]

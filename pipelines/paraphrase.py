@@ -162,7 +162,7 @@ def check_credentials() -> None:
 
 
 def print_plan(p: dict, s: dict) -> None:
-    from pipelines.job import format_table
+    from pipelines.console import format_table
     from vlnkit.paraphrases.planning import plan_rows
 
     print(format_table(plan_rows(p, s), "Translation plan"), flush=True)
@@ -233,7 +233,7 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
 
     output_dir = ctx.output_dir
     tr = summary["translation"]

@@ -86,7 +86,7 @@ def applicability_rows(summary: dict) -> list[tuple[str, object]]:
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
 
     rows = [
         ("paths read", summary["records_read"]),

@@ -28,6 +28,7 @@ __all__ = [
     "fingerprint",
     "fingerprinted_settings",
     "in_background",
+    "intact",
     "manifest",
     "metrics_table",
 ]
@@ -134,3 +135,11 @@ def manifest(*, job: str, verdict: str | None, run_fingerprint: str, version: st
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **facts,
     }
+
+
+def intact(folder: str, previous: dict) -> bool:
+    """Whether a published version still holds what its manifest records (sizes, checksums, rows), so a
+    run may be skipped as unchanged; a manifest of an older vlnkit (no checksums) only needs its files."""
+    if all("crc32c" in o for o in previous.get("outputs", [])):
+        return not integrity.verify_version(folder)
+    return all(fileio.exists(o["path"]) for o in previous.get("outputs", []))

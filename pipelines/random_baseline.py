@@ -130,7 +130,7 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
     from vlnkit.evaluation.common import METRICS
     from vlnkit.evaluation.leaderboard import metric_rows
 

@@ -249,7 +249,7 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table
+    from pipelines.console import format_table
 
     rows = [(f"{kind} files", n) for kind, n in summary["inputs"].items()]
     rows += [(f"dataset {k}: paths", v.get("paths", 0)) for k, v in summary["datasets"].items()]
@@ -303,7 +303,7 @@ def run(ctx: Run) -> dict:
     with user_error(errors=(ReportInputError,)):
         summaries = {i.label: read_json(i.path) for i in inputs if i.kind == SCORE_SUMMARY}
         band = keep_band(inputs)
-    from pipelines.job import refuse_continuous
+    from pipelines.input_checks import refuse_continuous
     from vlnkit.reports.stats import DATASET
 
     for i in inputs:  # a dataset input must be an R2R-format file: a continuous one is refused with one line

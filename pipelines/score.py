@@ -28,23 +28,16 @@ from typing import TYPE_CHECKING
 from pipelines.command import Job, run_as_command
 from pipelines.flags import SHARED, add_shared
 from pipelines.runners import one_worker_process
+from pipelines.score_outputs import JOB_NAME, MISSING_FILE, UNUSABLE_FILE, declared_outputs, outcome, write_episodes
 from pipelines.verdict import JobError, user_error
-from vlnkit.continuous.documents import DESCRIPTIONS, POSITION_KINDS, RESULT_KINDS
+from vlnkit.continuous.documents import DESCRIPTIONS
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
 
-# What --predictions may hold for a continuous dataset: agent positions or per-episode simulator results.
-AGENT_KINDS = POSITION_KINDS + RESULT_KINDS
-
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.comparison.config import BootstrapConfig
-    from vlnkit.continuous.buckets import ContinuousOptions
     from vlnkit.evaluation.scoring_config import ScoringConfig
-
-
-MISSING_FILE = "missing_predictions-00000-of-00001.txt"
-UNUSABLE_FILE = "without_usable_prediction-00000-of-00001.txt"
 
 
 def declare_flags(parser) -> None:
@@ -91,7 +84,7 @@ def warm_up():
     return warm_up_in_background()
 
 
-JOB = Job("score", __doc__, declare_flags, warm_up)
+JOB = Job(JOB_NAME, __doc__, declare_flags, warm_up)
 
 
 def build(
@@ -142,7 +135,7 @@ def build(
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
     score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers)
     scored = read["batches"] | "Score" >> score
-    side = _write_episodes(scored, output_dir, EPISODE_SCORES, num_shards, bootstrap)
+    side = write_episodes(scored, output_dir, EPISODE_SCORES, num_shards, bootstrap)
     if followers:
         side["compared"] = beam.pvalue.AsSingleton(
             scored[FOLLOWERS] | "Followers" >> MergeFollowerComparisons(), default_value={}
@@ -169,90 +162,8 @@ def build(
     _ = finish_run(output_dir, finish, (read[DEAD_LETTER], scored[DEAD_LETTER]), (scored[TOTALS], read[TOTALS]), side)
 
 
-def _write_episodes(scored, output_dir: str, schema, num_shards: int, bootstrap: BootstrapConfig) -> dict:
-    """Write the scored episode tables and the two episode lists; the merged bootstrap sums as a side input
-    of the summary (when the bootstrap is on). Shared by the graph and the continuous wiring."""
-    import apache_beam as beam
-
-    from transforms.score.outputs import MergeBootstrap, WriteEpisodeLists, WriteEpisodeTables
-    from transforms.score.score import BOOTSTRAP, LINES, MISSING, UNUSABLE
-
-    episodes = WriteEpisodeTables(fileio.join(output_dir, "episodes"), schema, num_shards)
-    scored["tables"] | "WriteEpisodes" >> episodes
-    lists = {MISSING: fileio.join(output_dir, MISSING_FILE), UNUSABLE: fileio.join(output_dir, UNUSABLE_FILE)}
-    scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
-    side = {}
-    if bootstrap.enabled:
-        side["bootstrap_sums"] = beam.pvalue.AsSingleton(
-            scored[BOOTSTRAP] | "Bootstrap" >> MergeBootstrap(), default_value={}
-        )
-    return side
-
-
-def build_continuous(
-    pipeline,
-    agents: dict[str, list[tuple[str, str | None]]],
-    dataset_files: list[str],
-    output_dir: str,
-    config: ScoringConfig,
-    options: ContinuousOptions,
-    bootstrap: BootstrapConfig,
-    num_shards: int = 0,
-    buckets: int | None = None,
-    ground_truth: list[str] | None = None,
-) -> None:
-    """Wire the score job for a continuous (VLN-CE) dataset: read every file into pieces by bucket of
-    episode_id, join and score each bucket, then write what the graph wiring writes (episode rows in the
-    `continuous_episode_scores` schema, the two episode lists, dead letters, summary.json, leaderboards).
-
-    `agents`: {agent name: [(file, its continuous layout or None)]}; `ground_truth`: the ground-truth
-    files read (for the summary)."""
-    import apache_beam as beam
-
-    from transforms.deadletter import DEAD_LETTER
-    from transforms.run_summary import finish_run
-    from transforms.score.continuous import DIFFERENCES, ReadContinuousInputs, ScoreContinuousBuckets
-    from transforms.score.outputs import MergeFollowerComparisons
-    from transforms.score.read import TOTALS
-    from vlnkit.continuous.schemas import CONTINUOUS_EPISODE_SCORES
-    from vlnkit.continuous.summary import continuous_summary
-    from vlnkit.datasets.buckets import bucket_count
-    from vlnkit.evaluation.leaderboard import write_leaderboard
-    from vlnkit.evaluation.score_summary import bootstrap_pairs
-    from vlnkit.io.schemas import schema_version
-
-    names = list(agents)
-    files = {agent: [f for f, _ in layouts] for agent, layouts in agents.items()}
-    if buckets is None:
-        buckets = bucket_count(sorted({f for fs in files.values() for f in fs}) + list(dataset_files))
-    read = pipeline | "Read" >> ReadContinuousInputs(list(agents.items()), dataset_files, buckets, options)
-    pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
-    scored = read["pieces"] | "Score" >> ScoreContinuousBuckets(files, dataset_files, config, options, bootstrap, pairs)
-    side = _write_episodes(scored, output_dir, CONTINUOUS_EPISODE_SCORES, num_shards, bootstrap)
-    side["differences"] = beam.pvalue.AsSingleton(
-        scored[DIFFERENCES] | "Differences" >> MergeFollowerComparisons(), default_value={}
-    )
-    static = {
-        "job": JOB.name,
-        "schema": "continuous_episode_scores",
-        "schema_version": schema_version(CONTINUOUS_EPISODE_SCORES),
-        "options": {**config.to_dict(), **options.to_dict()},
-        "predictions": list(dict.fromkeys(f for fs in files.values() for f in fs)),
-        "dataset": list(dataset_files),
-        "ground_truth": list(ground_truth or []),
-    }
-    inputs = {agent: {f: layout for f, layout in layouts} for agent, layouts in agents.items()}
-
-    def finish(totals: dict, differences: dict, bootstrap_sums: dict | None = None) -> dict:
-        summary = continuous_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict(), differences, inputs)
-        write_leaderboard(output_dir, summary)
-        return summary
-
-    _ = finish_run(output_dir, finish, (read[DEAD_LETTER], scored[DEAD_LETTER]), (scored[TOTALS], read[TOTALS]), side)
-
-
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table, print_outputs
+    from pipelines.console import format_table, print_outputs
     from vlnkit.continuous.schemas import CE_METRICS
     from vlnkit.evaluation.common import METRICS
     from vlnkit.evaluation.leaderboard import (
@@ -325,24 +236,6 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
 
 
-def outcome(summary: dict) -> Outcome:
-    """Scoring reads predictions: the run counts when it scored episodes and enough predictions could be
-    used, and never when the references cannot be scored at all (e.g. the R2R test split, where success
-    would be trivially 100%). A run that scored no episode fails whatever --max_failure_fraction says."""
-    from pipelines.job import Outcome
-
-    blocks = summary.get("agents", {}).values()
-    read = sum(int(b.get("predictions_read", 0)) for b in blocks)
-    scored = sum(int(b.get("count", 0)) for b in blocks)
-    dead = int(summary.get("dead_letters", 0))
-    reason = summary.get("unscorable") or (
-        f"no episode was scored ({read} prediction(s) read, {dead} record(s) dead-lettered)"
-        if read and not scored
-        else None
-    )
-    return Outcome(read, dead, reason)
-
-
 def run(ctx: Run) -> dict:
     from vlnkit.comparison.config import BootstrapConfig
     from vlnkit.datasets.json_chunks import RANGE_BYTES
@@ -360,6 +253,8 @@ def run(ctx: Run) -> dict:
         bootstrap.check_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset, accept=("episodes",))
     if any(ctx.kinds.get(f) == "episodes" for f in data_files):
+        from pipelines.score_continuous import run_continuous
+
         return run_continuous(ctx, agent_files, data_files, config, bootstrap)
     for agent, files in agent_files.items():
         for path in files:
@@ -390,115 +285,6 @@ def run(ctx: Run) -> dict:
         outcome=outcome,
         declared=lambda summary: declared_outputs(summary, COMPARISON_FILE if followers else None),
     )
-
-
-def run_continuous(
-    ctx: Run, agent_files: dict[str, list[str]], data_files: list[str], config: ScoringConfig, bootstrap
-) -> dict:
-    """The checks and the run of a continuous (VLN-CE) dataset: every dataset file an episode file, its
-    ground truth found (beside it, or --ce_gt), every agent file positions or simulator results."""
-    from vlnkit.continuous.buckets import ContinuousOptions
-    from vlnkit.continuous.documents import episode_flavour
-    from vlnkit.continuous.episodes import AUTO, gt_path_for
-    from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
-
-    opts = ctx.args
-    others = [f for f in data_files if ctx.kinds.get(f) != "episodes"]
-    if others:
-        raise JobError(
-            f"--dataset: {others[0]} is not a VLN-CE episode file, but other --dataset files are: score a continuous "
-            "dataset on its own"
-        )
-    with user_error():
-        options = ContinuousOptions(
-            opts.dtw, opts.fastdtw_rules, opts.ce_reference, opts.goal_distance, opts.ce_gt or AUTO
-        )
-    if opts.ce_gt:
-        if len(data_files) > 1:
-            raise JobError(f"--ce_gt names one ground-truth file, but --dataset names {len(data_files)} episode files")
-        ground_truth = ctx.inputs("ce_gt", opts.ce_gt, accept=tuple(DESCRIPTIONS))
-        if ctx.kinds.get(ground_truth[0]) != "ground_truth":
-            raise JobError(f"--ce_gt: {ground_truth[0]} is not a ground-truth file ({{episode_id: {{locations}}}})")
-    else:
-        beside = [gt_path_for(f) for f in data_files]
-        ground_truth = [g for g in beside if fileio.exists(g)]
-        if len(ground_truth) < len(beside) and opts.ce_reference == "gt":
-            gone = next(g for g in beside if g not in ground_truth)
-            raise JobError(
-                f"--dataset: no ground truth beside the episode file ({gone} does not exist): name it with --ce_gt, "
-                "or score against the episodes' reference paths with --ce_reference=reference_path"
-            )
-        for g in ground_truth:
-            ctx.inputs("ce_gt", g)
-    if bootstrap.unit == "path" and any(episode_flavour(f) == "rxr" for f in data_files):
-        raise JobError(
-            "--bootstrap_unit=path needs R2R-CE instr_ids (<trajectory_id>_<k>); an RxR-Habitat dataset's are "
-            "instruction ids: use --bootstrap_unit=episode"
-        )
-    layouts = {}
-    for agent, files in agent_files.items():
-        for path in files:
-            kind = ctx.kinds.get(path)
-            if kind is None and _graph_predictions(path):
-                raise JobError(
-                    f"--predictions={agent}: {path} holds predictions on a navigation graph (viewpoint ids), but "
-                    "--dataset is a VLN-CE episode file: give the agent's positions or its simulator results"
-                )
-            if kind is not None and kind not in AGENT_KINDS:
-                raise JobError(
-                    f"--predictions={agent}: {path} is {DESCRIPTIONS[kind]}, not agent positions or "
-                    f"per-episode simulator results ({', '.join(AGENT_KINDS)})"
-                )
-        layouts[agent] = [(path, ctx.kinds.get(path)) for path in files]
-    return ctx.execute(
-        lambda p: build_continuous(
-            p,
-            layouts,
-            data_files,
-            opts.output_dir,
-            config,
-            options,
-            bootstrap,
-            num_shards=opts.num_shards,
-            ground_truth=ground_truth,
-        ),
-        ["episodes", "missing_predictions", "without_usable_prediction"],
-        extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in LEADERBOARD_FILES),
-        outcome=outcome,
-        declared=lambda summary: declared_outputs(summary, None),
-    )
-
-
-def _graph_predictions(path: str) -> bool:
-    """`vlnkit.continuous.documents.graph_predictions` of a file's head (False when it cannot be read: its
-    reader then dead-letters it, naming the error)."""
-    import zlib
-
-    from vlnkit.continuous.documents import graph_predictions, head_bytes
-
-    try:
-        return graph_predictions(head_bytes(path))
-    except (OSError, EOFError, zlib.error):
-        return False
-
-
-def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:
-    """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
-    missing episode and per episode without a usable prediction, one leaderboard row per agent, and
-    the comparison with the follower metrics RxR published when there is one."""
-    from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
-
-    blocks = list(summary.get("agents", {}).values())
-    out = {
-        "episodes": sum(int(b.get("count", 0)) for b in blocks),
-        "missing_predictions": sum(int(b.get("missing_predictions", 0)) for b in blocks),
-        "without_usable_prediction": sum(int(b.get("without_usable_prediction", 0)) for b in blocks),
-        LEADERBOARD_FILES[0]: len(blocks),
-        LEADERBOARD_FILES[1]: None,
-    }
-    if comparison:
-        out[comparison] = None
-    return out
 
 
 main = JOB.main(run, print_summary)

@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
-from pipelines.flags import SHARED, add_renamed, add_shared
+from pipelines.flags import SHARED, add_shared
 from pipelines.provenance import fingerprinted_settings
+from pipelines.renamed_flags import add_renamed
 from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.io.redact import redact
@@ -113,7 +114,7 @@ def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str 
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    from pipelines.job import format_table
+    from pipelines.console import format_table
     from transforms.deadletter import DEAD_LETTER_FILE
 
     output_dir = ctx.output_dir
@@ -153,7 +154,7 @@ def outcome(summary: dict) -> Outcome:
 def one_agent(ctx: Run, opts) -> tuple[str, list[str]]:
     """The agent of this run and its files, from --predictions (as every job reads it) or the old
     --agent_outputs (all its files one agent, named `agent`)."""
-    from pipelines.job import refuse_continuous
+    from pipelines.input_checks import refuse_continuous
 
     values = list(opts.predictions or [])
     if opts.agent_outputs:

@@ -112,3 +112,22 @@ def written(problems: list) -> str | None:
         return None
     more = f" (and {len(problems) - 1} more problem(s): see manifest.json)" if len(problems) > 1 else ""
     return f"an output does not hold what the run counted: {problems[0].line()}{more}"
+
+
+# An OSError with one of these numbers means the output's storage is full (or a file size limit).
+OUT_OF_SPACE = {28: "no space left on the device", 27: "file too large for the file size limit", 122: "disk quota"}
+
+
+def out_of_space(exc: BaseException) -> str | None:
+    """One line when an error (or an error it wraps, or Beam's text of a worker's error) says the
+    output's storage is full; None for any other error."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in OUT_OF_SPACE:
+            return f"{OUT_OF_SPACE[seen.errno]} ({seen.filename or seen})"
+        seen = seen.__cause__ or seen.__context__
+    text = str(exc)
+    for errno, what in OUT_OF_SPACE.items():
+        if f"[Errno {errno}]" in text:
+            return what
+    return None

@@ -103,7 +103,7 @@ def test_renamed_probe_kinds_flag_still_works_with_a_warning_naming_the_new_one(
 def test_the_alias_mechanism_keeps_an_old_flag_or_value_working_with_one_warning(capsys):
     """`add_renamed` (a flag) and `renamed_values` (a value of one): the old spelling acts as the new one,
     with one line naming the new one; the new spelling says nothing; the old one is hidden from --help."""
-    from pipelines.flags import add_renamed, renamed_values
+    from pipelines.renamed_flags import add_renamed, renamed_values
 
     parser = job_parser("demo", "Demo.")
     add_shared(parser, "bootstrap")

@@ -76,7 +76,8 @@ def run_score_job(out, agents, dataset_files, conn_dir, config=None, buckets=Non
     import glob
     import os
 
-    from pipelines.score import MISSING_FILE, UNUSABLE_FILE, build
+    from pipelines.score import build
+    from pipelines.score_outputs import MISSING_FILE, UNUSABLE_FILE
     from vlnkit.comparison.config import BootstrapConfig
 
     config = config or ScoringConfig()
