@@ -18,12 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.progress import Progress
 from transforms.score.read import TOTALS, CountedRead
-from transforms.score.score import BOOTSTRAP, LINES, dead_and_lines
+from transforms.score.score import BOOTSTRAP, LINES, ScoreStep, dead_and_lines
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
@@ -101,13 +100,7 @@ class _Settings:
     pairs: list[tuple[str, str]]
 
 
-class _ScoreContinuousBucket(beam.DoFn):
-    def __init__(self, step: _Settings):
-        super().__init__()
-        self.step = step
-        self.scored = Metrics.counter("score", "episodes_scored")
-        self.bad = Metrics.counter("score", "dead_letter")
-
+class _ScoreContinuousBucket(ScoreStep):
     def setup(self):
         self.progress = Progress("score: episodes scored")
 

@@ -59,13 +59,18 @@ def dead_and_lines(scores):
             yield beam.pvalue.TaggedOutput(LINES, (name, lines))
 
 
-class _ScoreBucket(beam.DoFn):
-    def __init__(self, step: _Settings):
+class ScoreStep(beam.DoFn):
+    """A score step's settings and counters (episodes scored, dead letters), for the graph and the
+    continuous score steps alike."""
+
+    def __init__(self, step):
         super().__init__()
         self.step = step
         self.scored = Metrics.counter("score", "episodes_scored")
         self.bad = Metrics.counter("score", "dead_letter")
 
+
+class _ScoreBucket(ScoreStep):
     def setup(self):
         conn = self.step.connectivity_dir
         self.vocab = worker_vocabulary(conn)
