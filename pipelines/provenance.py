@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -64,25 +63,11 @@ def connectivity_files(connectivity_dir: str | None) -> list[tuple[str, int]]:
     return inputs.match_current(fileio.join(connectivity_dir, "*" + CONNECTIVITY_SUFFIX))
 
 
-BACKGROUND_NICENESS = 19
-
-
 def in_background(fn: Callable, *args) -> Future:
-    """Run fn(*args) in a daemon thread (a failed run does not wait for it at exit); its Future.
-
-    The thread yields the processor to the job's own threads: on Linux a thread has its own nice value
-    (setpriority(2)), and at 19 the scheduler gives it a core only while the job leaves one idle (Beam's
-    imports and planning, the single-threaded steps). The input digests are such work: on 1M predictions
-    (572 MB of inputs) hashing them at normal priority took 0.3-0.6 s from the reading step's wall time on
-    2 cores. Where threads cannot be reniced (another system), it runs at the process's priority.
-    """
+    """Run fn(*args) in a daemon thread (a failed run does not wait for it at exit); its Future."""
     future: Future = Future()
 
     def work() -> None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
-        except (AttributeError, OSError):  # no per-thread priority here: same work, normal priority
-            pass
         try:
             future.set_result(fn(*args))
         except BaseException as exc:  # handed to whoever asks for the result

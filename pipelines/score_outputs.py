@@ -60,7 +60,7 @@ def outcome(summary: dict) -> Outcome:
 def declared_outputs(summary: dict, comparison: str | None) -> dict[str, int | None]:
     """What a score run wrote, from its tallies: one Parquet row per episode scored, one line per
     missing episode and per episode without a usable prediction, one leaderboard row per agent, and
-    the comparison with the follower metrics RxR published when there is one."""
+    the comparison with the follower metrics RxR released when there is one."""
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES
 
     blocks = list(summary.get("agents", {}).values())

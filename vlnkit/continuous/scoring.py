@@ -28,7 +28,7 @@ bounds of NE and ONE (a straight line is never longer than a walk around walls);
 `sr_euclidean` (STOP called, `stopped`, and ne_euclidean within d_th) and `osr_euclidean` are upper
 bounds of SR and OSR, and so is `spl_euclidean` = sr_euclidean x L / max(L, pl) with L the
 episode's geodesic start-goal distance (`shortest`, as VLN-CE's SPL; d(q_1, goal) where it is NaN or
-not given); `sdtw_euclidean` = sr_euclidean x ndtw. They are not comparable with published numbers.
+not given); `sdtw_euclidean` = sr_euclidean x ndtw. They are not comparable with the numbers papers report.
 `success_rule` ("le": within means <= d_th, the toolkit's default; "lt": < d_th, VLN-CE's) decides
 the ties.
 
