@@ -255,8 +255,7 @@ def json_chunks(
             yield 0, items, False
         return
     read = lambda: stream.read(SCAN_BYTES if scan is not None else chunk_bytes)  # noqa: E731
-    readinto = getattr(stream, "readinto", None)
-    yield from _json_lines(head, read, source, 0, 1, True, typed, scan, chunk_bytes, readinto)
+    yield from _json_lines(head, read, source, 0, 1, True, typed, scan, chunk_bytes)
 
 
 SCAN_BYTES = 16 << 20  # a compiled scanner reads blocks this large (on threads: `vlnkit.datasets.line_scan`)
@@ -276,12 +275,10 @@ def _json_lines(
     typed=None,
     scan=None,
     chunk_bytes=CHUNK_BYTES,
-    readinto=None,
 ):
-    """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines
-    (a compiled `scan` reads the rest through `readinto` where the stream has one)."""
+    """`json_chunks` for JSON Lines from `block` on, then `read()` until it gives b"": chunks of whole lines."""
     if scan is not None:
-        yield from _scanned_lines(block, read, source, index, lineno, first, typed, scan, chunk_bytes, readinto)
+        yield from _scanned_lines(block, read, source, index, lineno, first, typed, scan, chunk_bytes)
         return
     rest = b""
     while True:
@@ -308,74 +305,46 @@ def _json_lines(
         block = read()
 
 
-def _scanned_lines(
-    block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes, readinto=None
-):
+def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes):
     """`_json_lines` with a compiled scanner: blocks of whole lines, at most SCAN_BYTES each, go to `scan` as
     buffers (no copy), and a block it refuses is read in chunks of `chunk_bytes` the general way. The
     scanner refuses every line break but "\n" and invalid UTF-8 itself, so a block it accepts needs no
     other check."""
-    for view in _line_blocks(block, read, readinto):
-        scanned = scan(view)
-        if scanned is not None:
-            if len(scanned):
-                yield index, scanned, True
-            index += len(scanned)
-            lineno += scanned.newlines
-            first = False
-            continue
-        for piece in _pieces(bytes(view), chunk_bytes):
-            try:
-                items, strict, lines = _chunk_items(piece, source, lineno, first, typed)
-            except _Stop as stop:
-                yield stop.args[0]
-                return
-            if items:
-                yield index, items, strict
-            index += len(items)
-            lineno += lines
-            first = False
-
-
-def _line_blocks(block: bytes, read, readinto=None) -> Iterator[memoryview]:
-    """The text from `block` on, then `read()` (or `readinto(view) -> bytes read`) until the end, as views
-    of whole lines (the last may lack its line break): at most SCAN_BYTES each, unless one line is longer.
-    A view is valid until the next one is asked for.
-
-    With `readinto`, the file is read into one buffer that is used again for every block: a 330 MB file
-    took 0.26 s to cut into blocks through `read()` (a fresh 16 MB object per block, copied once more into
-    the buffer) and 0.08 s this way. `read()` serves streams without `readinto`.
-    """
-    buf = bytearray(max(2 * SCAN_BYTES, len(block) + SCAN_BYTES))
-    buf[: len(block)] = block
-    filled, eof = len(block), not block
+    buf = bytearray(block)
+    eof = not block
     while True:
-        start = 0
-        while start < filled:
-            end = filled if eof else buf.rfind(b"\n", start, filled) + 1
-            if end <= start:  # only part of a line: read on
+        while buf:
+            end = len(buf) if eof else buf.rfind(b"\n") + 1
+            if not end:
                 break
-            cut = end
-            if end - start > SCAN_BYTES:  # up to the last line break in SCAN_BYTES, or the end of a longer line
-                cut = buf.rfind(b"\n", start, start + SCAN_BYTES) + 1 or buf.find(b"\n", start, end) + 1 or end
-            view = memoryview(buf)[start:cut]
-            yield view
+            cut = end if end <= SCAN_BYTES else (buf.rfind(b"\n", 0, SCAN_BYTES) + 1 or end)
+            view = memoryview(buf)[:cut]
+            scanned = scan(view)
+            if scanned is not None:
+                if len(scanned):
+                    yield index, scanned, True
+                index += len(scanned)
+                lineno += scanned.newlines
+                first = False
+            else:
+                for piece in _pieces(bytes(view), chunk_bytes):
+                    try:
+                        items, strict, lines = _chunk_items(piece, source, lineno, first, typed)
+                    except _Stop as stop:
+                        yield stop.args[0]
+                        return
+                    if items:
+                        yield index, items, strict
+                    index += len(items)
+                    lineno += lines
+                    first = False
             view.release()
-            start = cut
+            del buf[:cut]
         if eof:
             return
-        rest = filled - start
-        buf[:rest] = buf[start:filled]
-        if rest + SCAN_BYTES > len(buf):  # a line longer than the buffer holds
-            buf.extend(bytes(rest + SCAN_BYTES - len(buf)))
-        if readinto is not None:
-            with memoryview(buf) as whole, whole[rest : rest + SCAN_BYTES] as target:
-                got = readinto(target) or 0
-        else:
-            more = read()
-            got = len(more)
-            buf[rest : rest + got] = more
-        filled, eof = rest + got, got == 0
+        block = read()
+        eof = not block
+        buf += block
 
 
 def _pieces(chunk: bytes, size: int):
@@ -486,13 +455,5 @@ def json_line_range(stream, line_range: LineRange, source: str, chunk_bytes: int
         left -= len(block)
         return block
 
-    def readinto(view) -> int:
-        nonlocal left
-        got = (stream.readinto(view[: min(len(view), left)]) or 0) if left > 0 else 0
-        left -= got
-        return got
-
     first = line_range.index == 0
-    index, lineno = line_range.index, line_range.lineno
-    into = readinto if hasattr(stream, "readinto") else None
-    yield from _json_lines(read(), read, source, index, lineno, first, typed, scan, chunk_bytes, into)
+    yield from _json_lines(read(), read, source, line_range.index, line_range.lineno, first, typed, scan, chunk_bytes)
