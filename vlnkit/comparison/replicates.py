@@ -162,7 +162,9 @@ def slot_sums(
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
         args = (weights, episode[rows], slot[rows], limbs[rows], missing[rows], out)
-        threads = thread_count(len(args[1]) * replicates)
+        # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
+        # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.
+        threads = thread_count(len(args[1]) * replicates * (1 + len(names)))
         run_in_parallel(
             lambda first, stop, a=args: weighted_limb_sums(*a, first, stop), parts(replicates, threads, SPLIT)
         )

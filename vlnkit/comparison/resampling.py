@@ -147,6 +147,6 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     state, thresholds = np.uint64(seed_state(seed)), _reachable_thresholds()
     run_in_parallel(
         lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
-        parts(len(keys), thread_count(len(keys) * replicates)),
+        parts(len(keys), thread_count(len(keys) * replicates * len(thresholds))),  # a comparison per threshold
     )
     return out
