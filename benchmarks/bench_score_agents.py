@@ -41,7 +41,10 @@ def main(argv=None) -> dict:
     total = sum(os.path.getsize(f) for f in files)
     print(f"inputs: {args.agents} agents x {args.n} predictions ({total / 1e6:.0f} MB), dataset {dataset}")
     out = os.path.join(args.folder, f"n{args.n}", "out")
-    pattern = os.path.join(args.folder, f"n{args.n}", "agent_*", "predictions.jsonl")
+    # Each file is its own agent, named by its folder (agent_000, ...): files named alike by their stem
+    # ("predictions") would name one agent twice, which the job refuses.
+    named = [f"{agent_name(f)}={f}" for f in files]
+    pattern, agent_flags = named[0], [f"--predictions={n}" for n in named[1:]]
     commands = {
         "plain script": [
             sys.executable,
@@ -51,13 +54,24 @@ def main(argv=None) -> dict:
             dataset,
             f"{data}/connectivity",
         ],
-        "score job, in-process": job_cmd(pattern, dataset, data, out),
+        "score job, in-process": job_cmd(pattern, dataset, data, out, *agent_flags),
     }
     if not args.skip_multi:
         commands["score job, 2 processes"] = job_cmd(
-            pattern, dataset, data, out + "_mp", "--direct_running_mode=multi_processing", "--direct_num_workers=2"
+            pattern,
+            dataset,
+            data,
+            out + "_mp",
+            *agent_flags,
+            "--direct_running_mode=multi_processing",
+            "--direct_num_workers=2",
         )
     return interleaved_rounds(commands, args.rounds, lambda runs: check(runs, out, files, not args.skip_multi))
+
+
+def agent_name(path: str) -> str:
+    """The agent a prediction file of this benchmark stands for: its folder's name."""
+    return os.path.basename(os.path.dirname(path))
 
 
 def check(runs: dict, out: str, files: list[str], multi: bool) -> None:
@@ -69,9 +83,9 @@ def check(runs: dict, out: str, files: list[str], multi: bool) -> None:
             a: b["metrics"] for a, b in summary["agents"].items()
         }
     plain = ast.literal_eval(runs["plain script"]["stdout"].strip().splitlines()[-1])
-    assert sorted(summary["agents"]) == sorted(plain) == sorted(files)
+    assert sorted(summary["agents"]) == sorted(map(agent_name, plain)) == sorted(map(agent_name, files))
     for path, means in plain.items():
-        block = summary["agents"][path]
+        block = summary["agents"][agent_name(path)]
         assert block["count"] == means["count"], (path, block["count"], means["count"])
         for m, v in means.items():
             if m != "count":
