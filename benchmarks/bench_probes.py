@@ -82,7 +82,7 @@ def bench_generation(fgr2r: str, connectivity_dir: str) -> None:
                 f"--alignments={fgr2r}",
                 f"--connectivity_dir={connectivity_dir}",
                 f"--output_dir={out}",
-                "--probes=stop,direction",
+                "--probe_types=stop,direction",
             ]
         )
     t2 = time.perf_counter()
