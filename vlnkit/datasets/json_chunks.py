@@ -280,6 +280,7 @@ def _json_lines(
     if scan is not None:
         yield from _scanned_lines(block, read, source, index, lineno, first, typed, scan, chunk_bytes)
         return
+    at = _Cursor(index, lineno, first)
     rest = b""
     while True:
         data = rest + block
@@ -290,19 +291,43 @@ def _json_lines(
             cut = data.rfind(b"\n") + 1
             chunk, rest = data[:cut], data[cut:]
         if chunk:
-            try:
-                items, strict, lines = _chunk_items(chunk, source, lineno, first, typed)
-            except _Stop as stop:
-                yield stop.args[0]
+            yield from _parsed([chunk], source, at, typed)
+            if at.stopped:
                 return
-            if items:
-                yield index, items, strict
-            index += len(items)
-            lineno += lines
-            first = False
         if eof:
             return
         block = read()
+
+
+@dataclass
+class _Cursor:
+    """Where a JSON Lines read stands: the next item's index and line number, whether an item was read
+    yet, and whether a chunk ended the reading (text that is not UTF-8)."""
+
+    index: int
+    lineno: int
+    first: bool
+    stopped: bool = False
+
+    def advance(self, items: int, lines: int) -> None:
+        self.index += items
+        self.lineno += lines
+        self.first = False
+
+
+def _parsed(chunks, source: str, at: _Cursor, typed):
+    """Chunks of whole lines read the general way (`_chunk_items`), from where `at` stands, moving it on:
+    (index, items, strict) per chunk, or the RecordError that ends the reading (then `at.stopped`)."""
+    for chunk in chunks:
+        try:
+            items, strict, lines = _chunk_items(chunk, source, at.lineno, at.first, typed)
+        except _Stop as stop:
+            at.stopped = True
+            yield stop.args[0]
+            return
+        if items:
+            yield at.index, items, strict
+        at.advance(len(items), lines)
 
 
 def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes):
@@ -310,6 +335,7 @@ def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, fir
     buffers (no copy), and a block it refuses is read in chunks of `chunk_bytes` the general way. The
     scanner refuses every line break but "\n" and invalid UTF-8 itself, so a block it accepts needs no
     other check."""
+    at = _Cursor(index, lineno, first)
     buf = bytearray(block)
     eof = not block
     while True:
@@ -322,22 +348,12 @@ def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, fir
             scanned = scan(view)
             if scanned is not None:
                 if len(scanned):
-                    yield index, scanned, True
-                index += len(scanned)
-                lineno += scanned.newlines
-                first = False
+                    yield at.index, scanned, True
+                at.advance(len(scanned), scanned.newlines)
             else:
-                for piece in _pieces(bytes(view), chunk_bytes):
-                    try:
-                        items, strict, lines = _chunk_items(piece, source, lineno, first, typed)
-                    except _Stop as stop:
-                        yield stop.args[0]
-                        return
-                    if items:
-                        yield index, items, strict
-                    index += len(items)
-                    lineno += lines
-                    first = False
+                yield from _parsed(_pieces(bytes(view), chunk_bytes), source, at, typed)
+                if at.stopped:
+                    return
             view.release()
             del buf[:cut]
         if eof:
