@@ -5,7 +5,7 @@
 - `resampling`: `episode_keys` (which episodes are resampled together) and `poisson_weights`
   (Poisson(1) weights that are a pure function of seed, key and replicate: Chamandy et al. 2012).
 - `replicates`: `ReplicateSums`, exact per-replicate weighted sums (of values on a 2**-26 grid) that
-  merge across workers in any order, `slot_sums` (many agents or groups in one pass), and
+  merge across workers in any order, `cell_sums` (every agent and breakdown group in one pass), and
   `percentile_interval`.
 - `kernels`: the compiled passes behind the weights and the sums (they share a worker's cores with the
   same bits through `vlnkit.parallel`).
@@ -28,7 +28,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "config": ("BootstrapConfig", "min_replicates", "MAX_REPLICATES"),
         "resampling": ("UNITS", "episode_keys", "poisson_weights"),
-        "replicates": ("ReplicateSums", "slot_sums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
+        "replicates": ("ReplicateSums", "cell_sums", "percentile_interval", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATES"),
         "paired": (
             "HEADLINE",
             "RANK_BY",

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
-from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, slot_sums
+from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, cell_sums
 from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
 GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
@@ -98,38 +98,32 @@ def slice_sums(
     keys = episode_keys(pa.array(ids, pa.string()), unit=unit, scans=scans)
     unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
     values = {m: _floats(table, m) for m in metrics}
-    out: dict[tuple, ReplicateSums] = {}
     present = [c for c in by if (c in table.column_names if isinstance(table, pa.Table) else c in table)]
-    groupings = {c: _codes(_column(table, c)) for c in present}
     n_agents = len(agent_names)
     kept = [m for m in group_metrics if m in values]
-    # The first grouping without nulls carries every metric, and each agent's sums are its groups'
-    # sums added up (`fold`): the agents' own pass would repeat the same products.
-    carrier = next((c for c in present if (groupings[c][0] >= 0).all()), None)
-    if carrier is None:
-        per_agent = slot_sums(unique_weights, id_codes, agent_codes, n_agents, values)
+    # A cell is an agent and one group (or none, for a null) of every breakdown; its rows are summed
+    # once and counted in the agent's target and in each of its groups' targets.
+    cell, width = agent_codes.copy(), n_agents
+    groupings = []
     for column_name in present:
-        group_codes, groups = groupings[column_name]
-        grouped = group_codes >= 0
-        slots = group_codes[grouped] * n_agents + agent_codes[grouped]
-        columns = values if column_name == carrier else {m: values[m] for m in kept}
-        n_slots = len(groups) * n_agents
-        per_slot = slot_sums(
-            unique_weights,
-            id_codes[grouped],
-            slots,
-            n_slots,
-            {m: v[grouped] for m, v in columns.items()},
-            fold=n_agents if column_name == carrier else None,
-        )
-        if column_name == carrier:
-            per_agent = per_slot[n_slots:]
-        for slot in np.unique(slots).tolist():
-            group, agent = groups[slot // n_agents], agent_names[slot % n_agents]
-            sums = per_slot[slot]
-            if column_name == carrier:
-                sums = sums.renamed({m: m for m in kept})
-            out[("by", column_name, str(group), agent)] = sums
+        group_codes, groups = _codes(_column(table, column_name))
+        cell += width * np.where(group_codes >= 0, group_codes, len(groups))
+        groupings.append((column_name, groups, width, n_agents + sum(len(g) for _, g, _, _ in groupings) * n_agents))
+        width *= len(groups) + 1
+    cells, cell = np.unique(cell, return_inverse=True)
+    targets = [cells % n_agents]  # target a: agent a; then each breakdown's (group, agent) targets
+    for _, groups, stride, offset in groupings:
+        group = cells // stride % (len(groups) + 1)
+        targets.append(np.where(group < len(groups), offset + group * n_agents + cells % n_agents, -1))
+    n_targets = n_agents + sum(len(g) for _, g, _, _ in groupings) * n_agents
+    metrics_of = [list(values)] * n_agents + [kept] * (n_targets - n_agents)
+    per_target = cell_sums(unique_weights, id_codes, cell, np.stack(targets, axis=1), values, metrics_of)
+    out: dict[tuple, ReplicateSums] = {}
+    for (column_name, groups, _, offset), reached in zip(groupings, targets[1:]):
+        for target in np.unique(reached[reached >= 0]).tolist():
+            group, agent = groups[(target - offset) // n_agents], agent_names[(target - offset) % n_agents]
+            out[("by", column_name, str(group), agent)] = per_target[target]
+    per_agent = per_target[:n_agents]
     rows_of = {}
     for code, agent in enumerate(agent_names):
         rows_of[agent] = np.flatnonzero(agent_codes == code)

@@ -4,9 +4,12 @@ Why compiled: the bootstrap multiplies every episode's values by B (1,000) weigh
 was a float64 matrix product per block of episodes, after converting the uint8 weights to float64
 and gathering them per agent and per breakdown group; the conversions and copies cost as much as the
 arithmetic, and the score job took 5x its time without the bootstrap. Here one pass over the rows
-adds `weight * limb` into per-(slot, column) accumulators, reading each weight as a byte and skipping
-zero limbs (a value below 1,024 has one non-zero limb of two), with one slot's accumulators
-(rows come sorted by slot) for up to `TILE` replicates in the CPU cache.
+adds `weight * limb` into per-(cell, column) accumulators, reading each weight as a byte, four rows
+per accumulator update and skipping columns whose four limbs are zero (a value below 1,024 has one
+non-zero limb of two), with one cell's accumulators (rows come sorted by cell) for up to `TILE`
+replicates in the CPU cache. A cell is one combination of agent and breakdown groups: its sums move
+into the agent's and every group's totals when the cell ends, so the breakdowns cost no pass of their
+own.
 
 Exactness (why float64 accumulators give integer-exact sums): limbs are integers below 2**36
 (`vlnkit.comparison.replicates`), weights at most 31, so one product is below 2**41, and a tile's
@@ -28,7 +31,7 @@ from numba import njit
 
 from vlnkit.hashing import GOLDEN, TAG_INT
 
-TILE = 1024  # replicates per accumulator tile: one slot's columns x 1,024 float64 stay in the L2 cache
+TILE = 512  # replicates per accumulator tile: a cell's columns x 512 float64 and four weight rows stay in L2
 SPLIT = 64  # replicate ranges of threads are cut at multiples of this
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
@@ -77,53 +80,73 @@ def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits
 
 
 @njit(cache=True, nogil=True)
-def weighted_limb_sums(weights, episode, slot, limbs, missing, out, first, stop):
-    """Exact per-slot sums of weight * limb for replicates first..stop-1, added into `out`.
+def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, stop):
+    """Exact sums of weight * value per (target, column) for replicates first..stop-1, added into `out`.
 
-    weights (E, B) uint8; episode (n,) row -> weight row; slot (n,) row -> output slot (rows sorted
-    by slot: the accumulators of one slot are moved out when the slot changes); limbs (n, M, L)
-    float64; missing (n, M) bool: the row has no value of metric m; out (slots, 1 + M + L M, B)
-    int64: column 0 sums the weights of all rows, 1 + m those of rows missing metric m,
-    1 + M + L m + j limb j of metric m. Calls on disjoint replicate ranges write disjoint parts of
-    `out`, so threads can share it (the kernel releases the GIL).
+    weights (E, B) uint8; episode (n,) row -> weight row; cell (n,) row -> its cell (rows sorted by
+    cell); values (n, C) float64, integers below 2**36 in magnitude (`vlnkit.comparison.replicates`
+    lays out the columns); targets (cells, D) the targets every row of a cell counts in (-1: none);
+    row_of (T, C): the row of `out` (R, B) int64 that holds column c of target t (-1: not kept). A cell's rows are summed
+    once, then moved into each of its targets (an agent and its group in every breakdown), so one
+    pass serves every breakdown. Rows go four at a time: one load and store of an accumulator per four
+    products. Calls on disjoint replicate ranges write disjoint parts of `out`, so threads can share
+    it (the kernel releases the GIL).
     """
-    n, metrics = missing.shape
-    limb_count = limbs.shape[2]
-    columns = out.shape[1]
+    n, columns = values.shape
     acc = np.zeros((columns, TILE))
-    w = np.zeros(TILE)
+    w0 = np.zeros(TILE)
+    w1 = np.zeros(TILE)
+    w2 = np.zeros(TILE)
+    w3 = np.zeros(TILE)
     for t0 in range(first, stop, TILE):
         width = min(TILE, stop - t0)
-        current = -1
-        rows = 0
-        for r in range(n + 1):
-            s = slot[r] if r < n else -1
-            if s != current or rows == CHUNK_ROWS:  # move the sums out: exact below 2**53
-                if current >= 0:
+        r = 0
+        while r < n:
+            here = cell[r]
+            end = r
+            while end < n and cell[end] == here and end - r < CHUNK_ROWS:  # exact below 2**53
+                end += 1
+            q = r
+            while q + 4 <= end:
+                a0 = weights[episode[q]]
+                a1 = weights[episode[q + 1]]
+                a2 = weights[episode[q + 2]]
+                a3 = weights[episode[q + 3]]
+                for b in range(width):
+                    w0[b] = a0[t0 + b]
+                    w1[b] = a1[t0 + b]
+                    w2[b] = a2[t0 + b]
+                    w3[b] = a3[t0 + b]
+                for c in range(columns):
+                    v0 = values[q, c]
+                    v1 = values[q + 1, c]
+                    v2 = values[q + 2, c]
+                    v3 = values[q + 3, c]
+                    if v0 != 0.0 or v1 != 0.0 or v2 != 0.0 or v3 != 0.0:
+                        sums = acc[c]
+                        for b in range(width):
+                            sums[b] += (w0[b] * v0 + w1[b] * v1) + (w2[b] * v2 + w3[b] * v3)
+                q += 4
+            while q < end:
+                a0 = weights[episode[q]]
+                for b in range(width):
+                    w0[b] = a0[t0 + b]
+                for c in range(columns):
+                    v0 = values[q, c]
+                    if v0 != 0.0:
+                        sums = acc[c]
+                        for b in range(width):
+                            sums[b] += w0[b] * v0
+                q += 1
+            for d in range(targets.shape[1]):
+                t = targets[here, d]
+                if t >= 0:
                     for c in range(columns):
-                        for b in range(width):
-                            out[current, c, t0 + b] += np.int64(acc[c, b])
-                            acc[c, b] = 0.0
-                current = s
-                rows = 0
-            if r == n:
-                break
-            rows += 1
-            row = weights[episode[r]]
-            for b in range(width):
-                w[b] = row[t0 + b]
-            total = acc[0]
-            for b in range(width):
-                total[b] += w[b]
-            for m in range(metrics):
-                if missing[r, m]:
-                    gone = acc[1 + m]
-                    for b in range(width):
-                        gone[b] += w[b]
-                    continue
-                for j in range(limb_count):
-                    v = limbs[r, m, j]
-                    if v != 0.0:
-                        sums = acc[1 + metrics + limb_count * m + j]
-                        for b in range(width):
-                            sums[b] += w[b] * v
+                        k = row_of[t, c]
+                        if k >= 0:
+                            for b in range(width):
+                                out[k, t0 + b] += np.int64(acc[c, b])
+            for c in range(columns):
+                for b in range(width):
+                    acc[c, b] = 0.0
+            r = end

@@ -126,68 +126,81 @@ def _replicate_ratios(limbs: np.ndarray, weights: np.ndarray, replicates: int) -
     return np.array([t / (w << REPLICATE_BITS) if w else np.nan for t, w in zip(totals, weights.tolist())])
 
 
-def slot_sums(
-    weights, episode, slot, n_slots: int, columns: dict[str, np.ndarray], fold: int | None = None
-) -> list[ReplicateSums]:
-    """One `ReplicateSums` per slot: row r (values `columns[name][r]`, weights `weights[episode[r]]`)
-    counts in slot `slot[r]`. One compiled pass over the rows serves every slot (agents, groups).
+def _value_columns(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """(n, 1 + 3 M) float64 kernel columns of M metrics: 1 (every row's weight), then per metric 1 where
+    the row has no finite value, then per metric its two limbs (0 where missing)."""
+    metrics = len(columns)
+    out = np.zeros((n, 1 + (1 + LIMBS) * metrics))
+    out[:, 0] = 1.0
+    for m, values in enumerate(columns.values()):
+        finite = np.isfinite(values)
+        out[:, 1 + m] = ~finite
+        low = 1 + metrics + LIMBS * m
+        out[:, low : low + LIMBS] = limbs_of(np.where(finite, values, 0.0))
+    return out
 
-    With `fold=F` (slots numbered group * F + agent), F more entries follow: the sums of each agent
-    over all groups, added from the slots' exact integers, so one pass gives both the per-group and
-    the per-agent sums.
+
+def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], metrics_of=None) -> list[ReplicateSums]:
+    """One `ReplicateSums` per target: row r (values `columns[name][r]`, weights `weights[episode[r]]`)
+    is in cell `cell[r]` and counts in every target `targets[cell[r]]` lists (-1: none). Target t keeps
+    the metrics `metrics_of[t]` (all by default). One compiled pass over the rows serves every target:
+    cells are the combinations of agent and breakdown groups, targets the agents and the groups.
 
     >>> w = np.ones((3, 2), np.uint8)
-    >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]})]
-    [2.0, 2.5]
-    >>> [s.mean("x") for s in slot_sums(w, np.arange(3), np.array([1, 0, 1]), 2, {"x": [1.0, 2.0, 4.0]}, fold=1)]
-    [2.0, 2.5, 2.3333333333333335]
+    >>> targets = np.array([[1, 2], [0, 2]])  # cell 0 counts in targets 1 and 2, cell 1 in 0 and 2
+    >>> [s.mean("x") for s in cell_sums(w, np.arange(3), np.array([1, 0, 1]), targets, {"x": [1.0, 2.0, 4.0]})]
+    [2.5, 2.0, 2.3333333333333335]
     """
-    from vlnkit.comparison.kernels import SPLIT, weighted_limb_sums
+    from vlnkit.comparison.kernels import SPLIT, cell_limb_sums
 
     names = list(columns)
-    slot = np.asarray(slot, dtype=np.int64)
-    order = np.argsort(slot, kind="stable")  # one slot's rows together: its accumulators stay in the cache
-    slot, episode = slot[order], np.asarray(episode, dtype=np.int64)[order]
+    targets = np.asarray(targets, dtype=np.int64).reshape(len(targets), -1)
+    n_targets = int(targets.max(initial=-1)) + 1 if metrics_of is None else len(metrics_of)
+    metrics_of = [names] * n_targets if metrics_of is None else [list(m) for m in metrics_of]
+    cell = np.asarray(cell, dtype=np.int64)
+    order = np.argsort(cell, kind="stable")  # one cell's rows together: its accumulators stay in the cache
+    cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
     values = {name: np.asarray(columns[name], dtype=np.float64)[order] for name in names}
-    n, replicates = len(slot), weights.shape[1]
-    missing = np.ones((n, len(names)), np.bool_)
-    limbs = np.zeros((n, len(names), LIMBS))
-    for m, name in enumerate(names):
-        finite = np.isfinite(values[name])
-        missing[finite, m] = False
-        limbs[finite, m] = limbs_of(values[name][finite])
-    out = np.zeros((n_slots, 1 + (1 + LIMBS) * len(names), replicates), np.int64)
-    weights = np.ascontiguousarray(weights, dtype=np.uint8)
+    n, replicates = len(cell), weights.shape[1]
+    n_columns = 1 + (1 + LIMBS) * len(names)
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
+    wanted = np.zeros((n_targets, n_columns), np.bool_)  # only the columns a target keeps take memory
+    wanted[:, 0] = True
+    for t, kept in enumerate(metrics_of):
+        for m in (names.index(name) for name in kept):
+            wanted[t, [1 + m, low[m], low[m] + 1]] = True
+    row_of = np.where(wanted, np.cumsum(wanted).reshape(wanted.shape) - 1, -1)  # (target, column) -> out row
+    out = np.zeros((int(wanted.sum()), replicates), np.int64)
+    lows, highs = row_of[:, low][wanted[:, low]], row_of[:, low + 1][wanted[:, low]]
+    weights = np.ascontiguousarray(weights, dtype=np.uint8)
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
-        args = (weights, episode[rows], slot[rows], limbs[rows], missing[rows], out)
+        dense = _value_columns({name: v[rows] for name, v in values.items()}, len(cell[rows]))
+        args = (weights, episode[rows], cell[rows], dense, targets, row_of, out)
         # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
         # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.
         threads = thread_count(len(args[1]) * replicates * (1 + len(names)))
-        run_in_parallel(
-            lambda first, stop, a=args: weighted_limb_sums(*a, first, stop), parts(replicates, threads, SPLIT)
-        )
-        carry = out[:, low] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
-        out[:, low] -= carry << LIMB_BITS
-        out[:, low + 1] += carry
-    plain = {name: exact_sums_by(slot, values[name], n_slots) for name in names}
-    if fold:
-        out = np.concatenate([out, out.reshape(n_slots // fold, fold, *out.shape[1:]).sum(axis=0)])
-        for name in names:  # each agent's exact totals: its groups' integers added up
-            totals, counts = plain[name]
-            plain[name] = (
-                totals + [sum(totals[a::fold]) for a in range(fold)],
-                counts + [sum(counts[a::fold]) for a in range(fold)],
-            )
-    result = []
-    for s in range(len(out)):
-        sums = ReplicateSums(replicates)
-        for m, name in enumerate(names):
-            sums.totals[name], sums.counts[name] = plain[name][0][s], plain[name][1][s]
-            sums.limb_totals[name] = _normalized(out[s, low[m] : low[m] + LIMBS])
-            sums.weight_counts[name] = out[s, 0] - out[s, 1 + m]
-        result.append(sums)
+        run_in_parallel(lambda first, stop, a=args: cell_limb_sums(*a, first, stop), parts(replicates, threads, SPLIT))
+        carry = out[lows] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
+        out[lows] -= carry << LIMB_BITS
+        out[highs] += carry
+    plain = {name: exact_sums_by(cell, values[name], len(targets)) for name in names}
+    result = [ReplicateSums(replicates) for _ in range(n_targets)]
+    for t, kept in enumerate(metrics_of):
+        result[t].totals = {name: 0 for name in kept}
+        result[t].counts = {name: 0 for name in kept}
+    for c, row in enumerate(targets.tolist()):  # each cell's exact totals, added into its targets
+        for t in row:
+            if t >= 0:
+                sums = result[t]
+                for name in metrics_of[t]:
+                    sums.totals[name] += plain[name][0][c]
+                    sums.counts[name] += plain[name][1][c]
+    for t, sums in enumerate(result):
+        for name in metrics_of[t]:
+            m = names.index(name)
+            sums.limb_totals[name] = _normalized(out[row_of[t, low[m] : low[m] + LIMBS]])
+            sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
     return result
 
 
@@ -239,7 +252,7 @@ class ReplicateSums:
             if len(v) != len(weights):
                 raise ValueError(f"column {name!r} has {len(v)} values for {len(weights)} weight rows")
         rows = np.arange(len(weights))
-        return slot_sums(weights, rows, np.zeros(len(weights), np.int64), 1, columns)[0]
+        return cell_sums(weights, rows, np.zeros(len(weights), np.int64), [[0]], columns)[0]
 
     @property
     def weighted_totals(self) -> dict[str, list[int]]:
