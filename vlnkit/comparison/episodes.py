@@ -128,9 +128,16 @@ def length_buckets(lengths, edges=LENGTH_EDGES) -> np.ndarray:
     >>> length_buckets([5.0, 9.5, 30.0]).tolist()
     ['<8 m', '8-10 m', '>=14 m']
     """
-    return np.asarray(length_labels(edges), dtype=object)[
-        np.searchsorted(np.asarray(edges), np.asarray(lengths), side="right")
-    ]
+    return np.asarray(length_labels(edges), dtype=object)[length_bucket_codes(lengths, edges)]
+
+
+def length_bucket_codes(lengths, edges=LENGTH_EDGES) -> np.ndarray:
+    """The index into `length_labels(edges)` of each length's bucket (no string per row).
+
+    >>> length_bucket_codes([5.0, 9.5, 30.0]).tolist()
+    [0, 1, 4]
+    """
+    return np.searchsorted(np.asarray(edges), np.asarray(lengths), side="right")
 
 
 def breakdown(

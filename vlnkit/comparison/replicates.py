@@ -55,15 +55,19 @@ def limbs_of(values: np.ndarray) -> np.ndarray:
     >>> limbs_of(np.array([1.0, 0.5, -1.0, 2.0**30])).tolist()
     [[67108864.0, 0.0], [33554432.0, 0.0], [68652367872.0, -1.0], [0.0, 1048576.0]]
     """
-    values = np.asarray(values, dtype=np.float64)
-    too_big = np.abs(values) >= MAX_VALUE
-    if too_big.any():
-        raise ValueError(f"bootstrap values must be below {MAX_VALUE:g} in magnitude, got {values[too_big][0]!r}")
-    ints = np.rint(values * float(1 << REPLICATE_BITS)).astype(np.int64)  # exact: a power-of-two scale
+    values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty((len(values), LIMBS))
-    out[:, 0] = ints & _LIMB_MASK
-    out[:, 1] = ints >> LIMB_BITS
+    _grid_limbs(values, out, np.empty(len(values)))
     return out
+
+
+def _grid_limbs(values: np.ndarray, out: np.ndarray, missing: np.ndarray) -> None:
+    """`limbs_of` into `out` (0 and missing = 1 for a non-finite value), refusing values off the grid."""
+    from vlnkit.comparison.kernels import grid_limbs
+
+    bad = grid_limbs(values, float(1 << REPLICATE_BITS), LIMB_BITS, MAX_VALUE, out, missing)
+    if bad >= 0:
+        raise ValueError(f"bootstrap values must be below {MAX_VALUE:g} in magnitude, got {values[bad]!r}")
 
 
 def _normalized(limbs: np.ndarray) -> np.ndarray:
@@ -130,13 +134,11 @@ def _value_columns(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
     """(n, 1 + 3 M) float64 kernel columns of M metrics: 1 (every row's weight), then per metric 1 where
     the row has no finite value, then per metric its two limbs (0 where missing)."""
     metrics = len(columns)
-    out = np.zeros((n, 1 + (1 + LIMBS) * metrics))
+    out = np.empty((n, 1 + (1 + LIMBS) * metrics))
     out[:, 0] = 1.0
     for m, values in enumerate(columns.values()):
-        finite = np.isfinite(values)
-        out[:, 1 + m] = ~finite
         low = 1 + metrics + LIMBS * m
-        out[:, low : low + LIMBS] = limbs_of(np.where(finite, values, 0.0))
+        _grid_limbs(np.ascontiguousarray(values), out[:, low : low + LIMBS], out[:, 1 + m])
     return out
 
 
@@ -184,24 +186,43 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
         carry = out[lows] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
         out[lows] -= carry << LIMB_BITS
         out[highs] += carry
-    plain = {name: exact_sums_by(cell, values[name], len(targets)) for name in names}
-    result = [ReplicateSums(replicates) for _ in range(n_targets)]
+    totals, counts = _exact_totals(values, cell, targets, metrics_of)
+    nonzero, large = out.any(axis=1), (np.abs(out) >= 1 << 50).any(axis=1)
+    result = []
     for t, kept in enumerate(metrics_of):
-        result[t].totals = {name: 0 for name in kept}
-        result[t].counts = {name: 0 for name in kept}
-    for c, row in enumerate(targets.tolist()):  # each cell's exact totals, added into its targets
-        for t in row:
-            if t >= 0:
-                sums = result[t]
-                for name in metrics_of[t]:
-                    sums.totals[name] += plain[name][0][c]
-                    sums.counts[name] += plain[name][1][c]
-    for t, sums in enumerate(result):
-        for name in metrics_of[t]:
+        sums = ReplicateSums(replicates)
+        for name in kept:
             m = names.index(name)
-            sums.limb_totals[name] = _normalized(out[row_of[t, low[m] : low[m] + LIMBS]])
+            at = m * n_targets + t
+            sums.totals[name], sums.counts[name] = totals[at], counts[at]
+            first = row_of[t, low[m]]  # the high limb is the next row; the low limb is below 2**36
+            limbs = out[first : first + LIMBS]
+            if large[first + 1]:
+                limbs = _normalized(limbs)
+            else:  # what `_normalized` gives: no carry to move, zero top limbs trimmed
+                limbs = limbs[: 2 if nonzero[first + 1] else 1 if nonzero[first] else 0].copy()
+            sums.limb_totals[name] = limbs
             sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
+        result.append(sums)
     return result
+
+
+def _exact_totals(values: dict[str, np.ndarray], cell, targets, metrics_of) -> tuple[list[int], list[int]]:
+    """Exact plain sums and counts of each metric m in each target t (at m * T + t): a compiled pass
+    per metric, every row counted in each target of its cell that keeps the metric."""
+    names, n_targets = list(values), len(metrics_of)
+    keep = np.zeros((n_targets + 1, len(names)), np.bool_)  # the last row, for target -1, keeps nothing
+    for t, kept in enumerate(metrics_of):
+        keep[t, [names.index(name) for name in kept]] = True
+    row_targets = np.asarray(targets, dtype=np.int64)[cell]  # (rows, D)
+    patterns, which = np.unique(keep.T, axis=0, return_inverse=True)  # metrics kept by the same targets
+    groups = [np.where(pattern[row_targets], row_targets, -1) for pattern in patterns]
+    totals, counts = [], []
+    for m, name in enumerate(names):
+        t, c = exact_sums_by(groups[int(which[m])], values[name], n_targets)
+        totals += t
+        counts += c
+    return totals, counts
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> list[float] | None:

@@ -28,7 +28,6 @@ import math
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from vlnkit.hashing import integer_key_hashes, seed_state, stable_hash, stable_hash_array
 from vlnkit.parallel import parts, run_in_parallel, thread_count
@@ -40,21 +39,24 @@ POISSON_CDF = np.cumsum([math.exp(-1.0) / math.factorial(j) for j in range(20)])
 UNIFORM_BITS = 21
 PER_HASH = 3  # uniforms per 64-bit hash
 
-# A canonical R2R id: "<path_id>_<k>", two integers without sign or leading zeros, each fitting in int64.
-_CANONICAL = r"^(?P<path_id>0|[1-9][0-9]{0,17})_(?P<k>0|[1-9][0-9]{0,17})$"
+# A canonical R2R id: "<path_id>_<k>", two integers without sign or leading zeros of at most 18 digits
+# each (so each fits in int64): `vlnkit.comparison.kernels.canonical_id_parts` reads them.
 
 
 def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(is canonical, path ids, instruction indices) of `<path_id>_<k>` ids, parsed in Arrow."""
+    """(is canonical, path ids, instruction indices) of `<path_id>_<k>` ids, parsed from Arrow's buffers."""
+    from vlnkit.comparison.kernels import canonical_id_parts
+
     ids = pa.array(instr_ids, type=pa.string()) if not isinstance(instr_ids, pa.Array) else instr_ids
     if ids.null_count:
         raise ValueError(f"episode_keys: instruction id #{ids.is_null().index(True).as_py()} is null")
-    parts = pc.extract_regex(ids, _CANONICAL)
-    canonical = parts.is_valid().to_numpy(zero_copy_only=False)
-    parts = parts.filter(parts.is_valid())
-    path_ids = pc.cast(parts.field(0), pa.int64()).to_numpy()
-    ks = pc.cast(parts.field(1), pa.int64()).to_numpy()
-    return canonical, path_ids, ks
+    _, offsets, data = ids.buffers()
+    offsets = np.frombuffer(offsets, np.int32)
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    path_ids, ks = np.empty(len(ids), np.int64), np.empty(len(ids), np.int64)
+    canonical_id_parts(offsets, data, ids.offset, len(ids), path_ids, ks)
+    canonical = path_ids >= 0
+    return canonical, path_ids[canonical], ks[canonical]
 
 
 def _as_strings(instr_ids) -> pa.Array:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from vlnkit.comparison.accumulate import GROUP_COLUMNS, slice_sums
 from vlnkit.comparison.config import BootstrapConfig
-from vlnkit.comparison.episodes import length_buckets
+from vlnkit.comparison.episodes import length_bucket_codes, length_labels
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.common import METRICS
 
@@ -29,7 +29,9 @@ def bucket_sums(
     rows and `metrics`, or a continuous dataset's rows and theirs; the breakdowns carry `group_metrics`."""
     names = table.column_names
     table = table.select(["agent", "instr_id", *(c for c in GROUP_COLUMNS if c in names), *metrics])
-    table = table.append_column(LENGTH_COLUMN, pa.array(length_buckets(reference_length), pa.string()))
+    codes = pa.array(length_bucket_codes(reference_length), pa.int32())
+    labels = pa.DictionaryArray.from_arrays(codes, pa.array(length_labels(), pa.string()))  # no string per row
+    table = table.append_column(LENGTH_COLUMN, labels)
     return slice_sums(
         table,
         list(metrics),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vlnkit.comparison.resampling import POISSON_CDF, episode_keys, poisson_weights
 from vlnkit.hashing import stable_hash
@@ -20,6 +24,19 @@ def scalar_weight(key: int, b: int, seed: int) -> int:
         term /= k
         cdf += term
     return k
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789_a-é", max_size=40), max_size=20), st.integers(0, 3))
+def test_ids_are_read_as_the_documented_regular_expression(ids, cut):
+    """The compiled reading of ids (on a sliced Arrow array, as buckets are) equals the rule's regex."""
+    canonical = re.compile(r"(0|[1-9][0-9]{0,17})_(0|[1-9][0-9]{0,17})")
+    array = pa.array(["x"] * cut + ids, pa.string()).slice(cut)
+    expected = [canonical.fullmatch(i) for i in ids]
+    keys = episode_keys(array).tolist()
+    for key, instr_id, match in zip(keys, ids, expected):
+        wanted = stable_hash(int(match[1]), int(match[2])) if match else stable_hash(instr_id)
+        assert key == wanted, instr_id
 
 
 def test_keys_follow_one_documented_rule():
