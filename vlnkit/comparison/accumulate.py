@@ -86,16 +86,21 @@ def slice_sums(
     """The bootstrap sums of one slice of the episode table (a pyarrow Table or dict of columns with
     `agent`, `instr_id`, `scan` and the metrics): see the module docstring for the keys."""
     agent_codes, agent_names = _codes(_column(table, "agent"))
-    id_codes, ids = _codes(_column(table, "instr_id"))
-    if (id_codes < 0).any():
+    id_column = _column(table, "instr_id")
+    if id_column.null_count:
         raise ValueError("the episode table has a row without instr_id")
+    if len(agent_names) > 1:  # weights once per distinct episode, shared by its agents
+        encoded = id_column.dictionary_encode()
+        id_codes, ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+    else:  # one agent: a row per episode (a repeated id gets the same weights: they depend on the key only)
+        id_codes, ids = np.arange(len(id_column)), id_column
     scans = None
     if unit == "path":
         scan_codes, scan_names = _codes(_column(table, "scan"))
         first = np.full(len(ids), -1, np.int64)
         first[id_codes[::-1]] = np.arange(len(id_codes))[::-1]
         scans = [scan_names[c] for c in scan_codes[first].tolist()]
-    keys = episode_keys(pa.array(ids, pa.string()), unit=unit, scans=scans)
+    keys = episode_keys(ids, unit=unit, scans=scans)
     unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
     values = {m: _floats(table, m) for m in metrics}
     present = [c for c in by if (c in table.column_names if isinstance(table, pa.Table) else c in table)]
