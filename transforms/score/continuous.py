@@ -31,7 +31,6 @@ from vlnkit.continuous.pieces import agent_pieces, dataset_pieces, instruction_m
 from vlnkit.continuous.schemas import CE_METRICS
 from vlnkit.evaluation.leaderboard import EUCLIDEAN_METRICS
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.scoring.bootstrap import bucket_sums
 
 DIFFERENCES = "differences"
 
@@ -116,8 +115,9 @@ class _ScoreContinuousBucket(ScoreStep):
             self.progress.tick(scores.table.num_rows)
             if step.bootstrap.enabled:
                 group = HEADLINE + (EUCLIDEAN_METRICS if step.options.goal_distance else ())
-                sums = bucket_sums(scores.table, scores.reference_length, step.bootstrap, step.pairs, CE_METRICS, group)
-                yield beam.pvalue.TaggedOutput(BOOTSTRAP, sums)
+                yield from self.sums_of(
+                    scores.table, scores.reference_length, step.bootstrap, step.pairs, CE_METRICS, group
+                )
             if scores.differences:
                 yield beam.pvalue.TaggedOutput(DIFFERENCES, scores.differences)
             yield scores.table

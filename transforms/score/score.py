@@ -12,11 +12,16 @@ paths, so memory per bucket is bounded by the bucket count (chosen from the inpu
 
 from __future__ import annotations
 
+import collections
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import apache_beam as beam
 import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
@@ -61,13 +66,41 @@ def dead_and_lines(scores):
 
 class ScoreStep(beam.DoFn):
     """A score step's settings and counters (episodes scored, dead letters), for the graph and the
-    continuous score steps alike."""
+    continuous score steps alike, and its bootstrap sums made beside the scoring.
+
+    A bucket's bootstrap sums (`bucket_sums`) run on a worker thread while the next bucket is joined
+    and scored: the sums' compiled passes release the GIL, and the join and scoring are mostly one
+    thread, so on two cores the two overlap. At most `PENDING` buckets wait; an error in the sums is
+    raised by the step, and every bundle ends with its sums emitted.
+    """
+
+    PENDING = 2
 
     def __init__(self, step):
         super().__init__()
         self.step = step
         self.scored = Metrics.counter("score", "episodes_scored")
         self.bad = Metrics.counter("score", "dead_letter")
+
+    def start_bundle(self):
+        self.pending = collections.deque()
+        if getattr(self, "sums_pool", None) is None:
+            self.sums_pool = ThreadPoolExecutor(1, thread_name_prefix="vlnkit-bootstrap")
+
+    def sums_of(self, *args):
+        """Start a bucket's `bucket_sums(*args)`; yields the sums of earlier buckets that are done."""
+        self.pending.append(self.sums_pool.submit(bucket_sums, *args))
+        while self.pending and (self.pending[0].done() or len(self.pending) > self.PENDING):
+            yield beam.pvalue.TaggedOutput(BOOTSTRAP, self.pending.popleft().result())
+
+    def finish_bundle(self):
+        while self.pending:
+            sums = self.pending.popleft().result()
+            yield beam.pvalue.TaggedOutput(BOOTSTRAP, WindowedValue(sums, MIN_TIMESTAMP, [GlobalWindow()]))
+
+    def teardown(self):
+        if getattr(self, "sums_pool", None) is not None:
+            self.sums_pool.shutdown(wait=True)
 
 
 class _ScoreBucket(ScoreStep):
@@ -92,8 +125,7 @@ class _ScoreBucket(ScoreStep):
             self.scored.inc(scores.table.num_rows)
             self.progress.tick(scores.table.num_rows)
             if step.bootstrap.enabled:
-                sums = bucket_sums(scores.table, scores.reference_length, step.bootstrap, step.pairs)
-                yield beam.pvalue.TaggedOutput(BOOTSTRAP, sums)
+                yield from self.sums_of(scores.table, scores.reference_length, step.bootstrap, step.pairs)
             for agent, theirs in self.followers.items():
                 mine = scores.table.filter(pc.equal(scores.table.column("agent"), agent))
                 if mine.num_rows:
