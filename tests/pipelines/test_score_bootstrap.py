@@ -221,3 +221,26 @@ def test_tie_marks_with_a_baseline_judge_each_agent_against_the_one_above(tmp_pa
     for column in summary["breakdowns"].values():
         keys = [(r["group"], r["agent"]) for r in column]
         assert all(a < b for (g, a), (h, b) in zip(keys, keys[1:]) if g == h)
+
+
+def test_a_failure_in_the_background_sums_fails_the_run_and_publishes_nothing(tmp_path, monkeypatch):
+    """The sums run on a worker thread beside the scoring: their error must still end the run (exit
+    status, no `_SUCCESS`), never a summary without intervals."""
+    import transforms.score.score as step
+
+    r2r_path, conn_dir = write_environment(str(tmp_path / "env"), scans=2, paths_per_scan=6, seed=2, instructions=3)
+    records = json.loads(open(r2r_path).read())
+    preds = [
+        {"instr_id": f"{r['path_id']}_{k}", "trajectory": [[r["path"][0], 0, 0]]} for r in records for k in range(3)
+    ]
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(preds))
+
+    def broken(*args):
+        raise RuntimeError("the bootstrap sums broke")
+
+    monkeypatch.setattr(step, "bucket_sums", broken)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="the bootstrap sums broke"):
+        run(out, f"--predictions={path}", f"--dataset={r2r_path}", f"--connectivity_dir={conn_dir}", "--bootstrap=50")
+    assert not (out / "_SUCCESS").exists() and not (out / "summary.json").exists()

@@ -85,3 +85,48 @@ def test_pairs_of_agents_scoring_the_same_episodes_carry_nothing():
     assert len(pairs) == 28 and all(not s.totals for s in pairs)
     rows = comparisons(sums, ["sr"])
     assert len(rows) == 28 and rows == compare(table, ["sr"], replicates=50)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_breakdown_of_one_pass_equals_the_sums_of_its_rows_alone(seed):
+    """One pass over cells (agent x scan x language x length group) gives, for every target, the sums
+    of exactly the rows that belong to it, summed on their own (nulls leave a row out of a breakdown only)."""
+    from vlnkit.comparison.replicates import ReplicateSums
+    from vlnkit.comparison.resampling import episode_keys, poisson_weights
+
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, int(rng.integers(30, 200)))
+    n = len(table["agent"])
+    table["language"] = [None if u < 0.3 else f"l{int(u * 3)}" for u in rng.random(n)]
+    table["length"] = [f"g{k}" for k in rng.integers(0, 3, n)]
+    by = ("scan", "language", "length")
+    sums = slice_sums(table, ["x", "y"], replicates=25, seed=seed, by=by, group_metrics=("y",))
+    weights = poisson_weights(episode_keys(table["instr_id"]), 25, seed)
+    columns = {m: np.array(table[m], dtype=float) for m in ("x", "y")}
+    agents = np.array(table["agent"])
+    expected = {("agent", a): (agents == a, ["x", "y"]) for a in set(table["agent"])}
+    for column in by:
+        values = np.array(table[column], dtype=object)
+        for group in {v for v in values if v is not None}:
+            for a in set(table["agent"]):
+                rows = (values == group) & (agents == a)
+                if rows.any():
+                    expected[("by", column, group, a)] = (rows, ["y"])
+    assert set(sums) == set(expected)
+    for key, (rows, metrics) in expected.items():
+        alone = ReplicateSums.of({m: columns[m][rows] for m in metrics}, weights[rows])
+        assert sums[key] == alone, key
+
+
+def test_long_cells_at_the_largest_weights_stay_exact():
+    """A cell longer than the kernel's exact float run (4,096 rows), at weights up to 31 and values up
+    to 1,000 (the float accumulators' bound): equal to Python-integer sums."""
+    from vlnkit.comparison.replicates import REPLICATE_BITS, ReplicateSums
+
+    rng = np.random.default_rng(11)
+    x = rng.random(9_001) * 1000.0
+    w = rng.integers(0, 32, size=(len(x), 3)).astype(np.uint8)
+    sums = ReplicateSums.of({"x": x}, w)
+    grid = [round(float(v) * 2**REPLICATE_BITS) for v in x]
+    for b in range(3):
+        assert sums.weighted_totals["x"][b] == sum(int(wb) * g for wb, g in zip(w[:, b], grid))
