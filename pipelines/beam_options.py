@@ -19,7 +19,11 @@ each class again changes no answer.
 
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from pipelines.beam_import import import_beam
+
+import_beam()  # the first import of Beam in a job's process: without the adapters no job uses
+
+from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 
 class JobOptions(PipelineOptions):
