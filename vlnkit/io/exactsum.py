@@ -111,7 +111,8 @@ def _bin_limbs(groups, bits, low, bins):
         if b < 0:  # the sign bit
             m = -m
         e = max(biased, 1) - 1022 - low
-        for g in groups[i]:
+        for d in range(groups.shape[1]):
+            g = groups[i, d]
             if g >= 0:
                 counts[g] += 1
                 if m != 0:
