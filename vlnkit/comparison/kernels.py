@@ -97,8 +97,9 @@ def _number(data, first, stop):
 @njit(cache=True, nogil=True)
 def canonical_id_parts(offsets, data, first, n, path_ids, ks):
     """For Arrow strings first..first+n-1 (offsets, UTF-8 bytes): path_ids[i], ks[i] of an id
-    `<path_id>_<k>` (two integers of at most 18 digits, no sign, no leading zero), or -1 and -1. One pass over the bytes:
-    the regular expression in Arrow cost 0.2 s per million ids, a tenth of the score job's bootstrap."""
+    `<path_id>_<k>` (two integers of at most 18 digits, no sign, no leading zero), or -1 and -1.
+    One pass over the bytes: the regular expression in Arrow cost 0.2 s per million ids, a tenth of
+    the score job's bootstrap."""
     for i in range(n):
         start, stop = offsets[first + i], offsets[first + i + 1]
         path_ids[i] = -1
@@ -141,10 +142,10 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
     weights (E, B) uint8; episode (n,) row -> weight row; cell (n,) row -> its cell (rows sorted by
     cell); values (n, C) float64, integers below 2**36 in magnitude (`vlnkit.comparison.replicates`
     lays out the columns); targets (cells, D) the targets every row of a cell counts in (-1: none);
-    row_of (T, C): the row of `out` (R, B) int64 that holds column c of target t (-1: not kept). A cell's rows are summed
-    once, then moved into each of its targets (an agent and its group in every breakdown), so one
-    pass serves every breakdown. Rows go four at a time: one load and store of an accumulator per four
-    products. Calls on disjoint replicate ranges write disjoint parts of `out`, so threads can share
+    row_of (T, C): the row of `out` (R, B) int64 that holds column c of target t (-1: not kept).
+    A cell's rows are summed once, then moved into each of its targets (an agent and its group in
+    every breakdown), so one pass serves every breakdown. Rows go four at a time: one load and store
+    of an accumulator per four products. Calls on disjoint replicate ranges write disjoint parts of `out`, so threads can share
     it (the kernel releases the GIL).
     """
     n, columns = values.shape
