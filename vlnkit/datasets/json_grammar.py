@@ -218,6 +218,18 @@ def _any_string(buf, p, end):
 
 
 @njit(cache=True)
+def _any_key(buf, p, end):
+    """An object key (any string) and its colon at p: the position after the colon, or -1."""
+    p = _any_string(buf, p, end)
+    if p < 0:
+        return -1
+    p = _ws(buf, p, end)
+    if p >= end or buf[p] != _COLON:
+        return -1
+    return p + 1
+
+
+@njit(cache=True)
 def _skip_value(buf, p, end):
     """Any JSON value (an unknown key's, ignored by the typed decoder), nested at most _MAX_DEPTH deep."""
     stack = np.empty(_MAX_DEPTH, np.uint8)
@@ -237,13 +249,9 @@ def _skip_value(buf, p, end):
                 depth -= 1
                 p += 1
             elif c == _LBRACE:
-                p = _any_string(buf, p, end)  # the first key
+                p = _any_key(buf, p, end)  # the first key
                 if p < 0:
                     return -1
-                p = _ws(buf, p, end)
-                if p >= end or buf[p] != _COLON:
-                    return -1
-                p += 1
                 continue
             else:
                 continue
@@ -277,13 +285,9 @@ def _skip_value(buf, p, end):
                 return -1
             p = _ws(buf, p + 1, end)
             if stack[depth - 1] == _LBRACE:
-                p = _any_string(buf, p, end)
+                p = _any_key(buf, p, end)
                 if p < 0:
                     return -1
-                p = _ws(buf, p, end)
-                if p >= end or buf[p] != _COLON:
-                    return -1
-                p += 1
             break
 
 
