@@ -101,6 +101,7 @@ class _Settings:
 
 class _ScoreContinuousBucket(ScoreStep):
     def setup(self):
+        super().setup()
         self.progress = Progress("score: episodes scored")
 
     def process(self, element):

@@ -82,10 +82,11 @@ class ScoreStep(beam.DoFn):
         self.scored = Metrics.counter("score", "episodes_scored")
         self.bad = Metrics.counter("score", "dead_letter")
 
+    def setup(self):
+        self.sums_pool = ThreadPoolExecutor(1, thread_name_prefix="vlnkit-bootstrap")
+
     def start_bundle(self):
         self.pending = collections.deque()
-        if getattr(self, "sums_pool", None) is None:
-            self.sums_pool = ThreadPoolExecutor(1, thread_name_prefix="vlnkit-bootstrap")
 
     def sums_of(self, *args):
         """Start a bucket's `bucket_sums(*args)`; yields the sums of earlier buckets that are done."""
@@ -99,12 +100,12 @@ class ScoreStep(beam.DoFn):
             yield beam.pvalue.TaggedOutput(BOOTSTRAP, WindowedValue(sums, MIN_TIMESTAMP, [GlobalWindow()]))
 
     def teardown(self):
-        if getattr(self, "sums_pool", None) is not None:
-            self.sums_pool.shutdown(wait=True)
+        self.sums_pool.shutdown(wait=True)
 
 
 class _ScoreBucket(ScoreStep):
     def setup(self):
+        super().setup()
         conn = self.step.connectivity_dir
         self.vocab = worker_vocabulary(conn)
         self.graphs = worker_graph_store(conn)

@@ -108,19 +108,19 @@ def slice_sums(
     kept = [m for m in group_metrics if m in values]
     # A cell is an agent and one group (or none, for a null) of every breakdown; its rows are summed
     # once and counted in the agent's target and in each of its groups' targets.
-    cell, width = agent_codes.copy(), n_agents
-    groupings = []
+    cell, width, n_targets = agent_codes.copy(), n_agents, n_agents
+    groupings = []  # (column, its groups, its stride in the cell code, its first target)
     for column_name in present:
         group_codes, groups = _codes(_column(table, column_name))
         cell += width * np.where(group_codes >= 0, group_codes, len(groups))
-        groupings.append((column_name, groups, width, n_agents + sum(len(g) for _, g, _, _ in groupings) * n_agents))
+        groupings.append((column_name, groups, width, n_targets))
         width *= len(groups) + 1
+        n_targets += len(groups) * n_agents
     cells, cell = np.unique(cell, return_inverse=True)
     targets = [cells % n_agents]  # target a: agent a; then each breakdown's (group, agent) targets
     for _, groups, stride, offset in groupings:
         group = cells // stride % (len(groups) + 1)
         targets.append(np.where(group < len(groups), offset + group * n_agents + cells % n_agents, -1))
-    n_targets = n_agents + sum(len(g) for _, g, _, _ in groupings) * n_agents
     metrics_of = [list(values)] * n_agents + [kept] * (n_targets - n_agents)
     per_target = cell_sums(unique_weights, id_codes, cell, np.stack(targets, axis=1), values, metrics_of)
     out: dict[tuple, ReplicateSums] = {}

@@ -58,8 +58,9 @@ def exact_sums_by(groups, values, n_groups: int) -> tuple[list[int], list[int]]:
     counts = _bin_limbs(groups, bits, low, bins)
     totals = [0] * n_groups
     occupied = np.nonzero(bins.any(axis=2))
+    limbs = bins[occupied]
     for g, e, low_limb, high_limb in zip(
-        occupied[0].tolist(), occupied[1].tolist(), bins[occupied][:, 0].tolist(), bins[occupied][:, 1].tolist()
+        occupied[0].tolist(), occupied[1].tolist(), limbs[:, 0].tolist(), limbs[:, 1].tolist()
     ):
         whole = (high_limb << 32) + low_limb
         shift = e + low + SUM_SCALE - 53
