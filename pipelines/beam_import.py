@@ -1,18 +1,30 @@
-"""Apache Beam imported without the two adapters no job uses: pandas' and MongoDB's.
+"""Apache Beam imported without the adapters and clients a run does not use.
 
 `import apache_beam` loads every IO and type adapter Beam has, among them pandas (about 0.3 s, for
-Beam's DataFrame batch types) and pymongo with bson (about 0.13 s, for MongoDB IO). Beam imports both
-inside `try: ... except ImportError`, and no job here uses either, while Beam's import is the largest
-part of a small run's wait (about a third of the score job on R2R val_unseen). So a job imports Beam
-with those packages refused: Beam then starts as it does on a machine without them (no pandas batch
-converters, no MongoDB IO). The refusal lasts for the import only: afterwards pandas imports normally
-for any code that wants it. A Beam that stops guarding either import cannot be imported again in the
-same process (its compiled modules keep the classes of the failed attempt), so the process starts
-over as it was started, with `FULL_IMPORT` set: Beam is then imported whole.
+Beam's DataFrame batch types), pymongo with bson (about 0.13 s, for MongoDB IO) and Google Cloud's
+client libraries (about 0.35 s: Cloud Storage, BigQuery, Pub/Sub, Dataflow, their auth and API core).
+Beam imports all of them inside `try: ... except ImportError`, and Beam's import is the largest part
+of a small run's wait (about a third of the score job on R2R val_unseen). So a job imports Beam with
+those packages refused: Beam then starts as it does on a machine without them.
+
+- pandas and MongoDB's packages: always (no job uses them).
+- Google Cloud's clients: only in a process that runs one job as its command
+  (`pipelines.command.run_as_command`) whose whole command line, profiles expanded, names neither a
+  `gs://` path nor the Dataflow runner (`uses_google_cloud`). Beam keeps what it found missing for the
+  life of the process (its GCS filesystem and auth stay off), so a process that might later be asked
+  for Cloud Storage (a test session, a notebook, a job that names it) imports them whole, and
+  `vlnkit.io.fileio` refuses a `gs://` path in a process that started without them, naming why.
+
+The refusal lasts for the import only: afterwards pandas, or Google's translation client of the
+paraphrase job, import normally. A Beam that stops guarding one of these imports cannot be imported
+again in the same process (its compiled modules keep the classes of the failed attempt), so the
+process starts over as it was started, with `FULL_IMPORT` set: Beam is then imported whole.
 
     >>> beam = import_beam()
     >>> beam.__name__
     'apache_beam'
+    >>> uses_google_cloud(["--dataset=gs://bucket/R2R_val_unseen.json"]), uses_google_cloud(["--runner=DirectRunner"])
+    (True, False)
 """
 
 from __future__ import annotations
@@ -21,33 +33,66 @@ import importlib.abc
 import logging
 import os
 import sys
+from collections.abc import Sequence
+from contextlib import contextmanager
 
-UNUSED = ("pandas", "pymongo", "bson")  # top-level packages refused while Beam is imported
+UNUSED = ("pandas", "pymongo", "bson")  # packages refused while Beam is imported, in every process
+# Google Cloud's client libraries Beam guards (Cloud Storage, BigQuery, Pub/Sub, Dataflow, auth, API core).
+GOOGLE_CLOUD = ("google.cloud", "google.auth", "google.api_core", "google_auth_httplib2", "googleapiclient", "apitools")
 FULL_IMPORT = "VLNKIT_FULL_BEAM_IMPORT"  # set: import Beam with everything it has
+WITHOUT_GOOGLE_CLOUD = (
+    "this job started Apache Beam without Google Cloud's client libraries, as its command line names no gs:// "
+    "path and no Dataflow runner (pipelines.beam_import); name the gs:// input or output on the command line, "
+    f"or set {FULL_IMPORT}=1"
+)
+
+_one_job_process = False  # inside `job_command()`: this process runs one job as its command
+
+
+@contextmanager
+def job_command():
+    """Around a command's run of one job: its Beam import may leave out Google Cloud's clients."""
+    global _one_job_process
+    _one_job_process = True
+    try:
+        yield
+    finally:
+        _one_job_process = False
+
+
+def uses_google_cloud(command_line: Sequence[str]) -> bool:
+    """Whether a job's command line (profiles expanded) may need Google Cloud: a `gs://` path or Dataflow."""
+    return any("gs://" in arg or "dataflow" in arg.lower() for arg in command_line)
 
 
 class _Refuse(importlib.abc.MetaPathFinder):
-    """A finder that makes `import <one of UNUSED>` (and its submodules) raise ImportError."""
+    """A finder that makes `import <one of names>` (and of its submodules) fail as a missing module."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
 
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in UNUSED:
-            raise ImportError(f"{name} is not loaded while Apache Beam starts (pipelines.beam_import)")
+        if any(name == n or name.startswith(n + ".") for n in self.names):
+            raise ModuleNotFoundError(f"{name} is not loaded while Apache Beam starts (pipelines.beam_import)")
         return None
 
 
-def import_beam():
-    """`apache_beam`, imported once without `UNUSED` (see the module docstring)."""
+def import_beam(command_line: Sequence[str] | None = None):
+    """`apache_beam`, imported once without `UNUSED`, and without `GOOGLE_CLOUD` when this process runs
+    one job as its command and `command_line` (the job's flags, profiles expanded) does not use it."""
     if "apache_beam" in sys.modules or os.environ.get(FULL_IMPORT):
         import apache_beam
 
         return apache_beam
-    refuse = _Refuse()
+    local = _one_job_process and command_line is not None and not uses_google_cloud(command_line)
+    refuse = _Refuse(UNUSED + (GOOGLE_CLOUD if local else ()))
     mongo = logging.getLogger("apache_beam.io.mongodbio")  # warns that bson is missing: expected here
     level = mongo.level
     mongo.setLevel(logging.ERROR)
     sys.meta_path.insert(0, refuse)
     try:
-        import apache_beam
+        with _without_missing_apitools_warning():
+            import apache_beam
     except ImportError as exc:
         if "pipelines.beam_import" not in _chain(exc):  # not one of ours: Beam's own problem
             raise
@@ -58,7 +103,38 @@ def import_beam():
     finally:
         sys.meta_path.remove(refuse)
         mongo.setLevel(level)
+    if local:
+        from vlnkit.io import fileio
+
+        fileio.refuse_cloud_storage(WITHOUT_GOOGLE_CLOUD)
     return apache_beam
+
+
+class _MissingApitools(logging.Filter):
+    """Drops Beam's warning that apitools is missing (expected when Google Cloud's clients are refused)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("apitools not found")
+
+
+@contextmanager
+def _without_missing_apitools_warning():
+    """Beam logs that warning with `logging.warning`, on the root logger: filtered there. A root logger
+    with no handler would be configured by that call (`logging.basicConfig`, which would then make the
+    job's own logging set-up a no-op), so until the import ends it has one that prints what else is
+    logged as Python does unconfigured (`logging.lastResort`)."""
+    root = logging.getLogger()
+    drop = _MissingApitools()
+    handler = None if root.handlers else logging.lastResort or logging.StreamHandler()
+    root.addFilter(drop)
+    if handler is not None:
+        root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        if handler is not None:
+            root.removeHandler(handler)
 
 
 def _chain(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
+from pipelines.beam_import import job_command
 from pipelines.collector import command_collection
 from pipelines.flags import job_parser, parse
 from pipelines.verdict import JobError
@@ -107,6 +108,7 @@ def _refuse(job: str, exc: JobError) -> NoReturn:
 
 def run_as_command(main: Callable[[], object]) -> None:
     """Run a job's `main` as a command, the cycle collector paused through start-up
-    (`pipelines.collector`). By the time `main` returns every output is closed."""
-    with command_collection():
+    (`pipelines.collector`) and Beam imported for this one job (`pipelines.beam_import.job_command`).
+    By the time `main` returns every output is closed."""
+    with command_collection(), job_command():
         main()

@@ -339,6 +339,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
     """
     argv = expand_config(list(sys.argv[1:] if argv is None else argv))
     args, rest = parser.parse_known_args(argv)  # --help ends here, before Beam is imported
+    from pipelines.beam_import import import_beam
+
+    import_beam(argv)  # the job's whole command line decides what Beam may leave out
     from pipelines.beam_options import JobOptions
 
     for name in unknown_flags(rest):

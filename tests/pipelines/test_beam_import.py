@@ -48,3 +48,61 @@ def test_a_beam_that_needs_a_refused_package_is_imported_whole(needed):
         """
     )
     assert "ok True" in out and "_Refuse" not in out
+
+
+def test_a_local_job_command_starts_beam_without_google_cloud_and_refuses_gs_paths_by_name():
+    out = run_fresh(
+        """
+        import sys
+        from pipelines.beam_import import import_beam, job_command
+        from vlnkit.io import fileio
+        with job_command():
+            beam = import_beam(["--runner=DirectRunner", "--dataset=/data/R2R_val_unseen.json"])
+        print("loaded:", sorted(m for m in ("google.cloud.storage", "google.auth", "apache_beam.io.gcp.gcsfilesystem")
+                                if m in sys.modules))
+        with beam.Pipeline(runner="DirectRunner") as p:
+            _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
+        try:
+            fileio.exists("gs://bucket/R2R_val_unseen.json")
+        except OSError as exc:
+            print("refused:", exc)
+        import google.auth  # the paraphrase job's translation client needs it afterwards
+        print("google.auth afterwards:", google.auth.__name__)
+        """
+    )
+    assert "loaded: []" in out
+    assert "refused: gs://bucket/R2R_val_unseen.json: this job started Apache Beam without Google Cloud" in out
+    assert "google.auth afterwards: google.auth" in out
+    assert "WARNING" not in out and "apitools" not in out  # Beam's warning about apitools is dropped
+
+
+@pytest.mark.parametrize(
+    "command_line, in_a_command",
+    [
+        (["--runner=DirectRunner", "--output_dir=gs://bucket/out"], True),  # names Cloud Storage
+        (["--config=configs/dataflow.yaml", "--runner=DataflowRunner"], True),  # names Dataflow
+        (["--runner=DirectRunner"], False),  # not a job's command: a test session, a notebook
+    ],
+)
+def test_beam_keeps_google_cloud_when_the_command_line_names_it_or_the_process_is_not_one_job(
+    command_line, in_a_command
+):
+    out = run_fresh(
+        f"""
+        import contextlib, sys
+        from pipelines.beam_import import import_beam, job_command
+        with job_command() if {in_a_command} else contextlib.nullcontext():
+            import_beam({command_line!r})
+        from apache_beam.io.filesystems import FileSystems
+        print("gcs:", type(FileSystems.get_filesystem("gs://bucket/x")).__name__)
+        """
+    )
+    assert "gcs: GCSFileSystem" in out
+
+
+def test_uses_google_cloud():
+    from pipelines.beam_import import uses_google_cloud
+
+    assert uses_google_cloud(["--predictions=a=gs://b/p.json"])
+    assert uses_google_cloud(["--runner", "dataflow"])
+    assert not uses_google_cloud(["--runner=DirectRunner", "--output_dir=/tmp/gsx"])

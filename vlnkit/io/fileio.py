@@ -16,6 +16,25 @@ import os
 import zlib
 from typing import IO
 
+# Why this process cannot reach Cloud Storage, when its job started Beam without Google Cloud's clients
+# (`pipelines.beam_import` sets it through `refuse_cloud_storage`); None: Beam's filesystems as installed.
+_no_cloud_storage: str | None = None
+
+
+def refuse_cloud_storage(reason: str) -> None:
+    """From now on a `gs://` path raises OSError naming `reason` (Beam started without its GCS filesystem)."""
+    global _no_cloud_storage
+    _no_cloud_storage = reason
+
+
+def _filesystems(path: str):
+    """Beam's `FileSystems`, for a path with a scheme (a clear error for `gs://` when it cannot be reached)."""
+    if _no_cloud_storage and path.startswith("gs://"):
+        raise OSError(f"{path}: {_no_cloud_storage}")
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems
+
 
 def is_remote(path: str) -> bool:
     """Whether a path names a Beam filesystem (`gs://`, `s3://`, ...) rather than the local disk.
@@ -69,9 +88,8 @@ def open_read(path: str) -> IO[bytes]:
         vlnkit.io.fileio.UnreadableFile: /....json.gz: Compressed file ended before the end-of-stream marker was reached
     """
     if is_remote(path):
-        from apache_beam.io.filesystems import FileSystems
-
-        return FileSystems.open(path)
+        fs = _filesystems(path)
+        return fs.open(path)
     if path.endswith(".gz"):
         import gzip
 
@@ -88,17 +106,16 @@ def open_stored(path: str) -> IO[bytes]:
     (the same number `sha256sum`, `gsutil hash` or Cloud Storage's crc32c give for it)."""
     if is_remote(path):
         from apache_beam.io.filesystem import CompressionTypes
-        from apache_beam.io.filesystems import FileSystems
 
-        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        fs = _filesystems(path)
+        return fs.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     return open(path, "rb")
 
 
 def open_write(path: str) -> IO[bytes]:
     if is_remote(path):
-        from apache_beam.io.filesystems import FileSystems
-
-        return FileSystems.create(path)
+        fs = _filesystems(path)
+        return fs.create(path)
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -112,17 +129,15 @@ def read_bytes(path: str) -> bytes:
 
 def exists(path: str) -> bool:
     if is_remote(path):
-        from apache_beam.io.filesystems import FileSystems
-
-        return FileSystems.exists(path)
+        fs = _filesystems(path)
+        return fs.exists(path)
     return os.path.exists(path)
 
 
 def join(base: str, *parts: str) -> str:
     if is_remote(base):
-        from apache_beam.io.filesystems import FileSystems
-
-        return FileSystems.join(base, *parts)
+        fs = _filesystems(base)
+        return fs.join(base, *parts)
     return os.path.join(base, *parts)
 
 
@@ -140,9 +155,8 @@ def match(patterns: str | list[str]) -> list[tuple[str, int]]:
     found: dict[str, int] = {}
     for pattern in patterns:
         if is_remote(pattern):
-            from apache_beam.io.filesystems import FileSystems
-
-            for result in FileSystems.match([pattern]):
+            fs = _filesystems(pattern)
+            for result in fs.match([pattern]):
                 for meta in result.metadata_list:
                     found[meta.path] = meta.size_in_bytes
         else:
@@ -170,12 +184,11 @@ def remove_tree(path: str) -> None:
     On object stores a "folder" is only a name prefix, so every object under it is deleted by name.
     """
     if is_remote(path):
-        from apache_beam.io.filesystems import FileSystems
-
+        fs = _filesystems(path)
         prefix = path.rstrip("/") + "/"
-        objects = [m.path for r in FileSystems.match([prefix + "**"]) for m in r.metadata_list]
+        objects = [m.path for r in fs.match([prefix + "**"]) for m in r.metadata_list]
         if objects:
-            FileSystems.delete(objects)
+            fs.delete(objects)
         return
     import shutil
 
@@ -185,8 +198,7 @@ def remove_tree(path: str) -> None:
 def rename(src: str, dst: str) -> None:
     """Move one file to another name on the same filesystem (a copy and a delete on object stores)."""
     if is_remote(src):
-        from apache_beam.io.filesystems import FileSystems
-
-        FileSystems.rename([src], [dst])
+        fs = _filesystems(src)
+        fs.rename([src], [dst])
         return
     os.replace(src, dst)
