@@ -33,6 +33,7 @@ from vlnkit.hashing import GOLDEN, TAG_INT
 
 TILE = 512  # replicates per accumulator tile: a cell's columns x 512 float64 and four weight rows stay in L2
 SPLIT = 64  # replicate ranges of threads are cut at multiples of this
+THRESHOLDS = 9  # thresholds a 21-bit uniform can reach: Poisson(1) weights are at most 9
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
 _TAG_INT = np.uint64(TAG_INT)
@@ -48,19 +49,22 @@ def _mix(z):  # splitmix64's finaliser, as vlnkit.hashing._mix_array
 @njit(cache=True, nogil=True)
 def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
     """Rows first..stop-1 of the (len(keys), B) uint8 weights `out`: `start` is the seed's hash state,
-    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the integer
-    inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut from its hashes first;
-    then each threshold is compared with every uniform of the row in one pass (a loop over replicates,
-    which the compiler vectorizes), so a weight is a sum of comparisons with no branch on the draw."""
+    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the
+    `THRESHOLDS` integer inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut
+    from its hashes first; then one pass over the replicates (which the compiler vectorizes) compares
+    each uniform with every threshold, so a weight is a sum of comparisons with no branch on the draw."""
     replicates = out.shape[1]
     mask = np.uint64((1 << bits) - 1)
     shift1 = np.uint64(bits)
     shift2 = np.uint64(2 * bits)
     hashes = len(group_hashes)
-    n = 3 * hashes
-    uniforms = np.empty(n, np.int32)
-    counts = np.empty(n, np.int32)
-    limits = thresholds.astype(np.int32)
+    uniforms = np.empty(3 * hashes, np.int32)
+    counts = np.empty(3 * hashes, np.int32)
+    # The nine thresholds held in registers (`THRESHOLDS`): one pass over the uniforms compares each
+    # with all nine, where a pass per threshold loaded and stored every count nine times (a third slower).
+    l0, l1, l2 = np.int32(thresholds[0]), np.int32(thresholds[1]), np.int32(thresholds[2])
+    l3, l4, l5 = np.int32(thresholds[3]), np.int32(thresholds[4]), np.int32(thresholds[5])
+    l6, l7, l8 = np.int32(thresholds[6]), np.int32(thresholds[7]), np.int32(thresholds[8])
     for i in range(first, stop):
         state = _mix(start * _GOLDEN + _mix(keys[i] ^ _TAG_INT))
         for g in range(hashes):
@@ -68,13 +72,13 @@ def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits
             uniforms[3 * g] = np.int32(h & mask)
             uniforms[3 * g + 1] = np.int32((h >> shift1) & mask)
             uniforms[3 * g + 2] = np.int32((h >> shift2) & mask)
-        for b in range(n):
-            counts[b] = 0
-        for k in range(len(limits)):
-            limit = limits[k]
-            for b in range(n):
-                counts[b] += uniforms[b] >= limit
-        row = out[i]
+        for b in range(len(uniforms)):
+            u = uniforms[b]
+            low = np.int32(u >= l0) + np.int32(u >= l1) + np.int32(u >= l2)
+            mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
+            high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
+            counts[b] = low + mid + high
+        row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop was slower
         for b in range(replicates):
             row[b] = np.uint8(counts[b])
 
@@ -154,6 +158,7 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
     w1 = np.zeros(TILE)
     w2 = np.zeros(TILE)
     w3 = np.zeros(TILE)
+    touched = np.zeros(columns, np.bool_)  # the columns the current cell added to
     for t0 in range(first, stop, TILE):
         width = min(TILE, stop - t0)
         r = 0
@@ -164,45 +169,55 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                 end += 1
             q = r
             while q + 4 <= end:
-                a0 = weights[episode[q]]
-                a1 = weights[episode[q + 1]]
-                a2 = weights[episode[q + 2]]
-                a3 = weights[episode[q + 3]]
+                # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
+                # (indexed at t0 + b it was converted one weight at a time, half the kernel's time).
+                a0 = weights[episode[q]][t0 : t0 + width]
+                a1 = weights[episode[q + 1]][t0 : t0 + width]
+                a2 = weights[episode[q + 2]][t0 : t0 + width]
+                a3 = weights[episode[q + 3]][t0 : t0 + width]
                 for b in range(width):
-                    w0[b] = a0[t0 + b]
-                    w1[b] = a1[t0 + b]
-                    w2[b] = a2[t0 + b]
-                    w3[b] = a3[t0 + b]
+                    w0[b] = a0[b]
+                    w1[b] = a1[b]
+                    w2[b] = a2[b]
+                    w3[b] = a3[b]
                 for c in range(columns):
                     v0 = values[q, c]
                     v1 = values[q + 1, c]
                     v2 = values[q + 2, c]
                     v3 = values[q + 3, c]
                     if v0 != 0.0 or v1 != 0.0 or v2 != 0.0 or v3 != 0.0:
+                        touched[c] = True
                         sums = acc[c]
                         for b in range(width):
                             sums[b] += (w0[b] * v0 + w1[b] * v1) + (w2[b] * v2 + w3[b] * v3)
                 q += 4
             while q < end:
-                a0 = weights[episode[q]]
+                a0 = weights[episode[q]][t0 : t0 + width]
                 for b in range(width):
-                    w0[b] = a0[t0 + b]
+                    w0[b] = a0[b]
                 for c in range(columns):
                     v0 = values[q, c]
                     if v0 != 0.0:
+                        touched[c] = True
                         sums = acc[c]
                         for b in range(width):
                             sums[b] += w0[b] * v0
                 q += 1
+            # Only the columns this cell added to move and are cleared (the others are all zero).
             for d in range(targets.shape[1]):
                 t = targets[here, d]
                 if t >= 0:
                     for c in range(columns):
                         k = row_of[t, c]
-                        if k >= 0:
+                        if k >= 0 and touched[c]:
+                            mine = out[k][t0 : t0 + width]
+                            sums = acc[c]
                             for b in range(width):
-                                out[k, t0 + b] += np.int64(acc[c, b])
+                                mine[b] += np.int64(sums[b])
             for c in range(columns):
-                for b in range(width):
-                    acc[c, b] = 0.0
+                if touched[c]:
+                    sums = acc[c]
+                    for b in range(width):
+                        sums[b] = 0.0
+                    touched[c] = False
             r = end

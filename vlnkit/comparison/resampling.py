@@ -138,7 +138,7 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     >>> round(float(w.mean()), 1), round(float(w.var()), 1)  # Poisson(1): mean 1, variance 1
     (1.0, 1.0)
     """
-    from vlnkit.comparison.kernels import poisson_weight_rows
+    from vlnkit.comparison.kernels import THRESHOLDS, poisson_weight_rows
 
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     if replicates < 0:
@@ -147,6 +147,7 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     groups = integer_key_hashes(np.arange(hashes, dtype=np.int64))
     out = np.empty((len(keys), replicates), np.uint8)
     state, thresholds = np.uint64(seed_state(seed)), _reachable_thresholds()
+    assert len(thresholds) == THRESHOLDS  # the kernel holds exactly these in registers
     run_in_parallel(
         lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
         parts(len(keys), thread_count(len(keys) * replicates * len(thresholds))),  # a comparison per threshold
