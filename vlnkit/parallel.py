@@ -14,7 +14,6 @@ calling thread, where starting threads costs more than it saves.
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["thread_count", "parts", "run_in_parallel", "MAX_THREADS", "PARALLEL_WORK"]
@@ -38,30 +37,10 @@ def parts(n: int, threads: int, step: int = 1) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _helpers() -> ThreadPoolExecutor:
-    """The process's helper threads, started once: a pool per call cost a thread start and join per range
-    (about 0.1 s of a million-prediction score job, which makes a few hundred calls)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(MAX_THREADS - 1, thread_name_prefix="vlnkit-parallel")
-        return _pool
-
-
 def run_in_parallel(call, ranges: list[tuple[int, int]]) -> None:
-    """call(first, stop) for every range: the first on this thread, the others on helper threads.
-    The calls must not wait for one another (they are the leaves of the work), so callers on several
-    threads at once only queue for the helpers."""
+    """call(first, stop) for every range, on threads when there are several."""
     if len(ranges) == 1:
         call(*ranges[0])
         return
-    others = [_helpers().submit(call, *r) for r in ranges[1:]]
-    try:
-        call(*ranges[0])
-    finally:
-        for done in others:
-            done.result()
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        list(pool.map(lambda r: call(*r), ranges))

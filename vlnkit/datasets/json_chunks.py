@@ -29,7 +29,6 @@ import gc
 import json
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -332,26 +331,11 @@ def _parsed(chunks, source: str, at: _Cursor, typed):
 
 
 def _scanned_lines(block: bytes, read, source: str, index: int, lineno: int, first: bool, typed, scan, chunk_bytes):
-    """`_json_lines` with a compiled scanner: blocks of whole lines, at most SCAN_BYTES each, go to `scan`
-    (`_scanned_blocks`, one block ahead on a helper thread), and a block it refuses is read in chunks of
-    `chunk_bytes` the general way. The scanner refuses every line break but "\n" and invalid UTF-8
-    itself, so a block it accepts needs no other check."""
+    """`_json_lines` with a compiled scanner: blocks of whole lines, at most SCAN_BYTES each, go to `scan` as
+    buffers (no copy), and a block it refuses is read in chunks of `chunk_bytes` the general way. The
+    scanner refuses every line break but "\n" and invalid UTF-8 itself, so a block it accepts needs no
+    other check."""
     at = _Cursor(index, lineno, first)
-    for scanned, refused in one_ahead(_scanned_blocks(block, read, scan)):
-        if scanned is not None:
-            if len(scanned):
-                yield at.index, scanned, True
-            at.advance(len(scanned), scanned.newlines)
-        else:
-            yield from _parsed(_pieces(refused, chunk_bytes), source, at, typed)
-            if at.stopped:
-                return
-
-
-def _scanned_blocks(block: bytes, read, scan):
-    """(scanned, None) per block of whole lines the scanner accepts, (None, the block's bytes) per block it
-    refuses, in order: the file is read into one buffer and each block handed to `scan` as a view of it
-    (no copy)."""
     buf = bytearray(block)
     eof = not block
     while True:
@@ -362,45 +346,21 @@ def _scanned_blocks(block: bytes, read, scan):
             cut = end if end <= SCAN_BYTES else (buf.rfind(b"\n", 0, SCAN_BYTES) + 1 or end)
             view = memoryview(buf)[:cut]
             scanned = scan(view)
-            found = (scanned, None) if scanned is not None else (None, bytes(view))
+            if scanned is not None:
+                if len(scanned):
+                    yield at.index, scanned, True
+                at.advance(len(scanned), scanned.newlines)
+            else:
+                yield from _parsed(_pieces(bytes(view), chunk_bytes), source, at, typed)
+                if at.stopped:
+                    return
             view.release()
             del buf[:cut]
-            yield found
         if eof:
             return
         block = read()
         eof = not block
         buf += block
-
-
-_END = object()
-
-
-def one_ahead(items: Iterator) -> Iterator:
-    """The items of `items`, each next one made on a helper thread while the caller uses this one.
-
-    Why: reading and scanning a block (file reads and compiled scanners, which release the GIL) then
-    overlaps what the caller does with the block before (bucketing it, handing it to the next step),
-    instead of alternating with it. `items` is advanced by one thread at a time, in order; an error it
-    raises is raised here, where its item would have come.
-
-    >>> list(one_ahead(iter(range(3))))
-    [0, 1, 2]
-    """
-    with ThreadPoolExecutor(1, thread_name_prefix="vlnkit-read-ahead") as ahead:
-        try:
-            coming = ahead.submit(next, items, _END)
-            while True:
-                item = coming.result()
-                if item is _END:
-                    return
-                coming = ahead.submit(next, items, _END)
-                yield item
-        finally:
-            coming.cancel() or coming.exception()  # the helper is idle before `items` is closed here
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
 
 
 def _pieces(chunk: bytes, size: int):

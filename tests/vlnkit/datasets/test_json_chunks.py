@@ -142,31 +142,3 @@ def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n\xff\n' * 3), 12) is None  # not UTF-8
     assert plan_line_ranges(io.BytesIO(b'[{"a": 1},\n{"b": 2}]\n'), 4) is None  # a JSON list
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
-
-
-def test_one_ahead_gives_the_items_in_order_raises_where_an_error_comes_and_closes_early():
-    from vlnkit.datasets.json_chunks import one_ahead
-
-    made, closed = [], []
-
-    def items(n, fail_at=None):
-        try:
-            for i in range(n):
-                if i == fail_at:
-                    raise OSError(f"cannot read block {i}")
-                made.append(i)
-                yield i
-        finally:
-            closed.append(n)
-
-    assert list(one_ahead(items(5))) == [0, 1, 2, 3, 4]
-    got = []
-    with pytest.raises(OSError, match="block 2"):
-        for item in one_ahead(items(4, fail_at=2)):
-            got.append(item)
-    assert got == [0, 1]
-    made.clear()
-    stream = one_ahead(items(100))
-    assert next(stream) == 0
-    stream.close()  # a reader that stops early: the helper made at most one more, the source is closed
-    assert made in ([0], [0, 1]) and closed[-1] == 100
