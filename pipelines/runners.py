@@ -1,7 +1,8 @@
 """Which runner a job runs on: `--runner=DirectRunner` (the default) is Beam's Python runner on every machine.
 
-`local_runner` builds it (with a shorter state-sampling period, `shorter_state_sampling`); `one_worker_process` tells a job whether every step runs in one process
-(work that only pays with parallel workers can then be skipped).
+`local_runner` builds it (with a shorter state-sampling period, `shorter_state_sampling`);
+`one_worker_process` tells a job whether every step runs in one process (work that only pays with
+parallel workers can then be skipped).
 """
 
 from __future__ import annotations
