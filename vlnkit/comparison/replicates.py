@@ -42,7 +42,6 @@ DEFAULT_REPLICATES = 1000
 REPLICATE_BITS = 26  # replicate sums add values rounded to multiples of 2**-26
 LIMB_BITS = 36  # `vlnkit.comparison.kernels`: 4,096 rows x weight 31 x 2**36 < 2**53
 LIMBS = 2  # |x| < 2**36 on the 2**-26 grid: below 2**62, two limbs
-_LIMB_MASK = (1 << LIMB_BITS) - 1
 MAX_WEIGHT = 31
 MAX_VALUE = 2.0**36  # |x| * 2**26 below 2**62: two limbs, and int64 room for the carries
 KERNEL_ROWS = 1 << 21  # rows per kernel call: low limbs of 2**21 rows x 31 x 2**36 < 2**63 before carrying
@@ -187,7 +186,6 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
         out[lows] -= carry << LIMB_BITS
         out[highs] += carry
     totals, counts = _exact_totals(values, cell, targets, metrics_of)
-    nonzero, large = out.any(axis=1), (np.abs(out) >= 1 << 50).any(axis=1)
     result = []
     for t, kept in enumerate(metrics_of):
         sums = ReplicateSums(replicates)
@@ -195,13 +193,8 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
             m = names.index(name)
             at = m * n_targets + t
             sums.totals[name], sums.counts[name] = totals[at], counts[at]
-            first = row_of[t, low[m]]  # the high limb is the next row; the low limb is below 2**36
-            limbs = out[first : first + LIMBS]
-            if large[first + 1]:
-                limbs = _normalized(limbs)
-            else:  # what `_normalized` gives: no carry to move, zero top limbs trimmed
-                limbs = limbs[: 2 if nonzero[first + 1] else 1 if nonzero[first] else 0].copy()
-            sums.limb_totals[name] = limbs
+            first = row_of[t, low[m]]  # the high limb is the next row
+            sums.limb_totals[name] = _normalized(out[first : first + LIMBS])
             sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
         result.append(sums)
     return result
