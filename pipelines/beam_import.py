@@ -15,6 +15,13 @@ those packages refused: Beam then starts as it does on a machine without them.
   for Cloud Storage (a test session, a notebook, a job that names it) imports them whole, and
   `vlnkit.io.fileio` refuses a `gs://` path in a process that started without them, naming why.
 
+pyarrow, too, imports pandas the first time it converts a Python list (about 0.35 s, to ask whether
+the list is a pandas object). In a job's command process nothing is a pandas object before pandas is
+imported, so `job_command` lets pyarrow ask first, with pandas refused: pyarrow remembers the answer
+for its checks, and its own pandas conversions (`to_pandas`, `from_pandas`) still import pandas when
+called. (Left to chance, that first conversion happened on the warm-up thread either during Beam's
+import, pandas refused, or after it, pandas loaded: a third of a second that came and went.)
+
 The refusal lasts for the import only: afterwards pandas, or Google's translation client of the
 paraphrase job, import normally. A Beam that stops guarding one of these imports cannot be imported
 again in the same process (its compiled modules keep the classes of the failed attempt), so the
@@ -29,16 +36,18 @@ process starts over as it was started, with `FULL_IMPORT` set: Beam is then impo
 
 from __future__ import annotations
 
-import importlib.abc
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from contextlib import contextmanager
 
+from vlnkit.refused_imports import refused
+
 UNUSED = ("pandas", "pymongo", "bson")  # packages refused while Beam is imported, in every process
 # Google Cloud's client libraries Beam guards (Cloud Storage, BigQuery, Pub/Sub, Dataflow, auth, API core).
 GOOGLE_CLOUD = ("google.cloud", "google.auth", "google.api_core", "google_auth_httplib2", "googleapiclient", "apitools")
+BY = "pipelines.beam_import"  # names this module in a refusal's message (and tells its refusals apart)
 FULL_IMPORT = "VLNKIT_FULL_BEAM_IMPORT"  # set: import Beam with everything it has
 WITHOUT_GOOGLE_CLOUD = (
     "this job started Apache Beam without Google Cloud's client libraries, as its command line names no gs:// "
@@ -51,30 +60,32 @@ _one_job_process = False  # inside `job_command()`: this process runs one job as
 
 @contextmanager
 def job_command():
-    """Around a command's run of one job: its Beam import may leave out Google Cloud's clients."""
+    """Around a command's run of one job: its Beam import may leave out Google Cloud's clients, and
+    pyarrow learns that pandas is not loaded (`pyarrow_without_pandas`)."""
     global _one_job_process
     _one_job_process = True
+    pyarrow_without_pandas()
     try:
         yield
     finally:
         _one_job_process = False
 
 
+def pyarrow_without_pandas() -> None:
+    """Let pyarrow look for pandas now, with pandas refused, unless pandas is loaded already: its checks
+    of Python lists then skip the import (pyarrow asks once per process), while `to_pandas()` and
+    `from_pandas()` import pandas for themselves whenever called."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow
+
+    with refused(("pandas",), BY):
+        pyarrow.array([])  # a list: pyarrow asks whether pandas is there, and keeps the answer
+
+
 def uses_google_cloud(command_line: Sequence[str]) -> bool:
     """Whether a job's command line (profiles expanded) may need Google Cloud: a `gs://` path or Dataflow."""
     return any("gs://" in arg or "dataflow" in arg.lower() for arg in command_line)
-
-
-class _Refuse(importlib.abc.MetaPathFinder):
-    """A finder that makes `import <one of names>` (and of its submodules) fail as a missing module."""
-
-    def __init__(self, names: tuple[str, ...]):
-        self.names = names
-
-    def find_spec(self, name, path=None, target=None):
-        if any(name == n or name.startswith(n + ".") for n in self.names):
-            raise ModuleNotFoundError(f"{name} is not loaded while Apache Beam starts (pipelines.beam_import)")
-        return None
 
 
 def import_beam(command_line: Sequence[str] | None = None):
@@ -85,23 +96,20 @@ def import_beam(command_line: Sequence[str] | None = None):
 
         return apache_beam
     local = _one_job_process and command_line is not None and not uses_google_cloud(command_line)
-    refuse = _Refuse(UNUSED + (GOOGLE_CLOUD if local else ()))
     mongo = logging.getLogger("apache_beam.io.mongodbio")  # warns that bson is missing: expected here
     level = mongo.level
     mongo.setLevel(logging.ERROR)
-    sys.meta_path.insert(0, refuse)
     try:
-        with _without_missing_apitools_warning():
+        with refused(UNUSED + (GOOGLE_CLOUD if local else ()), BY), _without_missing_apitools_warning():
             import apache_beam
     except ImportError as exc:
-        if "pipelines.beam_import" not in _chain(exc):  # not one of ours: Beam's own problem
+        if f"({BY})" not in _chain(exc):  # not one of ours: Beam's own problem
             raise
         os.environ[FULL_IMPORT] = "1"  # a Beam that needs one of them: the process again, Beam whole
         sys.stdout.flush()
         sys.stderr.flush()
         os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
     finally:
-        sys.meta_path.remove(refuse)
         mongo.setLevel(level)
     if local:
         from vlnkit.io import fileio

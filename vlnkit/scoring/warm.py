@@ -6,15 +6,32 @@ one to two seconds of the same process. Run on a thread while those imports go o
 work releases the GIL), and a run on a small split, where start-up is most of the wait, ends sooner. Every
 kernel is called once on a tiny input, the way the job calls it; a failure here is left for the real call
 to report.
+
+numba's start (its first compiled call in a process sets up its CPU target) imports SciPy's linear
+algebra (about 0.25 s here, holding the GIL Beam's import needs too) only to choose how a compiled
+`np.correlate` / `np.convolve` multiplies, and cffi (with its C parser) for cffi functions; the job's
+kernels use neither. So the warm-up thread refuses both while numba starts (`NUMBA_UNUSED`): numba
+goes on as without them (a compiled `np.dot` still imports SciPy when it is compiled), and every other
+thread imports them as usual.
 """
 
 from __future__ import annotations
 
 import threading
 
+from vlnkit.refused_imports import refused
+
+NUMBA_UNUSED = ("scipy.linalg", "cffi")  # what numba's start imports that the job's kernels do not use
+
 
 def warm_up() -> None:
-    """Call each kernel of the score job once on a tiny input (loads or compiles it)."""
+    """Call each kernel of the score job once on a tiny input (loads or compiles it), numba started
+    without `NUMBA_UNUSED` when this call is what starts it."""
+    with refused(NUMBA_UNUSED, "vlnkit.scoring.warm", this_thread_only=True):
+        _call_each_kernel()
+
+
+def _call_each_kernel() -> None:
     import numpy as np
 
     from vlnkit.comparison.config import BootstrapConfig
