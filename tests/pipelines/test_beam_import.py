@@ -58,7 +58,7 @@ def test_a_local_job_command_starts_beam_without_google_cloud_and_refuses_gs_pat
         from vlnkit.io import fileio
         with job_command():
             beam = import_beam(["--runner=DirectRunner", "--dataset=/data/R2R_val_unseen.json"])
-        print("loaded:", sorted(m for m in ("google.cloud.storage", "google.auth", "apache_beam.io.gcp.gcsfilesystem")
+        print("loaded:", sorted(m for m in ("google.cloud.storage", "google.auth", "apache_beam.io.gcp.gcsfilesystem", "apache_beam.io.gcp.bigquery")
                                 if m in sys.modules))
         with beam.Pipeline(runner="DirectRunner") as p:
             _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
