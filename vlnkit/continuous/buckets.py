@@ -36,6 +36,7 @@ from vlnkit.continuous.pieces import EPISODES, MATCH, POSITIONS, REFUSED, RESULT
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES, POINT_LIST
 from vlnkit.continuous.scoring import DTW_MODES, FASTDTW_RULES, GOAL_DISTANCES, REFERENCES, score_paths
+from vlnkit.datasets.first_wins import first_of_each
 from vlnkit.evaluation.batch import add_group_sums
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
@@ -108,23 +109,13 @@ def _ints(table: pa.Table, name: str) -> np.ndarray:
     return table.column(name).to_numpy().astype(np.int64, copy=False)
 
 
-def _first_of_each(keys: np.ndarray, rank: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The "first record wins" rule: (order by (key, rank, index), the row kept for each row's key in that order)."""
-    order = np.lexsort((index, rank, keys))
-    k = keys[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = k[1:] != k[:-1]
-    kept = order[np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))] if len(order) else order
-    return order, kept
-
-
 def _episodes(pieces: list[Piece], dataset_files: list[str]) -> tuple[pa.Table | None, list[RecordError]]:
     """Rule 0: the bucket's episodes, one row per id, sorted by id."""
     table = _concat(pieces, EPISODES)
     if table is None:
         return None, []
     ids, rank, index = _ints(table, "episode_id"), _ints(table, "rank"), _ints(table, "index")
-    order, kept = _first_of_each(ids, rank, index)
+    order, _, kept = first_of_each(ids, rank, index)
     dead = []
     for pos in np.flatnonzero(order != kept).tolist():
         dup, keep = int(order[pos]), int(kept[pos])
@@ -155,7 +146,7 @@ def _match(table, kind, episode_ids, files, dataset, refused) -> tuple[np.ndarra
         )
         dead.append(RecordError(files[int(rank[row])], f"episode_id={eid}", why, MATCH))
     rows = np.flatnonzero(found)
-    order, kept = _first_of_each(ids[rows], rank[rows], index[rows])
+    order, _, kept = first_of_each(ids[rows], rank[rows], index[rows])
     for pos in np.flatnonzero(order != kept).tolist():
         dup, keep = int(rows[order[pos]]), int(rows[kept[pos]])
         eid = int(ids[dup])

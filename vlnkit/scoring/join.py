@@ -45,6 +45,7 @@ import pyarrow as pa
 from numba import njit
 
 from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+from vlnkit.datasets.first_wins import first_of_each
 from vlnkit.datasets.prediction_batches import BARE_K
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
@@ -174,19 +175,8 @@ def _instr_id(batch: PredictionBatch, row: int) -> str:
     return instr_ids(batch.path_id[row : row + 1], batch.k[row : row + 1])[0].as_py()
 
 
-def _first_of_each(keys: np.ndarray, rank: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The "first record wins" rule: rows sorted by (key, file rank, record index); (order, is-first mask
-    in that order, the kept row of each row's key in that order)."""
-    order = np.lexsort((index, rank, keys))
-    k = keys[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = k[1:] != k[:-1]
-    kept = order[np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))] if len(order) else order
-    return order, first, kept
-
-
 def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[ReferenceBatch, list[RecordError]]:
-    order, first, kept = _first_of_each(refs.path_id, refs.rank, refs.index)
+    order, first, kept = first_of_each(refs.path_id, refs.rank, refs.index)
     dead = []
     for pos in np.flatnonzero(~first).tolist():
         dup, keep = int(order[pos]), int(kept[pos])
@@ -229,7 +219,7 @@ def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, s
             dead.append(unknown_id(source, index, iid) if where is None else refused_record(source, index, iid, where))
     rows = np.flatnonzero(found)
     ep = ep_start[pos_c[rows]] + preds.k[rows] - refs.first_k[pos_c[rows]] if len(rows) else np.zeros(0, np.int64)
-    order, first, kept = _first_of_each(ep, preds.rank[rows], preds.index[rows])
+    order, first, kept = first_of_each(ep, preds.rank[rows], preds.index[rows])
     if not first.all():
         dups = np.flatnonzero(~first)
         ids = instr_ids(preds.path_id[rows[order[dups]]], preds.k[rows[order[dups]]]).to_pylist()
