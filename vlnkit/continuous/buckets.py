@@ -38,6 +38,7 @@ from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES, POI
 from vlnkit.continuous.scoring import DTW_MODES, FASTDTW_RULES, GOAL_DISTANCES, REFERENCES, score_paths
 from vlnkit.datasets.first_wins import first_of_each
 from vlnkit.evaluation.batch import add_group_sums
+from vlnkit.evaluation.bucket_scores import BucketScores
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.dead_letters import RecordError
@@ -85,13 +86,10 @@ class ContinuousOptions:
 
 
 @dataclass
-class ContinuousBucket:
-    table: pa.Table | None  # CONTINUOUS_EPISODE_SCORES rows of every agent (None when nothing was scored)
-    totals: dict[str, int]
-    missing: list[str]  # "<instr_id>", or "<agent>\t<instr_id>" when several agents are scored
-    unusable: list[str]
-    dead: list[RecordError] = field(default_factory=list)
-    reference_length: np.ndarray = field(default_factory=lambda: np.zeros(0))  # metres, per table row
+class ContinuousBucket(BucketScores):
+    """`BucketScores` (rows in `CONTINUOUS_EPISODE_SCORES`) and, per agent that gave both positions and
+    results, how far the results' metrics are from ours."""
+
     differences: dict = field(default_factory=dict)  # {agent: {metric: {"count", "sum", "max"}}}
 
 

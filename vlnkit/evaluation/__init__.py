@@ -12,6 +12,7 @@
 - `leaderboard`: agents ranked (SPL, then SR) and the same rows as `leaderboard.csv`/`.md` and the
   console's tables (`leaderboard`, `leaderboard_text`, `write_leaderboard`, `language_rows`).
 - `schemas`: the Parquet schemas of scored episodes (`EPISODE_SCORES`, `RANDOM_EPISODE_SCORES`).
+- `bucket_scores`: what scoring one shuffle bucket gives a score step (`BucketScores`), graph or continuous.
 - Internals: `kernels` and `reward_kernels` (compiled, cached on disk), `common` (names, options,
   packing; the success rule, `SUCCESS_RULES`). The numpy implementation the kernels are tested
   against is a test oracle (`tests/oracles/numpy_metrics.py`), not part of the package.
@@ -38,6 +39,7 @@ _HOME = {
     **dict.fromkeys(("score_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
     **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
     **dict.fromkeys(("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"), "schemas"),
+    "BucketScores": "bucket_scores",
 }
 
 
@@ -67,8 +69,8 @@ __all__ = [
     # the score job's summary and leaderboard
     "score_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
     "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
-    # the Parquet schemas of scored episodes
-    "EPISODE_SCORES", "RANDOM_EPISODE_SCORES",
+    # the Parquet schemas of scored episodes, and what scoring a bucket gives
+    "EPISODE_SCORES", "RANDOM_EPISODE_SCORES", "BucketScores",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)

@@ -12,7 +12,7 @@ up to the same summary in any order on any runner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -20,26 +20,16 @@ import pyarrow as pa
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation import kernels
 from vlnkit.evaluation.batch import add_group_sums
+from vlnkit.evaluation.bucket_scores import BucketScores
 from vlnkit.evaluation.common import ALL, METRICS
 from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.io.dead_letters import RecordError
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables
 
 PAIR_WORK = 1 << 12  # about how many pairs cost one unit of `thread_count` work (a few us each)
-
-
-@dataclass
-class BucketScores:
-    table: pa.Table | None  # EPISODE_SCORES rows of every agent (None when nothing was scored)
-    totals: dict[str, int]
-    missing: list[str]  # "<instr_id>", or "<agent>\t<instr_id>" when several agents are scored
-    unusable: list[str]
-    dead: list[RecordError] = field(default_factory=list)
-    reference_length: np.ndarray = field(default_factory=lambda: np.zeros(0))  # metres, per table row
 
 
 def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
