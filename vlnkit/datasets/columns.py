@@ -202,12 +202,10 @@ class Paths:
         return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
 
     def take(self, rows: np.ndarray) -> Paths:
+        from vlnkit.datasets.ragged import gather_rows  # compiled: here, so importing the columns needs no numba
+
         rows = np.asarray(rows, dtype=np.int64)
-        lengths = self.lengths[rows]
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        starts = np.repeat(self.offsets[rows] - offsets[:-1], lengths)
-        values = self.values[np.arange(offsets[-1], dtype=np.int64) + starts]
+        offsets, values = gather_rows(self.offsets, self.values, rows)
         strings = {}
         if self.strings:
             for new, old in enumerate(rows.tolist()):

@@ -47,7 +47,8 @@ def _call_each_kernel() -> None:
 
     line = NavGraph("s", ("a", "b"), np.array([[0.0, 0, 0], [1, 0, 0]]), np.array([[0, 1]]))
     scans = ScanTables(GraphStore("", {"s": line}))
-    path = Paths(np.array([0, 2]), np.array([0, 1]))
+    path = Paths(np.array([0, 2]), np.array([0, 1], np.int32))
+    path.take(np.array([0]))  # the batches' ragged gather (`vlnkit.datasets.ragged`)
     got = score_pairs(scans, np.array([scans.slot("s")]), path, path, ScoringConfig())
     exact_sums_by(np.zeros(1, np.int64), got.scores["ne"], 1)
     vocab = Vocabulary(["s"], [["a", "b"]])
