@@ -8,8 +8,9 @@ third of a second for pandas, a quarter for `scipy.linalg`, on this project's 2-
 on a machine without the package; afterwards the package imports normally for whoever needs it.
 A package already imported is not affected (Python takes it from `sys.modules`).
 
-Written here rather than taken from a library: it is one small `importlib` finder, and no package on
-PyPI offers a refusal limited to one thread.
+Written here rather than taken from a library: it is one small `importlib` finder (a meta path entry,
+as the import system documents), and a refusal must be able to stay inside one thread, so that numba's
+start on the warm-up thread leaves the main thread's imports alone.
 
     >>> import sys
     >>> _ = sys.modules.pop("tabnanny", None)

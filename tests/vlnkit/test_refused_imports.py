@@ -14,16 +14,20 @@ def _forget(*names):
 
 
 def test_a_refused_package_and_its_submodules_fail_as_missing_then_import_afterwards():
-    _forget("xml.dom.minidom", "xml.dom")
-    with refused(("xml.dom",), "a test"):
-        with pytest.raises(ModuleNotFoundError, match=r"xml\.dom is not imported here \(a test\)"):
-            import xml.dom  # noqa: F401
-        with pytest.raises(ModuleNotFoundError, match=r"xml\.dom(\.minidom)? is not imported here"):
-            import xml.dom.minidom  # noqa: F401
-        import xml.sax  # a sibling is not refused  # noqa: F401
-    import xml.dom.minidom
+    _forget("wsgiref.util", "wsgiref.simple_server", "wsgiref")
+    with refused(("wsgiref",), "a test"):
+        with pytest.raises(ModuleNotFoundError, match=r"wsgiref is not imported here \(a test\)"):
+            import wsgiref  # noqa: F401
+        with pytest.raises(ModuleNotFoundError, match=r"wsgiref(\.util)? is not imported here"):
+            import wsgiref.util  # noqa: F401
+    with refused(("wsgiref.simple_server",), "a test"):
+        import wsgiref.util  # the package and a sibling of the refused module import
 
-    assert xml.dom.minidom.parseString("<a/>").documentElement.tagName == "a"
+        with pytest.raises(ModuleNotFoundError, match=r"wsgiref\.simple_server is not imported here"):
+            import wsgiref.simple_server  # noqa: F401
+    import wsgiref.simple_server
+
+    assert wsgiref.util.guess_scheme({}) == "http" and wsgiref.simple_server.WSGIServer
 
 
 def test_refused_in_this_thread_only_leaves_other_threads_importing():
