@@ -88,8 +88,7 @@ def open_read(path: str) -> IO[bytes]:
         vlnkit.io.fileio.UnreadableFile: /....json.gz: Compressed file ended before the end-of-stream marker was reached
     """
     if is_remote(path):
-        fs = _filesystems(path)
-        return fs.open(path)
+        return _filesystems(path).open(path)
     if path.endswith(".gz"):
         import gzip
 
@@ -107,15 +106,13 @@ def open_stored(path: str) -> IO[bytes]:
     if is_remote(path):
         from apache_beam.io.filesystem import CompressionTypes
 
-        fs = _filesystems(path)
-        return fs.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return _filesystems(path).open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     return open(path, "rb")
 
 
 def open_write(path: str) -> IO[bytes]:
     if is_remote(path):
-        fs = _filesystems(path)
-        return fs.create(path)
+        return _filesystems(path).create(path)
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -129,15 +126,13 @@ def read_bytes(path: str) -> bytes:
 
 def exists(path: str) -> bool:
     if is_remote(path):
-        fs = _filesystems(path)
-        return fs.exists(path)
+        return _filesystems(path).exists(path)
     return os.path.exists(path)
 
 
 def join(base: str, *parts: str) -> str:
     if is_remote(base):
-        fs = _filesystems(base)
-        return fs.join(base, *parts)
+        return _filesystems(base).join(base, *parts)
     return os.path.join(base, *parts)
 
 
@@ -155,8 +150,7 @@ def match(patterns: str | list[str]) -> list[tuple[str, int]]:
     found: dict[str, int] = {}
     for pattern in patterns:
         if is_remote(pattern):
-            fs = _filesystems(pattern)
-            for result in fs.match([pattern]):
+            for result in _filesystems(pattern).match([pattern]):
                 for meta in result.metadata_list:
                     found[meta.path] = meta.size_in_bytes
         else:
@@ -198,7 +192,6 @@ def remove_tree(path: str) -> None:
 def rename(src: str, dst: str) -> None:
     """Move one file to another name on the same filesystem (a copy and a delete on object stores)."""
     if is_remote(src):
-        fs = _filesystems(src)
-        fs.rename([src], [dst])
+        _filesystems(src).rename([src], [dst])
         return
     os.replace(src, dst)

@@ -27,7 +27,7 @@ NUMBA_UNUSED = ("scipy.linalg", "cffi")  # what numba's start imports that the j
 def warm_up() -> None:
     """Call each kernel of the score job once on a tiny input (loads or compiles it), numba started
     without `NUMBA_UNUSED` when this call is what starts it."""
-    with refused(NUMBA_UNUSED, "vlnkit.scoring.warm", this_thread_only=True):
+    with refused(NUMBA_UNUSED, __name__, this_thread_only=True):
         _call_each_kernel()
 
 
