@@ -27,8 +27,8 @@ comparisons rather than a search, so no branch depends on the random draw).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from vlnkit.compiled import njit
 from vlnkit.hashing import GOLDEN, TAG_INT
 
 TILE = 512  # replicates per accumulator tile: a cell's columns x 512 float64 and four weight rows stay in L2

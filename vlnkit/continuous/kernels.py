@@ -41,7 +41,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 INF = np.inf
 RULES_COMPILED, RULES_PYTHON = 0, 1

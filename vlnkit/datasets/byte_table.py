@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 __all__ = ["ByteTable", "hash_step", "hash_finish", "lookup"]
 

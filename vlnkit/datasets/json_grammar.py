@@ -11,8 +11,8 @@ Python objects per value, which is the cost the scanners remove.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from vlnkit.compiled import njit
 from vlnkit.datasets.byte_table import hash_finish, hash_step
 
 # Status of one scan: the whole block was accepted, or where it stopped.

@@ -33,8 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from vlnkit.compiled import njit
 from vlnkit.datasets.byte_table import ByteTable, lookup
 from vlnkit.datasets.json_grammar import (
     _COMMA,

@@ -16,7 +16,8 @@ and the join every bucket it scores).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 __all__ = ["gather_rows"]
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 PL, NE, ONE, SR, OSR, SPL, SED, CLS, DTW, NDTW, SDTW, AD, MD, PC, LS = range(15)
 N_OUT = 15

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from vlnkit.compiled import njit
 
 INF = math.inf
 

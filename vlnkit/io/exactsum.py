@@ -9,7 +9,8 @@ mean is one correctly rounded division.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 SUM_SCALE = 1130  # 2**-1074 is the smallest float64 and frexp mantissas carry 53 bits: all fit
 

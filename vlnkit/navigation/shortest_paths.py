@@ -17,7 +17,8 @@ below d(v)); the tests compare the two on every Matterport scan and on random gr
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from vlnkit.compiled import njit
 
 __all__ = ["all_pairs_distances"]
 

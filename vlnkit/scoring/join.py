@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
+from vlnkit.compiled import njit
 from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
 from vlnkit.datasets.first_wins import first_of_each
 from vlnkit.datasets.prediction_batches import BARE_K
