@@ -26,9 +26,12 @@ from transforms.tally import MergeWith
 from vlnkit.comparison.accumulate import merge_sums
 from vlnkit.hashing import stable_bucket
 from vlnkit.io import fileio
+from vlnkit.io.parquet_encoding import dictionary_columns
 from vlnkit.scoring.followers import merge_by_agent
 
 SHARD = "{prefix}-{index:05d}-of-{count:05d}.parquet"
+# As Beam's Parquet sink writes lists (child "item"), so the files read back with the declared schema.
+PARQUET_OPTIONS = {"compression": "snappy", "use_compliant_nested_type": False}
 
 
 class _WriteTables(beam.DoFn):
@@ -59,10 +62,9 @@ class _WriteTables(beam.DoFn):
         if self._writer is None:
             self._path = f"{self.prefix}.tmp-{uuid.uuid4().hex}.parquet"
             self._file = fileio.open_write(self._path)
-            # As Beam's Parquet sink writes lists (child "item"), so the files read back with the declared schema.
-            self._writer = pq.ParquetWriter(
-                self._file, self.schema, compression="snappy", use_compliant_nested_type=False
-            )
+            # Dictionaries only for the columns whose values repeat in the file's first table.
+            dictionary = dictionary_columns(table, **PARQUET_OPTIONS)
+            self._writer = pq.ParquetWriter(self._file, self.schema, use_dictionary=dictionary, **PARQUET_OPTIONS)
         self._writer.write_table(table)
 
     def _wait(self) -> None:
@@ -106,7 +108,7 @@ def _name_shards(written: list, prefix: str, schema: pa.Schema, shards: int) -> 
         fileio.rename(path, SHARD.format(prefix=prefix, index=index, count=count))
     for index in range(len(done), count):
         with fileio.open_write(SHARD.format(prefix=prefix, index=index, count=count)) as f:
-            pq.write_table(schema.empty_table(), f, compression="snappy", use_compliant_nested_type=False)
+            pq.write_table(schema.empty_table(), f, **PARQUET_OPTIONS)
     kept = {path for path, _ in done}
     for path, _ in fileio.match(f"{prefix}.tmp-*.parquet"):
         if path not in kept:
