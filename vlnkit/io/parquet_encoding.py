@@ -28,19 +28,43 @@ __all__ = ["dictionary_columns", "REPEATS"]
 REPEATS = 0.5  # a column gets a dictionary when its distinct values are at most this share of its values
 
 
-def _leaf_values(column: pa.ChunkedArray | pa.Array) -> list[pa.ChunkedArray | pa.Array]:
-    """The values of each Parquet leaf column of a column, depth first as Parquet orders them."""
+_LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+
+
+def _leaf_count(kind: pa.DataType) -> int:
+    """How many Parquet leaf columns a column of this type has."""
+    if any(test(kind) for test in _LISTS):
+        return _leaf_count(kind.value_type)
+    if pa.types.is_struct(kind):
+        return sum(_leaf_count(field.type) for field in kind)
+    if pa.types.is_map(kind):
+        return _leaf_count(kind.key_type) + _leaf_count(kind.item_type)
+    return 1
+
+
+def _leaf_values(column: pa.ChunkedArray | pa.Array) -> list | None:
+    """The values of each Parquet leaf column of a column, depth first as Parquet orders them (None for a
+    map: its leaves keep their dictionaries)."""
     kind = column.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+    if any(test(kind) for test in _LISTS):
         return _leaf_values(pc.list_flatten(column))
     if pa.types.is_struct(kind):
         parts = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        return [
-            leaf
-            for i, field in enumerate(kind)
-            for leaf in _leaf_values(pa.chunked_array([p.field(i) for p in parts], field.type))
+        found = [
+            _leaf_values(pa.chunked_array([p.field(i) for p in parts], field.type)) for i, field in enumerate(kind)
         ]
+        return None if any(f is None for f in found) else [leaf for leaves in found for leaf in leaves]
+    if pa.types.is_map(kind):
+        return None
     return [column]
+
+
+def _repeats(values, repeats: float) -> bool:
+    count = len(values) - values.null_count
+    try:
+        return count == 0 or pc.count_distinct(values).as_py() <= repeats * count
+    except pa.ArrowNotImplementedError:  # values Arrow cannot count (none of the writer's leaf types today)
+        return True
 
 
 def _leaf_paths(schema: pa.Schema, writer_options: dict) -> list[str]:
@@ -55,11 +79,11 @@ def _leaf_paths(schema: pa.Schema, writer_options: dict) -> list[str]:
 def dictionary_columns(table: pa.Table, repeats: float = REPEATS, **writer_options) -> list[str]:
     """The Parquet column paths of `table` (as a writer with `writer_options` names them) whose distinct
     values are at most `repeats` of their values (an empty or all-null column counts as repeating)."""
-    leaves = [values for name in table.column_names for values in _leaf_values(table.column(name))]
-    paths = _leaf_paths(table.schema, writer_options)
+    paths = iter(_leaf_paths(table.schema, writer_options))
     chosen = []
-    for path, values in zip(paths, leaves, strict=True):
-        count = len(values) - values.null_count
-        if count == 0 or pc.count_distinct(values).as_py() <= repeats * count:
-            chosen.append(path)
+    for name in table.column_names:
+        column = table.column(name)
+        mine = [next(paths) for _ in range(_leaf_count(column.type))]
+        leaves = _leaf_values(column)
+        chosen += mine if leaves is None else [p for p, v in zip(mine, leaves, strict=True) if _repeats(v, repeats)]
     return chosen
