@@ -63,7 +63,7 @@ def _repeats(values, repeats: float) -> bool:
     count = len(values) - values.null_count
     try:
         return count == 0 or pc.count_distinct(values).as_py() <= repeats * count
-    except pa.ArrowNotImplementedError:  # values Arrow cannot count (none of the writer's leaf types today)
+    except pa.ArrowNotImplementedError:  # a type Arrow cannot count: the writer's default, a dictionary
         return True
 
 
