@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import vlnkit.compiled  # noqa: F401 -- before any test imports numba: its stream-swapping highlighting off
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("VLNKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
 

@@ -12,6 +12,14 @@ statements, once per process). Numba offers no hook for this but its list of cac
 classes (`numba.core.caching.CacheImpl._locator_classes`), which this module extends for the
 package's own files; every other library's kernels keep numba's own locators.
 
+Numba's error-message highlighting is turned off (`NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING`, unless
+the environment sets it) before numba is first imported: with colorama installed, numba wraps and then
+restores `sys.stdout` and `sys.stderr` around every message it formats, about a hundred times per
+kernel it compiles, from whichever thread compiles. The score job compiles on a background thread (its
+warm-up), so a restore there could put back a stream that the rest of the program had since replaced:
+under pytest, a test's `capsys` lost a job's one-line refusal that way; in a notebook, a cell's output
+could go to another cell. The default colour scheme is "no_color", so the messages read the same.
+
 Kernel modules import `njit` from here rather than from numba (`from vlnkit.compiled import njit`), so
 no kernel of the package is cached without it. What a kernel of the line scanners is stamped with:
 
@@ -29,8 +37,10 @@ import importlib.util
 import os
 import re
 
-from numba import njit
-from numba.core import caching
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")  # before numba's first import: above
+
+from numba import njit  # noqa: E402
+from numba.core import caching  # noqa: E402
 
 __all__ = ["njit", "CACHED_PACKAGES", "dependency_files"]
 

@@ -2,6 +2,7 @@
 package is cached that way."""
 
 import importlib
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -89,3 +90,43 @@ def test_a_cached_kernel_is_rebuilt_when_the_module_it_calls_changes(tmp_path):
     (package / "inner.py").write_text(inner.format(21))  # numba alone would load the old machine code
     assert _run(tmp_path) == {"value": 42, "hits": 0}
     assert _run(tmp_path) == {"value": 42, "hits": 1}
+
+
+RACE = """
+import io, sys, threading, time
+{setup}
+import numba.core.errors as errors
+
+done = False
+
+
+def format_messages():  # what numba does while it compiles, ~100 times per kernel, on the compiling thread
+    while not done:
+        errors.termcolor().errmsg("x")
+
+
+threading.Thread(target=format_messages, daemon=True).start()
+swapped, deadline = 0, time.monotonic() + {seconds}
+while time.monotonic() < deadline and not swapped:
+    mine = io.StringIO()
+    sys.stderr = mine
+    time.sleep(0.001)
+    swapped += sys.stderr is not mine
+done = True
+print(swapped)
+"""
+
+
+def _swapped(setup: str, seconds: float) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING"}
+    env["PYTHONPATH"] = str(ROOT)
+    code = RACE.format(setup=setup, seconds=seconds)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_compiled_on_another_thread_leaves_sys_stderr_alone():
+    # numba alone: with colorama installed (it comes with this project's dependencies), the
+    # message-formatting thread puts back a stream it saw earlier
+    assert _swapped("", seconds=10.0) == (importlib.util.find_spec("colorama") is not None)
+    assert _swapped("import vlnkit.compiled", seconds=1.0) == 0
