@@ -40,7 +40,7 @@ class Job:
 
     def run(ctx: Run) -> dict:
         files = ctx.inputs("dataset", ctx.args.dataset)
-        return ctx.execute(lambda p: build(p, files, ctx.args), ["paths"])
+        return ctx.execute(lambda p, out: build(p, out, files, ctx.args), ["paths"])
 
     main = JOB.main(run, print_summary)
     """
@@ -90,7 +90,7 @@ class Job:
             except RunFailed as exc:
                 print(redact_text(f"error: {job}: run failed: {exc}; no {SUCCESS} written"), file=sys.stderr)
                 raise SystemExit(3) from None
-            if summary.get("skipped"):
+            if summary.get("skipped") or summary.get("detached"):
                 return summary
             if print_summary is not None:
                 print_summary(summary, ctx)

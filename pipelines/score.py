@@ -268,12 +268,12 @@ def run(ctx: Run) -> dict:
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
     return ctx.execute(
-        lambda p: build(
+        lambda p, out: build(
             p,
             agent_files,
             data_files,
             opts.connectivity_dir,
-            opts.output_dir,
+            out.folder,
             config,
             bootstrap,
             num_shards=opts.num_shards,
