@@ -291,10 +291,7 @@ class Run:
                 raise RunFailed(f"the output ran out of space: {full}; the published output is unchanged") from None
             raise
         finally:
-            if wait:
-                publication.end()
-            else:
-                publication.hand_over()
+            publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
 
     def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
@@ -302,10 +299,12 @@ class Run:
         import apache_beam as beam
         from apache_beam.runners.runner import PipelineState
 
-        from transforms.publish import publish
+        from transforms.publish import hold_lock, publish
 
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(self._inputs), out.folder)
         pipeline = beam.Pipeline(runner=runner, options=self.options)
+        if not in_process:
+            hold_lock(pipeline, ending)  # first, so the job renews its lock from its start
         build(pipeline, out)
         step_here = runner is not None and one_worker_process(self.options)
         publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests is None and not step_here)
@@ -313,6 +312,7 @@ class Run:
         resume_collection()
         result = pipeline.run()
         if not wait:
+            ending.publication.hand_over()
             print(
                 f"{self.job}: submitted without waiting; the job publishes {out.folder} into {self.output_dir} "
                 f"when it finishes (check it with: vlnkit verify {self.output_dir})",
