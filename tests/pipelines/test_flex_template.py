@@ -184,3 +184,24 @@ def test_the_entry_point_refuses_a_job_it_does_not_know_and_a_switch_value(tmp_p
     bad = _launch(tmp_path, "--keep_repeats=yes", job="score")
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: score: --keep_repeats=yes: a switch takes true or false"
+
+
+def test_the_cloud_scheduler_body_in_docs_is_a_launch_request_naming_only_the_templates_parameters():
+    from google.cloud import dataflow_v1beta3
+
+    from tests.docs.test_docs import blocks
+
+    page = ROOT / "docs" / "cloud.md"
+    (body,) = [code for _, lang, _, code in blocks(page) if lang == "json" and "launchParameter" in code]
+    request = dataflow_v1beta3.LaunchFlexTemplateRequest.from_json(body, ignore_unknown_fields=False)
+    launch = request.launch_parameter
+    job = launch.container_spec_gcs_path.rsplit("/", 1)[-1].removesuffix(".json")
+    params = {p["name"]: p for p in json.loads(_shipped(job))["parameters"]}
+    assert set(launch.parameters) <= set(params)
+    assert {n for n, p in params.items() if not p["isOptional"]} <= set(launch.parameters)
+    for name, value in launch.parameters.items():
+        assert all(re.fullmatch(r, value) for r in params[name].get("regexes", [])), (name, value)
+    assert launch.environment.sdk_container_image.endswith(f"/vlnkit-{job}:0.1.0")
+    # The same image and template names as the build commands above it.
+    text = page.read_text()
+    assert "--build-arg JOB=$JOB" in text and "vlnkit-$JOB:$TAG" in text and "templates/$JOB.json" in text
