@@ -30,5 +30,6 @@ RUN python -c "import sys; from pipelines.cli import JOBS; sys.exit(0 if '${JOB}
 ENV VLNKIT_JOB=${JOB}
 ENV FLEX_TEMPLATE_PYTHON_PY_FILE=${WORKDIR}/flex_template/main.py
 
-# The SDK worker entry point stays the image's entry point; Dataflow starts the Flex Template launcher itself.
+# The image's entry point stays the SDK worker's, as in Google's sample of one image for both uses; a Flex
+# Template launch runs /opt/google/dataflow/python_template_launcher in it.
 ENTRYPOINT ["/opt/apache/beam/boot"]

@@ -50,8 +50,9 @@ def refuse_classic_template(options: PipelineOptions) -> None:
 def _dataflow(options: PipelineOptions) -> bool:
     from apache_beam.options.pipeline_options import StandardOptions
 
-    runner = options.view_as(StandardOptions).runner
-    return isinstance(runner, str) and runner.lower() in ("dataflowrunner", "dataflow", "testdataflowrunner")
+    runner = options.view_as(StandardOptions).runner  # a name, or a class's dotted path
+    name = runner.rsplit(".", 1)[-1].lower() if isinstance(runner, str) else ""
+    return name in ("dataflowrunner", "dataflow", "testdataflowrunner")
 
 
 def needs_google(options: PipelineOptions, output_dir: str) -> list[str]:

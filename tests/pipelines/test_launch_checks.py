@@ -133,6 +133,12 @@ def test_credentials_found_let_the_launch_go_on(tmp_path, no_network, no_credent
         (DATAFLOW, "gs://vln/out", None, ["the Dataflow service", "Cloud Storage (gs://vln/out)"]),
         (DATAFLOW, "/tmp/out", None, ["the Dataflow service", "Cloud Storage (gs://vln/tmp)"]),
         (DATAFLOW, "gs://vln/out", "http://127.0.0.1:9023", ["the Dataflow service"]),
+        (
+            ["--runner=apache_beam.runners.dataflow.dataflow_runner.DataflowRunner"],
+            "/o",
+            None,
+            ["the Dataflow service"],
+        ),
         ([*DATAFLOW, "--no_auth"], "gs://vln/out", "http://127.0.0.1:9023", []),
         # A Dataflow stand-in on the loopback, in either form Beam accepts, with the storage emulator.
         ([*DATAFLOW, "--dataflow_endpoint=http://localhost:8080"], "gs://vln/out", "http://127.0.0.1:9023", []),
