@@ -375,3 +375,16 @@ def test_follower_lines_whose_metrics_cannot_be_compared_are_counted(inputs, tmp
     )
     comparison = json.loads((out / "human_metrics_comparison.json").read_text())["human"]
     assert comparison["not_compared"]["count"] == 1, comparison  # the line is scored, its metrics are not compared
+
+
+# ---------------------------------------------------------------------------- 14. records wrapped in an object
+@pytest.mark.parametrize("job", JOBS)
+def test_a_json_object_wrapping_records_is_refused_naming_its_key_in_every_job(job, inputs, tmp_path, capsys, request):
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"data": json.loads(Path(inputs["dataset"]).read_text())}))
+    flags = JOB_FLAGS[job](inputs, str(wrapped))
+    if job == "score_probes":  # its --probes is Parquet: the wrapped file is the agent's
+        flags = [f"--probes={request.getfixturevalue('valid')['probes']}", f"--predictions={wrapped}"]
+    err = refused(job, capsys, f"--output_dir={tmp_path}/out", *flags)
+    assert f"{wrapped} is one JSON object whose top-level key 'data' holds a list of R2R records" in err, err
+    assert f"{job} reads --" in err and "positions" not in err, err

@@ -15,7 +15,8 @@ told by the content, never by the file name:
 | `path_lines` | JSON Lines (or a list) of `{"instruction_id", "path"}` (RxR-Habitat submission) |
 | `result_lines` | JSON Lines (or a list) of `{"episode_id", "success", ...}` (StreamVLN, InternNav `result.json`) |
 
-The first entry decides (an empty object or list is refused: there is nothing to tell by).
+The first entry decides (an empty object or list is refused: there is nothing to tell by); an object
+keyed by anything but integer episode ids is none of them (`wrapped_records` says what such a file is).
 
 >>> kind_of({"episodes": []}), kind_of({"7": [[0, 0, 0]]}), kind_of([{"instruction_id": 1, "path": []}])
 ('episodes', 'positions', 'path_lines')
@@ -45,6 +46,7 @@ KINDS = (
     "result_lines",
 )
 _STATS_KEYS = frozenset(("distance_to_goal", "success", "spl", "ndtw", "oracle_success", "path_length"))
+_INTEGER_KEY = re.compile(r"\s*[-+]?[0-9]+\s*")  # an episode id as an object key
 
 
 def gunzip(data: bytes) -> bytes:
@@ -89,7 +91,9 @@ def kind_of(value) -> str | None:
         return "episodes"
     if "id" in value and _STATS_KEYS.intersection(value):
         return "navid_stats"
-    first = next(iter(value.values()))
+    key, first = next(iter(value.items()))
+    if not isinstance(key, str) or not _INTEGER_KEY.fullmatch(key):  # keyed by episode id, or none of them
+        return None
     if isinstance(first, dict):
         if "locations" in first:
             return "ground_truth"
@@ -291,7 +295,12 @@ def sniff_kind(path: str) -> str | None:
         return None
 
 
-_INTEGER_KEY = re.compile(r"\s*[-+]?[0-9]+\s*")
+def sniff_wrapped(path: str) -> tuple[str, str] | None:
+    """`wrapped_records` of a file's first bytes (None when it cannot be read: its reader then says why)."""
+    try:
+        return wrapped_records(head_bytes(path))
+    except (OSError, EOFError, zlib.error):
+        return None
 
 
 def _first_value(text: bytes):
@@ -310,6 +319,48 @@ def _record_kind(item: dict) -> str | None:
         return "path_lines"
     if "episode_id" in item and {"success", "spl", "ne", "os", "ndtw"}.intersection(item):
         return "result_lines"
+    return None
+
+
+# What a list of records holds, told by the keys of its first record (the first match wins).
+_RECORDS = (
+    (("path_id", "scan", "path"), "R2R records"),
+    (("instruction_id", "path"), "RxR lines"),
+    (("instr_id", "trajectory"), "predictions (R2R submission layout)"),
+    (("inst_idx", "scan"), "CVDN (NDH) records"),
+    (("episode_id",), "records keyed by episode_id"),
+)
+_LIST_OF_OBJECTS = re.compile(rb"\[\s*\{")
+
+
+def wrapped_records(head: bytes) -> tuple[str, str] | None:
+    """(the top-level key, what its list holds) when a file starting with `head` is one JSON object that
+    wraps a list of records (`{"data": [{"path_id": ..., "scan": ..., "path": [...]}, ...]}`) rather than
+    being records or one of KINDS; None otherwise. Its first key is not an episode id, and its value is a
+    list whose first item is a record of a known kind (a record's own list of objects, such as an RxR
+    `timed_instruction`, is not one).
+
+    >>> wrapped_records(b'{"data": [{"path_id": 4, "scan": "s", "path": ["a"]}]}')
+    ('data', 'R2R records')
+    >>> wrapped_records(b'{"7": [{"position": [0, 0, 0]}]}'), wrapped_records(b'{"path_id": 4, "scan": "s", "path": ["a"]}')
+    (None, None)
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text[:1] != b"{":
+        return None
+    m = _KEY.match(text)
+    if m is None:
+        return None
+    key = m.group(1).decode("utf-8", "replace")
+    rest = text[m.end() :]
+    if key == "episodes" or _INTEGER_KEY.fullmatch(key) or not _LIST_OF_OBJECTS.match(rest):
+        return None
+    item = _first_value(rest[rest.index(b"{") :])
+    if not isinstance(item, dict):
+        return None
+    for keys, what in _RECORDS:
+        if all(k in item for k in keys):
+            return key, what
     return None
 
 
