@@ -164,6 +164,7 @@ def build(
 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.console import format_table, print_outputs
+    from vlnkit.continuous.results import totals_line
     from vlnkit.continuous.schemas import CE_METRICS
     from vlnkit.evaluation.common import METRICS
     from vlnkit.evaluation.leaderboard import (
@@ -229,6 +230,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
                 f"{agent}: {m} from its result file, ours from its positions differ by at most "
                 f"{d['max_abs_difference']:.4g} (mean {d['mean_abs_difference']:.4g}) over {d['episodes']} episodes"
             )
+    for agent, block in agents.items():  # a result file that ends with its evaluator's own totals
+        for t in block.get("file_totals") or ():
+            print(f"{agent}: {totals_line(t)}")
     print_outputs(output_dir, summary["dead_letters"])
     if any(b["missing_predictions"] for b in agents.values()):
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")

@@ -262,6 +262,49 @@ def test_malformed_continuous_records_are_dead_letters_with_reasons(shared_data,
     assert summary["reference_episodes"] == 5
 
 
+def streamvln_result_file(shared_data, path, totals=None) -> dict:
+    """CWP-CMA's val_unseen results in StreamVLN's result.json layout: a line per episode, then the aggregate
+    line its evaluator appends (means of success, spl, os, ne, and `length`, the episode count); `totals`
+    replaces values of that line. Returns the line written."""
+    cma = json.loads((shared_data / CWP.format("cma")).read_text())
+    lines = [
+        json.dumps({"scene_id": "mp3d/x/x.glb", "episode_id": int(i), "success": r["success"], "spl": r["spl"],
+                    "os": r["oracle_success"], "ne": r["distance_to_goal"], "steps": r["steps_taken"],
+                    "episode_instruction": "Go."})
+        for i, r in cma.items()
+    ]  # fmt: skip
+    mean = lambda key: math.fsum(r[key] for r in cma.values()) / len(cma)  # noqa: E731 (correctly rounded)
+    line = {"sucs_all": mean("success"), "spls_all": mean("spl"), "oss_all": mean("oracle_success"),
+            "ones_all": mean("distance_to_goal"), "length": len(cma), **(totals or {})}  # fmt: skip
+    path.write_text("\n".join(lines) + "\n" + json.dumps(line))  # no newline after it, as StreamVLN writes it
+    return line
+
+
+def test_an_evaluators_own_totals_are_compared_with_its_rows_never_a_dead_letter(shared_data, tmp_path, capsys):
+    result = tmp_path / "result.json"
+    line = streamvln_result_file(shared_data, result)
+    summary = run(
+        tmp_path / "out", f"--dataset={shared_data / SPLIT}", f"--predictions=streamvln={result}", "--bootstrap=0"
+    )
+    assert summary["dead_letters"] == 0 and summary["predictions_read"] == summary["count"] == 1839
+    (check,) = summary["file_totals"]
+    assert check["verdict"] == "agree exactly" and check["length"] == check["rows"] == 1839
+    for key, metric in (("sucs_all", "sr"), ("spls_all", "spl"), ("oss_all", "osr"), ("ones_all", "ne")):
+        assert summary["metrics"][metric] == line[key] == check["metrics"][metric]["file"], key  # exactly
+    printed = capsys.readouterr().out
+    assert f"streamvln: {result}'s own totals agree exactly with its 1839 episode rows" in printed
+
+    line = streamvln_result_file(shared_data, result, {"sucs_all": 0.5, "length": 1840})
+    summary = run(
+        tmp_path / "off", f"--dataset={shared_data / SPLIT}", f"--predictions=streamvln={result}", "--bootstrap=0"
+    )
+    (check,) = summary["file_totals"]
+    assert summary["dead_letters"] == 0 and check["verdict"] == "differ"
+    assert check["metrics"]["sr"]["difference"] == 0.5 - summary["metrics"]["sr"]
+    printed = capsys.readouterr().out
+    assert "own totals differ from its 1839 episode rows: length 1840; sr 0.5 in the file, 0.406199" in printed
+
+
 # ----------------------------------------------------------------------------- refused before running
 def refusal(capsys, *argv) -> str:
     with pytest.raises(SystemExit) as exited:

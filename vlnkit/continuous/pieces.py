@@ -17,7 +17,7 @@ per bucket stays bounded by the bucket count as in the graph score job.
   "match" dead letter.
 
 Every record that cannot be used is a `RecordError` (the readers word them), yielded in file order
-with the pieces. Each table keeps `index`, the row's place in its file, and each piece its file's
+with the pieces; a result file's own totals come as one `FileTotals`. Each table keeps `index`, the row's place in its file, and each piece its file's
 `rank`: duplicates are resolved by (rank, index), the first wins (`vlnkit.continuous.buckets`).
 
 >>> import numpy as np, pyarrow as pa
@@ -39,7 +39,7 @@ from vlnkit.continuous import kernels
 from vlnkit.continuous.documents import POSITION_KINDS
 from vlnkit.continuous.episodes import read_episodes
 from vlnkit.continuous.positions import read_positions
-from vlnkit.continuous.results import read_results
+from vlnkit.continuous.results import read_results, totals_check
 from vlnkit.datasets.buckets import bucket_of
 from vlnkit.io.dead_letters import RecordError
 
@@ -60,6 +60,15 @@ class Piece:
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+
+@dataclass(frozen=True)
+class FileTotals:
+    """A result file's own totals (StreamVLN's and InternNav's aggregate line) compared with its episode
+    rows (`results.totals_check`): a report for the summary, never a record."""
+
+    agent: str
+    report: dict
 
 
 def split(piece: Piece, buckets: int) -> Iterator[tuple[int, Piece]]:
@@ -163,6 +172,9 @@ def agent_pieces(
         return
     results, errors = read_results(path)
     yield from errors
+    check = totals_check(results)
+    if check is not None:
+        yield FileTotals(agent, check)
     columns = {"episode_id": pa.array(results.episode_id, pa.int64()), "index": pa.array(np.arange(len(results)))}
     columns.update({name: pa.array(values, pa.float64()) for name, values in results.metrics.items()})
     yield from split(Piece(RESULTS, agent, rank, pa.table(columns)), buckets)

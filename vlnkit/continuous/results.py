@@ -20,7 +20,8 @@ record, reason), never a silent NaN; a metric a record does not have is NaN in i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 
 import msgspec
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from vlnkit.continuous import documents
 from vlnkit.continuous.records import RESULT_LINE, STATS, ResultLine, Stats, episode_key
 from vlnkit.io.dead_letters import RecordError
+from vlnkit.io.exactsum import exact_mean, exact_sum
 
 _STATS_KEYS = (
     ("distance_to_goal", "ne"),
@@ -56,6 +58,14 @@ RESULT_METRICS = {
 }
 FLAGS = frozenset(("sr", "osr"))  # 0 or 1
 LAYOUTS = tuple(RESULT_METRICS)
+# The line StreamVLN and InternNav append to result.json after the episode lines: the means of their
+# per-episode lists over every rank (`sum(x) / len(x)` of float32 tensors) and `length`, how many episodes
+# those lists hold. `ones_all` is the mean of `distance_to_goal`, the episodes' `ne` (not an oracle
+# error, whatever its name); some forks write `nes_all` (finite values only) and `ndtws_all`.
+TOTALS_KEYS = {"sucs_all": "sr", "spls_all": "spl", "oss_all": "osr", "ones_all": "ne", "nes_all": "ne",
+               "ndtws_all": "ndtw"}  # fmt: skip
+TOTALS_COUNT = "length"
+_TOTALS_MARK = b'"sucs_all"'
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +79,7 @@ class Results:
     metrics: dict[str, np.ndarray]
     scan: np.ndarray | None = None
     missing: dict[str, int] = field(default_factory=dict)
+    totals: dict | None = None  # the file's own aggregate line (result_lines), as written
 
     def __len__(self) -> int:
         return len(self.episode_id)
@@ -79,10 +90,117 @@ class Results:
 
 
 def read_results(path: str) -> tuple[Results, list[RecordError]]:
-    """Read a per-episode result file of any layout of the module docstring."""
+    """Read a per-episode result file of any layout of the module docstring. A StreamVLN / InternNav
+    aggregate line is the file's own totals (`Results.totals`, compared by `totals_check`), never a record."""
     data, error = documents.read(path, "result file")
     if error is not None:
         return _empty(path), [error]
+    data, totals = split_totals(data)
+    found, errors = _read(path, data)
+    if totals is not None:
+        found = replace(found, totals=totals)
+    return found, errors
+
+
+def split_totals(data: bytes) -> tuple[bytes, dict | None]:
+    """(the file without its aggregate lines, the last of them) for a JSON Lines result file; a file
+    without one comes back as it is. An aggregate line is a JSON object with `sucs_all` and no
+    `episode_id` (an evaluation run again appends another: the last one is that of the last run).
+
+    >>> split_totals(b'{"episode_id": 1, "success": 1.0}\\n{"sucs_all": 1.0, "length": 1}')
+    (b'{"episode_id": 1, "success": 1.0}', {'sucs_all': 1.0, 'length': 1})
+    """
+    if _TOTALS_MARK not in data:
+        return data, None
+    kept, totals = [], None
+    for line in data.splitlines():
+        value = None
+        if _TOTALS_MARK in line:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+        if isinstance(value, dict) and "sucs_all" in value and "episode_id" not in value:
+            totals = value
+        else:
+            kept.append(line)
+    return b"\n".join(kept), totals
+
+
+def totals_check(results: Results) -> dict | None:
+    """How the file's own totals (`Results.totals`) compare with its episode rows, or None without totals:
+    {"file", "length", "rows", "metrics": {name: {"file", "rows", "difference"}}, "largest_difference",
+    "verdict"}. "rows" means are exact (`exact_mean`, over the rows that give the metric), so a file whose
+    totals are the exact means of its rows "agrees exactly"; an evaluator summing float32 tensors
+    "agrees within float32 rounding" when every difference is within the worst-case error of such a sum,
+    (n - 1) 2^-24 mean|x| + 2^-24 |mean|; anything else (another count, a larger difference) "differs".
+
+    >>> r = Results("r.json", "result_lines", np.array([1, 2]), {"sr": np.array([1.0, 0.0])}, totals={"sucs_all": 0.5, "length": 2})
+    >>> totals_check(r)["verdict"], totals_check(r)["metrics"]["sr"]["difference"]
+    ('agree exactly', 0.0)
+    """
+    if results.totals is None:
+        return None
+    metrics, within, largest = {}, True, 0.0
+    for key, name in TOTALS_KEYS.items():
+        given = results.totals.get(key)
+        column = results.metrics.get(name)
+        if not _finite_number(given) or column is None:
+            continue
+        values = column[np.isfinite(column)]
+        if not len(values):
+            continue
+        mean = exact_mean(exact_sum(values), len(values))
+        difference = float(given) - mean
+        bound = (len(values) - 1) * 2.0**-24 * float(np.abs(values).mean()) + 2.0**-24 * abs(mean)
+        within &= abs(difference) <= bound
+        largest = max(largest, abs(difference))
+        metrics[name] = {"file": float(given), "rows": mean, "difference": difference}
+    length = results.totals.get(TOTALS_COUNT)
+    same_count = length == len(results)
+    if same_count and largest == 0.0:
+        verdict = "agree exactly"
+    elif same_count and within:
+        verdict = "agree within float32 rounding"
+    else:
+        verdict = "differ"
+    return {
+        "file": results.source,
+        "length": length,
+        "rows": len(results),
+        "metrics": metrics,
+        "largest_difference": largest,
+        "verdict": verdict,
+    }
+
+
+def totals_line(report: dict) -> str:
+    """The one line that says whether a file's own totals agree with its rows (`totals_check`).
+
+    >>> totals_line({"file": "r.json", "length": 3, "rows": 2, "largest_difference": 0.25, "verdict": "differ",
+    ...              "metrics": {"sr": {"file": 0.75, "rows": 0.5, "difference": 0.25}}})
+    "r.json's own totals differ from its 2 episode rows: length 3; sr 0.75 in the file, 0.5 from the rows (+0.25)"
+    """
+    head = f"{report['file']}'s own totals {report['verdict']}"
+    names = ", ".join(report["metrics"]) or "no metric"
+    if report["verdict"] == "agree exactly":
+        return f"{head} with its {report['rows']} episode rows ({names}; length {report['length']})"
+    if report["verdict"] != "differ":
+        return f"{head} with its {report['rows']} episode rows ({names}; largest difference {report['largest_difference']:.3g})"
+    parts = [] if report["length"] == report["rows"] else [f"length {report['length']}"]
+    parts += [
+        f"{name} {d['file']:.6g} in the file, {d['rows']:.6g} from the rows ({d['difference']:+.3g})"
+        for name, d in report["metrics"].items()
+        if d["difference"] != 0.0
+    ]
+    return f"{head} from its {report['rows']} episode rows: {'; '.join(parts)}"
+
+
+def _finite_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
+def _read(path: str, data: bytes) -> tuple[Results, list[RecordError]]:
     rows = _typed(data)
     if rows is not None:
         layout, items = rows
