@@ -28,7 +28,15 @@ from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.continuous.buckets import ContinuousOptions, score_bucket
-from vlnkit.continuous.pieces import FileTotals, agent_pieces, dataset_pieces, instruction_map
+from vlnkit.continuous.pieces import (
+    EPISODES,
+    POSITIONS,
+    RESULTS,
+    FileTotals,
+    agent_pieces,
+    dataset_pieces,
+    instruction_map,
+)
 from vlnkit.continuous.schemas import CE_METRICS
 from vlnkit.evaluation.leaderboard import EUCLIDEAN_METRICS
 from vlnkit.evaluation.scoring_config import ScoringConfig
@@ -58,9 +66,14 @@ class _ReadContinuousFile(CountedRead):
         else:
             pieces = agent_pieces(path, agent, rank, layout, self.buckets, self._instructions)
         reports = []
-        yield from self.counted(_without_reports(pieces, reports), kind == "p", agent)
+        yield from self.counted(_without_reports(pieces, reports), kind == "p", agent, _rows_read)
         for found in reports:
             yield beam.pvalue.TaggedOutput(FILE_TOTALS, (found.agent, found.report))
+
+
+def _rows_read(piece) -> int:
+    """The records a piece holds (its REFUSED and UNREADABLE tables hold none: their dead letters count them)."""
+    return len(piece[1]) if piece[1].kind in (EPISODES, POSITIONS, RESULTS) else 0
 
 
 def _without_reports(pieces, reports: list):

@@ -11,7 +11,8 @@ to the toolkit's names: the one definition, shown (and checked by a test) in doc
 
 `sr` and `osr` must be 0 or 1 (true/false too); `spl`, `ndtw`, `sdtw` in [0, 1]; distances, lengths,
 steps and collisions finite and >= 0. A record with a value of another type is a RecordError (file,
-record, reason), never a silent NaN; a metric a record does not have is NaN in its column, and
+record, reason), never a silent NaN; so is a record with none of the metrics of `SCORED` (only steps,
+collisions, path length: nothing to score). A metric a record does not have is NaN in its column, and
 `Results.missing` counts those.
 
     results, errors = read_results("../shared/data/vlnce/cwp_results/cma/stats_ep_ckpt_0_val_unseen_r0_w1.json")
@@ -57,6 +58,9 @@ RESULT_METRICS = {
     ),
 }
 FLAGS = frozenset(("sr", "osr"))  # 0 or 1
+# A row must give at least one of these (success, distances, path fidelity); steps, collisions and path
+# length alone score nothing, so such a row is refused like any other unusable row, not scored as nulls.
+SCORED = frozenset(("ne", "sr", "osr", "spl", "ndtw", "sdtw", "one", "oracle_spl"))
 LAYOUTS = tuple(RESULT_METRICS)
 # The line StreamVLN and InternNav append to result.json after the episode lines: the means of their
 # per-episode lists over every rank (`sum(x) / len(x)` of float32 tensors) and `length`, how many episodes
@@ -209,7 +213,7 @@ def _read(path: str, data: bytes) -> tuple[Results, list[RecordError]]:
         doc = documents.parse_expecting(data, path, LAYOUTS, f"per-episode results ({', '.join(LAYOUTS)})")
         if doc.error is not None:
             return _empty(path), [doc.error]
-        layout, items, errors = doc.kind, [], list(doc.line_errors)
+        layout, items, errors = doc.kind, [], list(doc.line_errors) + documents.repeated_errors(doc)
         kind = RESULT_LINE if layout == "result_lines" else STATS
         struct = ResultLine if layout == "result_lines" else Stats
         for label, key, value in _labelled(doc):
@@ -227,6 +231,8 @@ def _typed(data: bytes):
     if stripped[:1] == b"{":
         try:
             stats = msgspec.json.decode(data, type=dict[str, Stats])
+            if documents.repeats_a_key(data, stats):  # the slow path keeps the first and words the others
+                return None
             if stats and not any(isinstance(v, Stats) and v.id is not msgspec.UNSET for v in stats.values()):
                 return "vlnce_stats", [(f"episode_id={k}", k, v) for k, v in stats.items()]
         except msgspec.DecodeError:
@@ -239,15 +245,23 @@ def _typed(data: bytes):
             pass
     lines = RESULT_LINE.decode_lines([line for line in data.splitlines() if line.strip()])
     if lines:
-        return "result_lines", [(f"line {n + 1}", line.episode_id, line) for n, line in enumerate(lines)]
+        return "result_lines", [
+            (_line_label(n + 1, line.episode_id), line.episode_id, line) for n, line in enumerate(lines)
+        ]
     return None
+
+
+def _line_label(line: int | None, key, index: int = 0) -> str:
+    """ "line N" (or "#index" in a JSON list), with the record's episode id when it has one."""
+    where = f"line {line}" if line is not None else f"#{index}"
+    return where if key is None else f"{where} (episode_id={key!r:.20})"
 
 
 def _labelled(doc):
     if doc.kind == "result_lines":
         for n, value in enumerate(doc.value):
-            label = f"line {doc.lines[n]}" if doc.lines else f"#{n}"
-            yield label, value.get("episode_id") if isinstance(value, dict) else None, value
+            key = value.get("episode_id") if isinstance(value, dict) else None
+            yield _line_label(doc.lines[n] if doc.lines else None, key, n), key, value
     elif doc.kind == "navid_stats":
         yield "#0", doc.value.get("id"), doc.value
     else:
@@ -271,6 +285,10 @@ def _columns(path: str, layout: str, items: list, errors: list[RecordError]) -> 
                 if name in FLAGS and value is not msgspec.UNSET and value not in (0, 1):
                     reason = f"{source_key!r} must be 0 or 1 (or true/false), got {value!r}"
                     break
+            given = [k for k, _ in names if getattr(struct, k, msgspec.UNSET) is not msgspec.UNSET]
+            if reason is None and not any(name in SCORED for k, name in names if k in given):
+                wanted = ", ".join(k for k, name in names if name in SCORED)
+                reason = f"no metric to score: the row gives none of {wanted} (only {', '.join(given) or 'its id'})"
         if reason is not None:
             errors.append(RecordError(path, label, reason))
             continue
