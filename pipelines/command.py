@@ -78,11 +78,13 @@ class Job:
             except JobError as exc:
                 _refuse(job, exc)
             from pipelines.job import SUCCESS, Run, RunFailed
+            from pipelines.launch_checks import check_launch
 
             logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
             logging.getLogger("apache_beam").setLevel(logging.WARNING)
             ctx = Run(job, options, args)
             try:
+                check_launch(options, args.output_dir)  # before anything is listed, locked or staged
                 ctx.check_output_dir()
                 summary = run(ctx)
             except JobError as exc:  # refused before publishing: the published output is as it was
