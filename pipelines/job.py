@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -72,7 +74,7 @@ from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity
-from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, hashing_here, read_ending
+from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, hand_digests, hashing_here, read_ending
 from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
 from vlnkit.runs.staging import Staging
 
@@ -232,11 +234,12 @@ class Run:
         runner = local_runner(self.options)
         in_process = runs_here(self.options)  # the job ends when this process ends
         # The digests are needed for the manifest (and first by --skip_if_unchanged). A job whose last step
-        # runs in this process hashes its inputs on a thread while the pipeline runs (hashlib and file reads
-        # release the GIL); any other job hashes them in a branch of its pipeline, on its workers.
-        step_here = runner is not None and one_worker_process(self.options)
-        hashing = step_here or self.args.skip_if_unchanged
-        digests = in_background(describe_inputs, inputs) if hashing else None
+        # runs on this machine (the local runner) hashes its inputs on a thread of this process while the
+        # pipeline runs (hashlib and file reads release the GIL) and hands them over; any other job hashes
+        # them in a branch of its pipeline, on its workers.
+        local = runner is not None
+        step_here = local and one_worker_process(self.options)
+        digests = in_background(describe_inputs, inputs) if local or self.args.skip_if_unchanged else None
         if self.args.skip_if_unchanged:
             this_run = fingerprint(self.job, job_settings, redact(digests.result()))
             previous = self._previous_run()
@@ -275,12 +278,15 @@ class Run:
                 code=code_identity(),
                 outcome=outcome,
                 declared=declared,
-                digests=digests.result() if digests is not None and not step_here else None,
+                digests=digests.result() if digests is not None and not local else None,
+                digests_file=None if step_here or not local else handed_over(publication.version),
                 waited=wait,
                 started=started,
             )
             if step_here:
                 hashing_here(publication.version, digests)
+            elif local:
+                hand_digests(digests, ending.digests_file)
             return self._run_pipeline(build, out, ending, runner, in_process, wait)
         except RunFailed:
             raise
@@ -292,6 +298,8 @@ class Run:
             raise
         finally:
             publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
+            if os.path.exists(handed_over(publication.version)):  # the last step never took them
+                os.remove(handed_over(publication.version))
 
     def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
@@ -306,8 +314,8 @@ class Run:
         if not in_process:
             hold_lock(pipeline, ending)  # first, so the job renews its lock from its start
         build(pipeline, out)
-        step_here = runner is not None and one_worker_process(self.options)
-        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests is None and not step_here)
+        hashed = ending.digests is not None or runner is not None  # by this process
+        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=not hashed)
         layout.fault_point("pipeline")
         resume_collection()
         result = pipeline.run()
@@ -331,6 +339,11 @@ class Run:
         if record["status"] != "complete":
             raise RunFailed(f"{record['failure']} (the published output is unchanged; this run's files: {out.folder})")
         return record["summary"]
+
+
+def handed_over(version: str) -> str:
+    """Where a local run's launcher leaves its inputs' checksums for a last step in a worker process."""
+    return os.path.join(tempfile.gettempdir(), f"vlnkit-inputs-{version}.json")
 
 
 @contextmanager

@@ -14,6 +14,7 @@ travels to a worker): the job's declarations, the run's settings, its inputs, th
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -53,6 +54,7 @@ class Ending:
     outcome: Callable[[dict], Outcome] = default_outcome
     declared: Callable[[dict], dict[str, int | None]] | None = None
     digests: list[dict] | None = None  # the inputs' checksums, when the launcher already has them
+    digests_file: str | None = None  # where a launcher on the same machine leaves them (`hand_digests`)
     waited: bool = True  # a launcher reads the verdict back; else a failed run fails the job (`Failed`)
     started: float = field(default_factory=time.time)
 
@@ -64,6 +66,7 @@ class Ending:
 # The input checksums a launcher computes on a thread while its in-process pipeline runs, by version:
 # the last step, in the same process, takes them from here instead of reading every input again.
 _HASHING: dict[str, Future] = {}
+DIGESTS_WAIT_SECONDS = 600.0
 
 
 def hashing_here(version: str, digests: Future) -> None:
@@ -71,11 +74,39 @@ def hashing_here(version: str, digests: Future) -> None:
     _HASHING[version] = digests
 
 
+def hand_digests(digests: Future, path: str) -> None:
+    """Hand the last step, if it runs in another process of this machine (the local runner's worker
+    processes), the inputs' checksums through a file, once they are computed (a failure too)."""
+
+    def write(done: Future) -> None:
+        error = done.exception()
+        data = json.dumps({"error": repr(error)} if error else {"digests": done.result()}).encode()
+        with open(f"{path}.tmp", "wb") as f:
+            f.write(data)
+        os.replace(f"{path}.tmp", path)
+
+    digests.add_done_callback(write)
+
+
 def input_digests(ending: Ending) -> list[dict]:
+    """The inputs' checksums: as the launcher handed them over (in `ending`, in this process, or through a
+    file on this machine), else read here (a step on a remote worker, or a launcher that failed to)."""
     if ending.digests is not None:
         return ending.digests
     here = _HASHING.pop(ending.publication.version, None)
-    return here.result() if here is not None else describe_inputs(ending.inputs)
+    if here is not None:
+        return here.result()
+    if ending.digests_file:
+        deadline = time.monotonic() + DIGESTS_WAIT_SECONDS
+        while not os.path.exists(ending.digests_file) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if os.path.exists(ending.digests_file):
+            with open(ending.digests_file, "rb") as f:
+                handed = json.load(f)
+            os.remove(ending.digests_file)
+            if "digests" in handed:
+                return handed["digests"]
+    return describe_inputs(ending.inputs)
 
 
 def expected_outputs(ending: Ending, summary: dict) -> dict[str, int | None]:

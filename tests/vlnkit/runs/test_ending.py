@@ -73,3 +73,21 @@ def test_a_short_output_fails_the_run_and_keeps_its_folder(tmp_path):
     assert layout.current_version(str(root)) is None and not (root / LOCK).exists()
     record = json.loads((root / "failed" / "manifest.json").read_text())
     assert record["status"] == "failed" and record["failure"] == verdict and record["output_problems"]
+
+
+def test_a_step_in_another_local_process_takes_the_launchers_checksums_from_a_file(tmp_path):
+    from concurrent.futures import Future
+
+    from vlnkit.runs.ending import hand_digests, input_digests
+
+    ending = _run(tmp_path / "D", rows=1, counted=1)
+    ending.digests_file = str(tmp_path / "handed.json")
+    done: Future = Future()
+    hand_digests(done, ending.digests_file)
+    done.set_result([{"path": "x", "bytes": 1, "sha256": "from the launcher"}])
+    assert input_digests(ending) == [{"path": "x", "bytes": 1, "sha256": "from the launcher"}]
+    assert not (tmp_path / "handed.json").exists()
+    failed: Future = Future()
+    hand_digests(failed, ending.digests_file)
+    failed.set_exception(OSError("unreadable"))  # the step then reads the inputs itself
+    assert input_digests(ending)[0]["sha256"] == "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
