@@ -253,7 +253,7 @@ class Run:
             ):
                 print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
                 return {**previous[1]["summary"], "skipped": True}
-        wait = in_process or not getattr(self.args, "no_wait", False)
+        wait = in_process or not (getattr(self.args, "no_wait", False) or described_only(self.options))
         with refused():
             publication = Publication(
                 self.output_dir,
@@ -339,6 +339,14 @@ class Run:
         if record["status"] != "complete":
             raise RunFailed(f"{record['failure']} (the published output is unchanged; this run's files: {out.folder})")
         return record["summary"]
+
+
+def described_only(options: PipelineOptions) -> bool:
+    """Whether the runner only writes the job's description (--template_location, which a Flex Template
+    launch sets): the job runs afterwards with nobody waiting for it, as with --no_wait."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    return bool(options.view_as(GoogleCloudOptions).template_location)
 
 
 def handed_over(version: str) -> str:

@@ -116,3 +116,36 @@ def test_a_lock_on_gcs_is_renewed_by_any_process_of_its_run_and_never_brought_ba
     assert gcs_emulator.list("publishing/lock_renewals") == []
     lock.heartbeat()
     assert lock.lost and gcs_emulator.list("publishing/lock_renewals") == []
+
+
+def test_a_flex_template_launch_hands_its_run_to_the_job(gcs_emulator, inputs, tmp_path):
+    """Dataflow's Flex Template launcher runs the job with a --template_location of its own: the real
+    DataflowRunner only writes the job's description there and the job runs later, unwatched. The launch
+    ends in one line, without waiting or a traceback, leaving the lock held for the job (judged by its
+    heartbeat, not by the launcher's process) and nothing published."""
+    b = gcs_emulator
+    prefix = "flex/build_r4r"
+    argv = [
+        "--runner=DataflowRunner",
+        "--project=p",
+        "--region=us-central1",
+        "--dataflow_endpoint=http://localhost:9",  # never called: the runner only writes the description
+        f"--temp_location={b.url('flex/tmp')}",
+        f"--staging_location={b.url('flex/staging')}",
+        f"--template_location={b.url('flex/templates/build_r4r.json')}",
+        f"--dataset={inputs['full']}",
+        f"--connectivity_dir={inputs['connectivity']}",
+        f"--output_dir={b.url(prefix)}",
+    ]
+    os.environ["VLNKIT_FLEX_TEMPLATE_LAUNCH"] = "1"  # as pipelines.flex_template.launch marks its process
+    try:
+        code, err = run(b, argv)
+    finally:
+        os.environ.pop("VLNKIT_FLEX_TEMPLATE_LAUNCH")
+    assert code == 0 and "Traceback" not in err, err
+    template = json.loads(b.get("flex/templates/build_r4r.json"))  # the job's description, for the launcher
+    assert template["type"] == "JOB_TYPE_BATCH"
+    assert any(n.endswith("pipeline.pb") for n in b.list("flex/staging")), b.list("flex/staging")
+    lock = json.loads(b.get(f"{prefix}/lock.json"))
+    assert lock["in_process"] is False
+    assert not [n for n in b.list(prefix) if n == "current"]
