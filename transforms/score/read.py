@@ -21,7 +21,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
@@ -111,8 +111,9 @@ class CountedRead(beam.DoFn):
             self.records_bad.inc(dead)
 
 
-def _reference_rows(piece) -> int:
-    return 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
+def _rows_read(piece) -> int:
+    """The records a piece holds (refused keys hold none: their dead letters count them)."""
+    return 0 if isinstance(piece[1], (RefusedReferences, RefusedPredictions)) else len(piece[1])
 
 
 class _ReadFile(CountedRead):
@@ -133,7 +134,7 @@ class _ReadFile(CountedRead):
             pieces = read_predictions(path, agent, rank, self.vocab, line_range)
         else:
             pieces = read_references(path, rank, self.vocab, line_range)
-        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
+        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _rows_read)
 
 
 @dataclass
