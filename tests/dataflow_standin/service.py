@@ -224,6 +224,8 @@ class DataflowStandin:
         self.jobs: dict[str, JobRun] = {}
         self.flex_launchers: dict[str, list[str]] = {}  # template image -> the launcher command it runs
         self.launched: list[subprocess.Popen] = []
+        # Called with the JobRun when its workers are up, just before the pipeline starts (tests inject faults).
+        self.before_run = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._dead = dead_port()
@@ -538,6 +540,8 @@ class DataflowStandin:
 
         run.set_state(dataflow.JobState.JOB_STATE_RUNNING)
         run.say(f"Workers started from apache-beam[gcp]=={beam_version} and the staged files")
+        if self.before_run is not None:
+            self.before_run(run)
         run_on_job_service(run, pipeline_file.read_bytes(), options, f"localhost:{job_port}", f"localhost:{pool_port}")
 
 
