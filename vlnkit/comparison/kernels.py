@@ -1,9 +1,9 @@
 """Compiled (numba) kernels of the Poisson bootstrap: weights from hashes, and exact weighted sums.
 
 Why compiled: the bootstrap multiplies every episode's values by B (1,000) weights. In numpy that
-was a float64 matrix product per block of episodes, after converting the uint8 weights to float64
+is a float64 matrix product per block of episodes, after converting the uint8 weights to float64
 and gathering them per agent and per breakdown group; the conversions and copies cost as much as the
-arithmetic, and the score job took 5x its time without the bootstrap. Here one pass over the rows
+arithmetic, and the score job takes 5x its time without the bootstrap. Here one pass over the rows
 adds `weight * limb` into per-(cell, column) accumulators, reading each weight as a byte, four rows
 per accumulator update and skipping columns whose four limbs are zero (a value below 1,024 has one
 non-zero limb of two), with one cell's accumulators (rows come sorted by cell) for up to `TILE`
@@ -78,7 +78,7 @@ def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits
             mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
             high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
             counts[b] = low + mid + high
-        row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop was slower
+        row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop is slower
         for b in range(replicates):
             row[b] = np.uint8(counts[b])
 
@@ -170,7 +170,7 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
             q = r
             while q + 4 <= end:
                 # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
-                # (indexed at t0 + b it was converted one weight at a time, half the kernel's time).
+                # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
                 a0 = weights[episode[q]][t0 : t0 + width]
                 a1 = weights[episode[q + 1]][t0 : t0 + width]
                 a2 = weights[episode[q + 2]][t0 : t0 + width]
