@@ -77,7 +77,7 @@ class Visibility:
     options: BenchmarkOptions
 
 
-def load_visibility(options: BenchmarkOptions, vocab, graphs) -> Visibility:
+def load_visibility(options: BenchmarkOptions, vocab) -> Visibility:
     if not options.visibility:
         raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
     seen, objects = read_visibility(options.visibility, vocab)
