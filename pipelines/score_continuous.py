@@ -149,11 +149,11 @@ def run_continuous(
                 )
         layouts[agent] = [(path, ctx.kinds.get(path)) for path in files]
     return ctx.execute(
-        lambda p: build_continuous(
+        lambda p, out: build_continuous(
             p,
             layouts,
             data_files,
-            opts.output_dir,
+            out.folder,
             config,
             options,
             bootstrap,

@@ -1,4 +1,4 @@
-"""The defects of issue 33's hostile-input sweep, each held by a test (docs/failure_semantics.md states the
+"""The defects a sweep of hostile inputs found, each held by a test (docs/failure_semantics.md states the
 rule every one follows): unreadable input is a dead letter naming the file; a structural problem (a file of
 the wrong kind, an output folder inside a published version or holding an input, an unwritable folder, a
 meaningless flag value) is refused before the pipeline with one line and exit 2, the same way in every job;
