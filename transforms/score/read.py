@@ -21,7 +21,7 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
@@ -29,9 +29,10 @@ from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
-from vlnkit.scoring.reading import MATCH, dataset_ranks, in_buckets, read_predictions, read_references
+from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
 
 TOTALS = "totals"
+FILE_DEAD_LETTERS = "file_dead_letters"  # per agent: dead letters of a whole file, which name no record
 RECORDS_SOURCE = "<records>"
 COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a byte range
 
@@ -67,7 +68,13 @@ class _PlanRanges(beam.DoFn):
 class CountedRead(beam.DoFn):
     """A read step's counting, shared by the graph and the continuous readers: each piece passes on, each
     RecordError becomes a dead letter; a prediction file's rows read and refused are counted per agent
-    (TOTALS, and Beam counters), a dataset file's in Beam counters only."""
+    (TOTALS, and Beam counters), a dataset file's in Beam counters only.
+
+    A record is read whether or not it can be used: a RecordError naming a record (a line, an index, an
+    id) counts one record read and one dead letter; one naming no record (a whole file that cannot be
+    read or parsed) counts a dead letter and a `file_dead_letters`, and no record. So, per agent, the
+    summary keeps predictions_read = scored rows + rows_from_both (continuous) + dead_letters -
+    file_dead_letters (docs/jobs/score.md, "What the counts add up to")."""
 
     def __init__(self):
         super().__init__()
@@ -78,11 +85,12 @@ class CountedRead(beam.DoFn):
 
     def counted(self, pieces, predictions: bool, agent: str, rows=lambda piece: len(piece[1])):
         """Yield `pieces` ((bucket, piece) or RecordError) as outputs, counting; `rows(piece)`: rows read."""
-        read = dead = 0
+        read = dead = files = 0
         for piece in pieces:
             if isinstance(piece, RecordError):
                 dead += 1
-                read += piece.stage == MATCH  # a prediction that was read, but matches nothing
+                files += piece.record == ""
+                read += piece.record != ""  # a record that was read, but cannot be used
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
             else:
                 read += rows(piece)
@@ -91,24 +99,32 @@ class CountedRead(beam.DoFn):
             self.predictions_read.inc(read)
             self.predictions_bad.inc(dead)
             yield beam.pvalue.TaggedOutput(
-                TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
+                TOTALS,
+                {
+                    agent_key(agent, "predictions_read"): read,
+                    agent_key(agent, "dead_letters"): dead,
+                    agent_key(agent, FILE_DEAD_LETTERS): files,
+                },
             )
         else:
             self.records_read.inc(read)
             self.records_bad.inc(dead)
 
 
-def _reference_rows(piece) -> int:
-    return 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
+def _rows_read(piece) -> int:
+    """The records a piece holds (refused keys hold none: their dead letters count them)."""
+    return 0 if isinstance(piece[1], (RefusedReferences, RefusedPredictions)) else len(piece[1])
 
 
 class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
-    def __init__(self, connectivity_dir: str, buckets: int):
+    def __init__(self, connectivity_dir: str, buckets: int, id_parts: int = 2, instruction_set: str = "instructions"):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
+        self.id_parts = id_parts
+        self.instruction_set = instruction_set
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -117,10 +133,10 @@ class _ReadFile(CountedRead):
         kind, agent, rank, path, line_range = element
         predictions = kind == "p"
         if predictions:
-            pieces = read_predictions(path, agent, rank, self.vocab, line_range)
+            pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range)
-        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
+            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set)
+        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _rows_read)
 
 
 @dataclass
@@ -130,7 +146,8 @@ class ReadScoringInputs(beam.PTransform):
     `agents` is [(agent name, [file, ...])]: a file's rank within its agent orders duplicates (the first
     file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide JSON
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
-    is the size of the byte ranges plain JSON Lines files are read in by several workers.
+    is the size of the byte ranges plain JSON Lines files are read in by several workers. `id_parts` and
+    `instruction_set` are the benchmark's (`vlnkit.scoring.benchmark`: REVERIE's instr_ids have 3 parts).
     """
 
     agents: list[tuple[str, list[str]]]
@@ -138,6 +155,8 @@ class ReadScoringInputs(beam.PTransform):
     connectivity_dir: str
     buckets: int
     range_bytes: int | None = RANGE_BYTES
+    id_parts: int = 2
+    instruction_set: str = "instructions"
 
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
@@ -150,9 +169,8 @@ class ReadScoringInputs(beam.PTransform):
                 | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
                 | "SpreadRanges" >> beam.Reshuffle()
             )
-        out = pieces | "ReadChunks" >> beam.ParDo(_ReadFile(self.connectivity_dir, self.buckets)).with_outputs(
-            DEAD_LETTER, TOTALS, main="batches"
-        )
+        read = _ReadFile(self.connectivity_dir, self.buckets, self.id_parts, self.instruction_set)
+        out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 
 
