@@ -6,6 +6,8 @@
   give exact, order-independent summaries.
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
+- `ndh`: CVDN's NDH metrics as its official evaluator defines them (`score_ndh`: oracle path success and
+  goal progress besides the standard metrics under its conventions).
 - `random_baseline`: the R2R paper's random-walk baseline, generated in vectorized batches.
 - `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
   (`score_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
@@ -40,6 +42,7 @@ _HOME = {
     **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
     **dict.fromkeys(("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"), "schemas"),
     "BucketScores": "bucket_scores",
+    **dict.fromkeys(("score_ndh", "first_non_edges", "NDH_METRICS"), "ndh"),
 }
 
 
@@ -71,6 +74,8 @@ __all__ = [
     "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
     # the Parquet schemas of scored episodes, and what scoring a bucket gives
     "EPISODE_SCORES", "RANDOM_EPISODE_SCORES", "BucketScores",
+    # CVDN's NDH metrics, by its evaluator's rules
+    "score_ndh", "first_non_edges", "NDH_METRICS",
 ]  # fmt: skip
 
 assert set(__all__) == set(_HOME)
