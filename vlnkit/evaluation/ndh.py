@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlnkit.evaluation.batch import means, score_batch, totals
-from vlnkit.evaluation.common import check_distances, pack
+from vlnkit.evaluation.common import check_distances
 
 NDH_THRESHOLD = 3.0  # eval.py:21, `self.error_margin`
 NDH_SUCCESS_RULE = "lt"  # eval.py:110-112: `i < self.error_margin`
@@ -59,32 +59,92 @@ EVALUATOR_KEYS = {
 }
 
 
-def _padded(paths) -> tuple[np.ndarray, np.ndarray]:
-    """(padded int64 array, lengths) of a list of index paths, or the pair itself."""
-    padded, lengths = paths if isinstance(paths, tuple) else pack(paths)
-    return np.asarray(padded, np.int64), np.asarray(lengths, np.int64)
-
-
-def first_non_edges(adjacent: np.ndarray, paths) -> np.ndarray:
+def first_non_edges(adjacent, offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per path, the index k of its first move q_k -> q_k+1 that is neither a repeat nor a graph edge, or -1.
 
-    `adjacent` is the scan's (n, n) boolean adjacency (`NavGraph.adjacent`); `paths` node-index paths or a
-    (padded, lengths) pair. The evaluator raises at such a move (eval.py:83-91), so the episode has no score.
+    Paths are flat: path r is values[offsets[r]:offsets[r + 1]]. `adjacent` is one scan's (n, n) boolean
+    adjacency (`NavGraph.adjacent`), or `adjacent(episode, a, b)` giving whether a[i] and b[i] are joined in
+    the scan of episode[i]. The evaluator raises at such a move (eval.py:83-91): the episode has no score.
 
         >>> adj = np.array([[False, True, False], [True, False, True], [False, True, False]])
-        >>> first_non_edges(adj, [[0, 1, 1, 2], [0, 0, 2], [1]]).tolist()
+        >>> first_non_edges(adj, np.array([0, 4, 7, 8]), np.array([0, 1, 1, 2, 0, 0, 2, 1])).tolist()
         [-1, 1, -1]
     """
-    padded, lengths = _padded(paths)
-    out = np.full(len(padded), -1, np.int64)
-    if padded.shape[1] < 2 or not len(padded):
+    offsets, values = np.asarray(offsets, np.int64), np.asarray(values, np.int64)
+    out = np.full(len(offsets) - 1, -1, np.int64)
+    if len(values) < 2:
         return out
-    u, v = padded[:, :-1], padded[:, 1:]
-    valid = np.arange(1, padded.shape[1]) < lengths[:, None]
-    bad = (u != v) & ~np.asarray(adjacent, bool)[u, v] & valid
-    rows = bad.any(axis=1)
-    out[rows] = bad[rows].argmax(axis=1)
+    episode = np.repeat(np.arange(len(out)), np.diff(offsets))[:-1]
+    u, v = values[:-1], values[1:]
+    within = np.ones(len(u), bool)
+    within[offsets[1:-1] - 1] = False  # the last node of a path and the first of the next are no move
+    if callable(adjacent):
+        joined = adjacent(episode, u, v)
+    else:
+        joined = np.asarray(adjacent, bool)[u, v]
+    bad = np.flatnonzero(within & (u != v) & ~joined)
+    first_bad, at = np.unique(episode[bad], return_index=True)
+    out[first_bad] = bad[at] - offsets[first_bad]
     return out
+
+
+def matrix_distance(distances: np.ndarray):
+    """The `Distance` of one scan's (n, n) matrix: d(a, b) = distances[a, b], whatever the episode."""
+    distances = check_distances(np.ascontiguousarray(distances, dtype=np.float64))
+    return lambda episode, a, b: distances[a, b]
+
+
+def nearest(distance, offsets: np.ndarray, values: np.ndarray, fixed: np.ndarray, *, towards: bool = True):
+    """Per episode r, the least distance between its nodes values[offsets[r]:offsets[r + 1]] (at least one)
+    and its node fixed[r]: d(v, fixed[r]) when `towards` (a trajectory's nodes to a goal, eval.py:47-55),
+    else d(fixed[r], v) (a start or stop to the end panos, eval.py:70-76). The orientation is the
+    evaluator's, as each row of a distance matrix is its own Dijkstra run.
+
+    `distance(episode, a, b)` gives d(a[i], b[i]) in the scan of episode[i], for arrays of nodes
+    (`matrix_distance` for one scan; the score job gathers from its flat scan tables).
+
+        >>> d = matrix_distance(np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]]))
+        >>> nearest(d, np.array([0, 2, 3]), np.array([0, 1, 2]), np.array([2, 0])).tolist()
+        [1.0, 2.0]
+    """
+    offsets = np.asarray(offsets, np.int64)
+    lengths = np.diff(offsets)
+    if not len(lengths):
+        return np.zeros(0)
+    if lengths.min() < 1:
+        raise ValueError(f"episode #{int(np.argmin(lengths))} has no nodes to take the nearest of")
+    episode = np.repeat(np.arange(len(lengths)), lengths)
+    values, other = np.asarray(values, np.int64), np.asarray(fixed, np.int64)[episode]
+    d = distance(episode, values, other) if towards else distance(episode, other, values)
+    return np.minimum.reduceat(d, offsets[:-1])
+
+
+def ndh_success(distance_to_goal: np.ndarray) -> np.ndarray:
+    """1.0 where a distance to the goal is below 3 m, strictly (eval.py:21, 110-112), else 0.0."""
+    return (np.asarray(distance_to_goal) < NDH_THRESHOLD).astype(np.float64)
+
+
+def ndh_extras(distance, starts, finals, planner_goals, success, queries, end_panos) -> dict[str, np.ndarray]:
+    """The NDH metrics the toolkit's kernel does not compute: `ops`, `gp` and `sgp` (see the module docstring).
+
+    `starts`, `finals`, `planner_goals`: a node per episode; `success`: each episode's `sr`; `queries` and
+    `end_panos`: (offsets, values) of the trajectories' and goal regions' nodes; `distance` as in `nearest`.
+    """
+    ops = ndh_success(nearest(distance, *queries, planner_goals))
+    near_start = nearest(distance, *end_panos, starts, towards=False)
+    near_final = nearest(distance, *end_panos, finals, towards=False)
+    with np.errstate(invalid="ignore"):  # inf - inf where no end pano is in reach: NaN, undefined
+        gp = near_start - near_final
+    return {"ops": ops, "gp": gp, "sgp": np.where(np.asarray(success) > 0, gp, 0.0)}
+
+
+def flat_indices(paths) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, values) of a list of node-index paths: path r is values[offsets[r]:offsets[r + 1]]."""
+    lengths = np.fromiter(map(len, paths), np.int64, count=len(paths))
+    offsets = np.zeros(len(paths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    values = np.concatenate([np.asarray(p, np.int64).reshape(-1) for p in paths]) if len(paths) else np.zeros(0)
+    return offsets, values.astype(np.int64)
 
 
 def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries) -> dict[str, np.ndarray]:
@@ -93,49 +153,35 @@ def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries)
     `targets`: the target paths (node indices; their first node is the start, their last the goal);
     `planner_goals`: (B,) the last node of each planner path; `end_panos`: per episode a non-empty list of
     nodes (the goal region); `queries`: the trajectories, each starting at its target's start and moving
-    along edges (check with `first_non_edges`). Paths are lists of node indices or (padded, lengths) pairs.
+    along edges (check with `first_non_edges`). Paths are lists of node indices.
     Unreachable goals give inf distances (and 0 rates), as the toolkit's metrics do, and goal progress is
     NaN when no end pano is in reach of the start; the evaluator raises on both (its distance tables hold
     reachable pairs only), and `vlnkit.scoring.ndh` refuses such instances before scoring.
     """
-    distances = check_distances(np.ascontiguousarray(distances, dtype=np.float64))
-    targets, queries = _padded(targets), _padded(queries)
     planner_goals = np.asarray(planner_goals, np.int64).reshape(-1)
-    b = len(targets[0])
-    if len(queries[0]) != b or len(planner_goals) != b or len(end_panos) != b:
+    b = len(targets)
+    if len(queries) != b or len(planner_goals) != b or len(end_panos) != b:
         raise ValueError(
-            f"{b} targets, {len(queries[0])} queries, {len(planner_goals)} planner goals and "
+            f"{b} targets, {len(queries)} queries, {len(planner_goals)} planner goals and "
             f"{len(end_panos)} end-pano lists: one of each per episode"
         )
+    if b and min(map(len, end_panos)) < 1:
+        raise ValueError("an episode has no end panos; goal progress needs at least one")
     rule = {"threshold": NDH_THRESHOLD, "success_rule": NDH_SUCCESS_RULE, "spl_reference": "shortest"}
     scores = score_batch(distances, targets, queries, metrics=STANDARD, keep_repeats=True, **rule)
-    # Oracle path success is OSR against the planner's goal: a one-node reference at that goal.
-    scores["ops"] = score_batch(
-        distances, (planner_goals[:, None], np.ones(b, np.int64)), queries, metrics=("osr",), **rule
-    )["osr"]
-    scores["gp"] = _goal_progress(distances, targets, end_panos, queries)
-    scores["sgp"] = np.where(scores["sr"] > 0, scores["gp"], 0.0)
-    return scores
-
-
-def _goal_progress(distances, targets, end_panos, queries) -> np.ndarray:
-    """min over e of d(start, e) - min over e of d(final, e), per episode (eval.py:68-76, 80)."""
-    (t, _), (q, q_len) = targets, queries
-    b = len(t)
-    if not b:
-        return np.zeros(0)
-    e_len = np.fromiter(map(len, end_panos), np.int64, count=b)
-    if e_len.min() < 1:
-        raise ValueError(f"episode #{int(np.argmin(e_len))} has no end panos; goal progress needs at least one")
-    ends = np.concatenate([np.asarray(e, np.int64).reshape(-1) for e in end_panos])
-    first = np.zeros(b, np.int64)
-    np.cumsum(e_len[:-1], out=first[1:])
-    row = np.repeat(np.arange(b), e_len)
-    start, final = t[:, 0], q[np.arange(b), q_len - 1]
-    near_start = np.minimum.reduceat(distances[start[row], ends], first)
-    near_final = np.minimum.reduceat(distances[final[row], ends], first)
-    with np.errstate(invalid="ignore"):  # inf - inf where no end pano is in reach: NaN, undefined
-        return near_start - near_final
+    q_offsets, q_values = flat_indices(queries)
+    starts = np.asarray([t[0] for t in targets], np.int64)
+    finals = q_values[q_offsets[1:] - 1] if b else np.zeros(0, np.int64)
+    extras = ndh_extras(
+        matrix_distance(distances),
+        starts,
+        finals,
+        planner_goals,
+        scores["sr"],
+        (q_offsets, q_values),
+        flat_indices(end_panos),
+    )
+    return {**scores, **extras}
 
 
 def evaluator_summary(scores: dict[str, np.ndarray]) -> dict[str, float]:

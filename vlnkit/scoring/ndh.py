@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH, check_target_path, ndh_label, target_path
-from vlnkit.evaluation.ndh import NDH_METRICS, first_non_edges, score_ndh
+from vlnkit.evaluation.ndh import NDH_METRICS, first_non_edges, flat_indices, score_ndh
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.navigation.graph import GraphError
 from vlnkit.scoring.reading import MATCH, unknown_id
@@ -170,7 +170,7 @@ def _score_scan(graph, pairs: list[tuple[dict, dict]], target: str, out: NDHSpli
     if not kept:
         return
     queries = [graph.indices(p["path"]) for _, p in kept]
-    bad = first_non_edges(graph.adjacent, queries)
+    bad = first_non_edges(graph.adjacent, *flat_indices(queries))
     for (_, pred), k in zip(kept, bad.tolist()):
         if k >= 0:
             u, v = pred["path"][k], pred["path"][k + 1]

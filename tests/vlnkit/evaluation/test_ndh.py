@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vlnkit.evaluation.ndh import EVALUATOR_KEYS, NDH_METRICS, evaluator_summary, first_non_edges, score_ndh
+from vlnkit.evaluation.ndh import (
+    EVALUATOR_KEYS,
+    NDH_METRICS,
+    evaluator_summary,
+    first_non_edges,
+    flat_indices,
+    matrix_distance,
+    nearest,
+    score_ndh,
+)
 
 
 def line(n: int, step: float = 1.0) -> np.ndarray:
@@ -72,15 +81,27 @@ def test_unreachable_goals_give_infinite_distances_not_errors():
 def test_first_non_edges():
     adj = np.zeros((4, 4), bool)
     adj[[0, 1, 2], [1, 2, 3]] = adj[[1, 2, 3], [0, 1, 2]] = True
-    got = first_non_edges(adj, [[0, 1, 2, 3], [0, 0, 1, 3, 1], [2, 0], [3], [1, 1, 1]])
-    assert got.tolist() == [-1, 2, 0, -1, -1]
-    assert first_non_edges(adj, []).tolist() == []
+    paths = [[0, 1, 2, 3], [0, 0, 1, 3, 1], [2, 0], [3], [1, 1, 1], [2, 1]]
+    assert first_non_edges(adj, *flat_indices(paths)).tolist() == [-1, 2, 0, -1, -1, -1]
+    # a path's last node and the next path's first are not a move (3 -> 0 would be no edge)
+    assert first_non_edges(adj, *flat_indices([[2, 3], [0, 1]])).tolist() == [-1, -1]
+    assert first_non_edges(lambda e, a, b: adj[a, b], *flat_indices(paths)).tolist() == [-1, 2, 0, -1, -1, -1]
+    assert first_non_edges(adj, *flat_indices([])).tolist() == []
+
+
+def test_nearest_keeps_the_evaluators_orientation():
+    d = np.array([[0.0, 1.0], [2.0, 0.0]])  # an asymmetric table shows which row is read
+    offsets, values = flat_indices([[0, 1], [1]])
+    assert nearest(matrix_distance(d), offsets, values, np.array([1, 0])).tolist() == [0.0, 2.0]
+    assert nearest(matrix_distance(d), offsets, values, np.array([1, 0]), towards=False).tolist() == [0.0, 1.0]
+    with pytest.raises(ValueError, match="episode #1 has no nodes"):
+        nearest(matrix_distance(d), np.array([0, 1, 1]), np.array([0]), np.array([0, 0]))
 
 
 def test_the_inputs_must_agree_in_number():
     with pytest.raises(ValueError, match="one of each per episode"):
         score_ndh(line(3), [[0, 1]], np.array([1, 2]), [[1]], [[0]])
-    with pytest.raises(ValueError, match="episode #0 has no end panos"):
+    with pytest.raises(ValueError, match="an episode has no end panos"):
         score_ndh(line(3), [[0, 1]], np.array([1]), [[]], [[0]])
 
 
