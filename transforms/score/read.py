@@ -105,10 +105,12 @@ def _reference_rows(piece) -> int:
 class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
-    def __init__(self, connectivity_dir: str, buckets: int):
+    def __init__(self, connectivity_dir: str, buckets: int, id_parts: int = 2, instruction_set: str = "instructions"):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
+        self.id_parts = id_parts
+        self.instruction_set = instruction_set
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -117,9 +119,9 @@ class _ReadFile(CountedRead):
         kind, agent, rank, path, line_range = element
         predictions = kind == "p"
         if predictions:
-            pieces = read_predictions(path, agent, rank, self.vocab, line_range)
+            pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range)
+            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set)
         yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
 
 
@@ -130,7 +132,8 @@ class ReadScoringInputs(beam.PTransform):
     `agents` is [(agent name, [file, ...])]: a file's rank within its agent orders duplicates (the first
     file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide JSON
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
-    is the size of the byte ranges plain JSON Lines files are read in by several workers.
+    is the size of the byte ranges plain JSON Lines files are read in by several workers. `id_parts` and
+    `instruction_set` are the benchmark's (`vlnkit.scoring.benchmark`: REVERIE's instr_ids have 3 parts).
     """
 
     agents: list[tuple[str, list[str]]]
@@ -138,6 +141,8 @@ class ReadScoringInputs(beam.PTransform):
     connectivity_dir: str
     buckets: int
     range_bytes: int | None = RANGE_BYTES
+    id_parts: int = 2
+    instruction_set: str = "instructions"
 
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
@@ -150,9 +155,8 @@ class ReadScoringInputs(beam.PTransform):
                 | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
                 | "SpreadRanges" >> beam.Reshuffle()
             )
-        out = pieces | "ReadChunks" >> beam.ParDo(_ReadFile(self.connectivity_dir, self.buckets)).with_outputs(
-            DEAD_LETTER, TOTALS, main="batches"
-        )
+        read = _ReadFile(self.connectivity_dir, self.buckets, self.id_parts, self.instruction_set)
+        out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 
 

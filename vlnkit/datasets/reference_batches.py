@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
+import msgspec
 import numpy as np
 
 from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
@@ -21,6 +22,7 @@ from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedReferences, scan_records
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
+from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, TARGET_OBJECT, pack_keys, record_reason
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format, line_format, rxr_label
 from vlnkit.io.dead_letters import RecordError
 
@@ -38,6 +40,7 @@ class ReferenceChunk:
     first_k: int = 0
     languages: tuple[str, ...] = ()
     language: np.ndarray | None = None
+    extras: dict | None = None  # a benchmark's own columns (REVERIE: the target object)
 
     def __len__(self) -> int:
         return len(self.scans)
@@ -72,10 +75,36 @@ def _guide_columns(lines: list | None) -> ReferenceChunk | None:
     )
 
 
-_COLUMNS = {R2R: (R2R_RECORD, _reference_columns), RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns)}
+def _reverie_columns(records: list | None, instruction_set: str = "instructions") -> ReferenceChunk | None:
+    """The columns of valid `ReverieRecord`s (None for none, or when one lacks the chosen instruction set):
+    keyed by (path_id, objId) packed (`vlnkit.datasets.reverie.pack_keys`), the target object as an extra."""
+    if not records:
+        return None
+    chosen = list(map(attrgetter(instruction_set), records))
+    if any(c is msgspec.UNSET for c in chosen):  # a record without the chosen set: worded record by record
+        return None
+    counts = list(map(len, chosen))
+    pids = np.fromiter(map(attrgetter("path_id"), records), dtype=np.int64, count=len(records))
+    objects = np.fromiter(map(attrgetter("objId"), records), dtype=np.int64, count=len(records))
+    lengths, flat = flat_paths(list(map(attrgetter("path"), records)))
+    return ReferenceChunk(
+        pack_keys(pids, objects),
+        list(map(attrgetter("scan"), records)),
+        np.asarray(counts, np.int64),
+        lengths,
+        flat,
+        extras={TARGET_OBJECT: objects},
+    )
 
 
-def reference_chunk(lines: list[bytes], fmt: str = R2R) -> ReferenceChunk | None:
+_COLUMNS = {
+    R2R: (R2R_RECORD, _reference_columns),
+    RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns),
+    REVERIE_FORMAT: (REVERIE_RECORD, _reverie_columns),
+}
+
+
+def reference_chunk(lines: list[bytes], fmt: str = R2R, instruction_set: str = "instructions") -> ReferenceChunk | None:
     """The records of JSON Lines `lines` (non-blank), when every line is one valid record of format
     `fmt` ("r2r": `R2RRecord`; "rxr_guide": `RxRGuideLine`); else None (the caller then parses the
     chunk the general way, where every refusal gets its dead letter).
@@ -96,7 +125,8 @@ def reference_chunk(lines: list[bytes], fmt: str = R2R) -> ReferenceChunk | None
     if fmt not in _COLUMNS:
         return None
     kind, columns = _COLUMNS[fmt]
-    return columns(kind.decode_lines(lines))
+    records = kind.decode_lines(lines)
+    return columns(records, instruction_set) if fmt == REVERIE_FORMAT else columns(records)
 
 
 class FileFormat:
@@ -110,13 +140,14 @@ class FileFormat:
         ('rxr_guide', 'rxr_guide')
     """
 
-    def __init__(self, fmt: str | None = None):
+    def __init__(self, fmt: str | None = None, instruction_set: str = "instructions"):
         self.fmt = fmt
+        self.instruction_set = instruction_set  # REVERIE's `instrType`
 
     def typed(self, lines: list[bytes]) -> ReferenceChunk | None:
         if self.fmt is None and lines:
             self.fmt = line_format(lines[0])
-        return reference_chunk(lines, self.fmt) if self.fmt is not None else None
+        return reference_chunk(lines, self.fmt, self.instruction_set) if self.fmt is not None else None
 
     def scan(self, block: bytes, vocab) -> ScannedReferences | None:
         """A compiled scanner's reading of a block of whole lines (`json_chunks`' `scan`), for R2R records;
@@ -150,6 +181,7 @@ def reference_batch(
     parquet: bool = False,
     strict: bool = False,
     fmt: str = R2R,
+    instruction_set: str = "instructions",
 ) -> tuple[ReferenceBatch, list[RecordError]]:
     """A chunk of dataset records (or a `ReferenceChunk`) -> (batch of valid reference paths, RecordErrors).
 
@@ -167,7 +199,10 @@ def reference_batch(
         fast = items
     else:
         with gc_paused():
-            fast = columns(kind.convert_all(items)) if strict and items else None
+            fast = None
+            if strict and items:
+                found = kind.convert_all(items)
+                fast = columns(found, instruction_set) if fmt == REVERIE_FORMAT else columns(found)
     if fast is not None:
         return (
             ReferenceBatch(
@@ -180,18 +215,19 @@ def reference_batch(
                 first_k=np.full(len(items), fast.first_k, np.int64),
                 language=fast.language,
                 languages=fast.languages,
+                extras=fast.extras or {},
             ),
             [],
         )
-    rxr = fmt == RXR_GUIDE_FORMAT
+    rxr, reverie = fmt == RXR_GUIDE_FORMAT, fmt == REVERIE_FORMAT
     label = rxr_label if rxr else record_label
-    errors, kept, pids, scans, counts, paths, tags = [], [], [], [], [], [], []
+    errors, kept, pids, scans, counts, paths, tags, objects = [], [], [], [], [], [], [], []
     for n, obj in enumerate(items):
         obj = exact_item(items, n)
         if isinstance(obj, RecordError):
             errors.append(obj)
             continue
-        reason = kind.reason(obj) if rxr else validate_record(obj)
+        reason = kind.reason(obj) if rxr else record_reason(obj, instruction_set) if reverie else validate_record(obj)
         if reason is not None:
             where = f"#{start + n}" if parquet else label(obj, start + n)
             errors.append(RecordError(source, where, reason, key=_key_of(obj, rxr)))
@@ -199,20 +235,28 @@ def reference_batch(
         kept.append(start + n)
         pids.append(obj["instruction_id"] if rxr else obj["path_id"])
         scans.append(obj["scan"])
-        counts.append(1 if rxr else len(obj["instructions"]))
+        counts.append(1 if rxr else len(obj[instruction_set if reverie else "instructions"]))
+        if reverie:
+            objects.append(obj["objId"])
         paths.append(obj["path"])
         if rxr:
             tags.append(obj["language"])
     languages, codes = encode_languages(tags) if rxr else ((), None)
+    pid_column = np.asarray(pids, np.int64)
+    extras = {}
+    if reverie:
+        extras = {TARGET_OBJECT: np.asarray(objects, np.int64)}
+        pid_column = pack_keys(pid_column, extras[TARGET_OBJECT])
     batch = ReferenceBatch(
         np.full(len(kept), rank, np.int64),
         np.asarray(kept, np.int64),
-        np.asarray(pids, np.int64),
+        pid_column,
         np.asarray(scans, dtype=str) if scans else np.zeros(0, "U1"),
         np.asarray(counts, np.int64),
         Paths.from_lists(paths, vocab),
         first_k=np.full(len(kept), -1 if rxr else 0, np.int64),
         language=codes,
         languages=languages,
+        extras=extras,
     )
     return batch, errors

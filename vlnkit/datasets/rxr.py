@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from vlnkit.datasets.json_chunks import first_line, json_chunks
 from vlnkit.datasets.r2r import json_items, r2r_record
 from vlnkit.datasets.records import R2R_RECORD, RXR_FOLLOWER, RXR_GUIDE, RecordKind
+from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_TEST_FORMAT, is_reverie
 from vlnkit.io.dead_letters import RecordError
 
 R2R = "r2r"
@@ -61,7 +62,11 @@ def record_format(obj) -> str:
     'rxr_follower'
     >>> record_format({"instruction_id": 26, "path": ["a"]}), record_format([1])
     ('rxr_guide', 'r2r')
+    >>> record_format({"path_id": 1, "objId": 66, "instructions": ["go"]}), record_format({"id": "7", "instructions": []})
+    ('reverie', 'reverie_test')
     """
+    if is_reverie(obj):
+        return REVERIE_FORMAT if "objId" in obj else REVERIE_TEST_FORMAT
     if not isinstance(obj, dict) or "instructions" in obj or "instruction_id" not in obj:
         return R2R
     if "instruction" not in obj and ("metrics" in obj or "demonstration_id" in obj):
