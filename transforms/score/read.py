@@ -105,12 +105,20 @@ def _reference_rows(piece) -> int:
 class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
-    def __init__(self, connectivity_dir: str, buckets: int, id_parts: int = 2, instruction_set: str = "instructions"):
+    def __init__(
+        self,
+        connectivity_dir: str,
+        buckets: int,
+        id_parts: int = 2,
+        instruction_set: str = "instructions",
+        target_path: str = "planner",
+    ):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
         self.id_parts = id_parts
         self.instruction_set = instruction_set
+        self.target_path = target_path
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -121,7 +129,7 @@ class _ReadFile(CountedRead):
         if predictions:
             pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set)
+            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set, self.target_path)
         yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
 
 
@@ -133,7 +141,8 @@ class ReadScoringInputs(beam.PTransform):
     file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide JSON
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
     is the size of the byte ranges plain JSON Lines files are read in by several workers. `id_parts` and
-    `instruction_set` are the benchmark's (`vlnkit.scoring.benchmark`: REVERIE's instr_ids have 3 parts).
+    `instruction_set` (REVERIE's) and `target_path` (CVDN's) are the benchmark's (`vlnkit.scoring.benchmark`:
+    REVERIE's instr_ids have 3 parts).
     """
 
     agents: list[tuple[str, list[str]]]
@@ -143,6 +152,7 @@ class ReadScoringInputs(beam.PTransform):
     range_bytes: int | None = RANGE_BYTES
     id_parts: int = 2
     instruction_set: str = "instructions"
+    target_path: str = "planner"
 
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
@@ -155,7 +165,7 @@ class ReadScoringInputs(beam.PTransform):
                 | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
                 | "SpreadRanges" >> beam.Reshuffle()
             )
-        read = _ReadFile(self.connectivity_dir, self.buckets, self.id_parts, self.instruction_set)
+        read = _ReadFile(self.connectivity_dir, self.buckets, self.id_parts, self.instruction_set, self.target_path)
         out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 

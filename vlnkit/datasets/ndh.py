@@ -32,11 +32,14 @@ from collections.abc import Iterator
 from typing import Annotated
 
 import msgspec
+import numpy as np
 
+from vlnkit.datasets.columns import flat_paths
 from vlnkit.datasets.r2r import json_items
 from vlnkit.datasets.records import Int64, NonEmptyString, RecordKind, ViewpointId, ViewpointPath
 from vlnkit.io.dead_letters import RecordError
 
+CVDN_FORMAT = "cvdn"  # the dataset format of NDH instance files (`vlnkit.datasets.rxr.record_format`)
 TARGET_PATHS = ("planner", "player", "trusted")
 DEFAULT_TARGET_PATH = "planner"  # eval.py:20, `path_type='planner_path'`
 
@@ -133,3 +136,33 @@ def target_path(record: dict, which: str = DEFAULT_TARGET_PATH) -> list[str]:
     if which == "player":
         return player
     return player if planner[-1] in player[1:] else planner
+
+
+# The extra columns of an NDH reference row (`vlnkit.datasets.columns.ReferenceBatch.extras`), each a `Paths`
+# of viewpoints: the last viewpoint of the planner path, and the goal region.
+PLANNER_GOAL, END_PANOS = "planner_goal", "end_panos"
+
+
+def ndh_columns(instances: list, which: str = DEFAULT_TARGET_PATH) -> dict:
+    """The columns the score job reads instances into (`vlnkit.datasets.reference_batches`): `inst_idx`,
+    `scans`, the target paths (`lengths`, `viewpoints`, as `flat_paths` gives them) and the extras
+    `PLANNER_GOAL` and `END_PANOS` as (lengths, viewpoints) pairs. `instances` are `NDHInstance`s or valid
+    instance dicts.
+
+        >>> c = ndh_columns([{"inst_idx": 3, "scan": "s", "planner_path": ["a", "b"], "player_path": ["a"],
+        ...                   "end_panos": ["b", "c"]}], "player")
+        >>> c["inst_idx"].tolist(), c["viewpoints"], c[PLANNER_GOAL][1], c[END_PANOS][1]
+        ([3], ['a'], ['b'], ['b', 'c'])
+    """
+    if instances and isinstance(instances[0], NDHInstance):
+        instances = [msgspec.structs.asdict(i) for i in instances]
+    lengths, flat = flat_paths([target_path(i, which) for i in instances])
+    goals = [i["planner_path"][-1] for i in instances]
+    return {
+        "inst_idx": np.asarray([i["inst_idx"] for i in instances], np.int64),
+        "scans": [i["scan"] for i in instances],
+        "lengths": lengths,
+        "viewpoints": flat,
+        PLANNER_GOAL: (np.ones(len(goals), np.int64), goals),
+        END_PANOS: flat_paths([i["end_panos"] for i in instances]),
+    }

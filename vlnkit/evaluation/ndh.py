@@ -45,7 +45,6 @@ NDH_THRESHOLD = 3.0  # eval.py:21, `self.error_margin`
 NDH_SUCCESS_RULE = "lt"  # eval.py:110-112: `i < self.error_margin`
 STANDARD = ("pl", "ne", "one", "sr", "osr", "spl")  # the toolkit's metrics, under the evaluator's conventions
 NDH_METRICS = (*STANDARD, "ops", "gp", "sgp")
-NDH_RATES = ("sr", "osr", "spl", "ops")  # fractions; the others are metres
 # The evaluator's summary keys (eval.py:124-132; `sc_dr` only in the PREVALENT_R2R copy).
 EVALUATOR_KEYS = {
     "pl": "length",
