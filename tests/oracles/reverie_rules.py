@@ -61,7 +61,12 @@ def visible_objects(bbox_dir: str, scans: set[str]) -> dict[str, set[str]]:
 
 def flat(trajectory) -> list[str]:
     """The viewpoints of a trajectory: the release's [[vp, heading, elevation], ...] or DUET's [[vp, ...], ...]."""
-    if trajectory and isinstance(trajectory[0], list) and len(trajectory[0]) == 3 and not isinstance(trajectory[0][1], str):
+    if (
+        trajectory
+        and isinstance(trajectory[0], list)
+        and len(trajectory[0]) == 3
+        and not isinstance(trajectory[0][1], str)
+    ):
         return [step[0] for step in trajectory]
     return sum(trajectory, [])
 

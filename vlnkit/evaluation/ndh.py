@@ -155,7 +155,7 @@ def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries)
     along edges (check with `first_non_edges`). Paths are lists of node indices.
     Unreachable goals give inf distances (and 0 rates), as the toolkit's metrics do, and goal progress is
     NaN when no end pano is in reach of the start; the evaluator raises on both (its distance tables hold
-    reachable pairs only), and `vlnkit.scoring.ndh` refuses such instances before scoring.
+    reachable pairs only), and the score job refuses such pairs (`vlnkit.scoring.cvdn`).
     """
     planner_goals = np.asarray(planner_goals, np.int64).reshape(-1)
     b = len(targets)

@@ -13,6 +13,7 @@ import pytest
 from tests.oracles import reverie_rules
 from vlnkit.datasets.columns import Vocabulary
 from vlnkit.datasets.reverie import NO_OBJECT, predicted_object, record_reason, split_reverie_ids
+from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.scoring.benchmark import BenchmarkOptions
 from vlnkit.scoring.benchmarks import benchmark_for
@@ -21,7 +22,6 @@ from vlnkit.scoring.reading import in_buckets, read_predictions, read_references
 from vlnkit.scoring.reverie import REVERIE
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket
-from vlnkit.evaluation.scoring_config import ScoringConfig
 
 METRICS = ("sr", "osr", "spl", "rgs", "rgspl", "pl", "steps")
 
@@ -89,7 +89,9 @@ def test_oracle_agent_scores_sr_and_rgs_100(reverie, world, connectivity_dir, tm
     preds = agents(records, connectivity_dir)["oracle"]
     path = tmp_path / "oracle.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in preds))
-    table = score_files(reverie / f"REVERIE_{split}.json", path, world, BenchmarkOptions(str(reverie / "BBox")), tmp_path)
+    table = score_files(
+        reverie / f"REVERIE_{split}.json", path, world, BenchmarkOptions(str(reverie / "BBox")), tmp_path
+    )
     assert table.num_rows == sum(len(r["instructions"]) for r in records)
     for m in ("sr", "osr", "rgs", "ndtw"):
         assert np.asarray(table[m]).min() == 1.0, m
@@ -148,10 +150,13 @@ def test_object_ids_and_instr_ids_are_read_as_the_evaluators_compare_them():
     ]
     ok, key, k = split_reverie_ids(["1_2_3", "1_2", "a_b_c", "-1_2_3", f"{2**31}_0_0"])
     assert ok.tolist() == [True, False, False, False, False]
-    assert record_reason({"scan": "s", "path_id": 1, "objId": 2, "path": ["a"], "heading": 0, "instructions": ["x"]}) is None
-    assert record_reason({"scan": "s", "path_id": 1, "objId": "2", "path": ["a"], "heading": 0, "instructions": ["x"]}) == (
-        "'objId' must be an integer, got '2'"
+    assert (
+        record_reason({"scan": "s", "path_id": 1, "objId": 2, "path": ["a"], "heading": 0, "instructions": ["x"]})
+        is None
     )
+    assert record_reason(
+        {"scan": "s", "path_id": 1, "objId": "2", "path": ["a"], "heading": 0, "instructions": ["x"]}
+    ) == ("'objId' must be an integer, got '2'")
     assert NO_OBJECT < 0
 
 
