@@ -166,3 +166,22 @@ def ndh_columns(instances: list, which: str = DEFAULT_TARGET_PATH) -> dict:
         PLANNER_GOAL: (np.ones(len(goals), np.int64), goals),
         END_PANOS: flat_paths([i["end_panos"] for i in instances]),
     }
+
+
+def reference_paths(data: bytes | str, source: str, which: str = DEFAULT_TARGET_PATH) -> tuple[dict, list]:
+    """({instr_id: target path} of an NDH file, its RecordErrors): each episode's reference path as the score
+    job scored it with `--target_path=which` (what the report's comparison page draws and measures).
+
+        >>> refs, errors = reference_paths('[{"inst_idx": 4, "scan": "s", "planner_path": ["a", "b"], '
+        ...                                '"player_path": ["a"], "end_panos": ["b"]}]', "val.json", "planner")
+        >>> refs, errors
+        ({'4': ['a', 'b']}, [])
+    """
+    check_target_path(which)
+    refs, errors = {}, []
+    for r in parse_ndh(data, source):
+        if isinstance(r, RecordError):
+            errors.append(r)
+        else:
+            refs.setdefault(r["instr_id"], list(target_path(r, which)))
+    return refs, errors

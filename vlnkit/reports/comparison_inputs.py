@@ -21,6 +21,7 @@ from vlnkit.navigation.graph import GraphError
 
 __all__ = [
     "PAGE_COLUMNS",
+    "PAGE_METRICS",
     "CONTINUOUS_COLUMNS",
     "is_continuous",
     "missing_columns",
@@ -31,6 +32,9 @@ __all__ = [
 ]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
+# The page's metrics: the headline ones, and a benchmark's own where the episodes have them (CVDN/NDH's
+# oracle path success and goal progress, `vlnkit.evaluation.ndh`).
+PAGE_METRICS = (*HEADLINE, "ops", "gp")
 # What a continuous dataset's episodes file (`continuous_episode_scores`) needs: positions instead of a path.
 CONTINUOUS_COLUMNS = ("agent", "instr_id", "scan", "positions")
 SOURCE = "_source"  # the index of the file a row came from (for naming it in a problem)
@@ -61,7 +65,7 @@ def _open_local(path: str):
 
 
 def read_episodes(
-    files, open_read=_open_local, metrics=HEADLINE, batch_rows: int = BATCH_ROWS, required=PAGE_COLUMNS
+    files, open_read=_open_local, metrics=PAGE_METRICS, batch_rows: int = BATCH_ROWS, required=PAGE_COLUMNS
 ) -> pa.Table:
     """The page's columns of every file as one Arrow table, read in record batches of `batch_rows`.
 
