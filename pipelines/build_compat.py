@@ -32,6 +32,7 @@ from vlnkit.paraphrases.translation import OFFLINE_DEMO
 
 if TYPE_CHECKING:
     from pipelines.job import Run
+    from vlnkit.runs.staging import Staging
 
 
 PARAPHRASE_COLUMNS = ["instr_id", "paraphrase", "kept"]
@@ -117,7 +118,7 @@ def check_demo_paraphrases(backends: dict[str, dict[str, int]], allow: bool) -> 
             )
 
 
-def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | None = None) -> None:
+def build(pipeline, out: Staging, files, paraphrase_files, opts, methods, backends: dict | None = None) -> None:
     import apache_beam as beam
 
     from transforms.compat import AVAILABLE, AssembleCompat
@@ -133,7 +134,6 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     from vlnkit.perturbations.schemas import COMPAT
     from vlnkit.perturbations.summary import build_compat_summary
 
-    out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records, dead = read["records"], [read[DEAD_LETTER]]
     perturbed = records | "Perturb" >> Perturb(methods, opts.spacy_model, opts.connectivity_dir, 1, opts.seed)
@@ -144,7 +144,7 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
     compat = inputs | "Assemble" >> AssembleCompat(methods, opts.seed)
     dead.append(compat[DEAD_LETTER])
     rows, available = compat["rows"], compat[AVAILABLE]
-    rows | "WriteCompat" >> WriteParquetShards(fileio.join(out, "compat"), COMPAT, opts.num_shards)
+    rows | "WriteCompat" >> WriteParquetShards(out.join("compat"), COMPAT, opts.num_shards)
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
@@ -160,7 +160,7 @@ def build(pipeline, files, paraphrase_files, opts, methods, backends: dict | Non
             totals_by_backend[name] = totals_by_backend.get(name, 0) + n
     static["paraphrase_backends"] = dict(sorted(totals_by_backend.items()))
     static["spacy_model"] = opts.spacy_model if family_methods(methods)[INSTRUCTION] else None
-    _ = finish_run(out, lambda totals: build_compat_summary(static, totals, methods), dead, tallies)
+    _ = finish_run(out.folder, lambda totals: build_compat_summary(static, totals, methods), dead, tallies)
 
 
 def row_tallies(row: dict) -> dict[str, int]:
@@ -201,7 +201,9 @@ def run(ctx: Run) -> dict:
     backends = paraphrase_backends(paraphrase_files)
     check_demo_paraphrases(backends, ctx.args.allow_demo_paraphrases)
     return ctx.execute(
-        lambda p: build(p, files, paraphrase_files, ctx.args, methods, backends), ["compat"], declared=declared_outputs
+        lambda p, out: build(p, out, files, paraphrase_files, ctx.args, methods, backends),
+        ["compat"],
+        declared=declared_outputs,
     )
 
 

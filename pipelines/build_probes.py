@@ -37,6 +37,7 @@ from vlnkit.probes.templates import PROBES, load_templates
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
+    from vlnkit.runs.staging import Staging
 
 
 EPISODES_JSON = "episodes.json"
@@ -76,7 +77,7 @@ def declare_flags(parser) -> None:
 JOB = Job("build_probes", __doc__, declare_flags)
 
 
-def build(pipeline, files, opts, config: ProbeConfig) -> None:
+def build(pipeline, out: Staging, files, opts, config: ProbeConfig) -> None:
     from transforms.deadletter import DEAD_LETTER
     from transforms.probes import STATS, MakeProbeEpisodes, ReadAlignments
     from transforms.read import UniqueBy
@@ -87,7 +88,6 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
     from vlnkit.probes.schemas import PROBE_EPISODES
     from vlnkit.probes.summary import build_probes_summary
 
-    out = opts.output_dir
     # Alignments are read and deduplicated in lists, then spread one by one for the per-episode work.
     read = pipeline | "ReadAlignments" >> ReadAlignments(
         files, opts.alignment_format, batched=True, pose_traces=opts.pose_traces
@@ -97,9 +97,9 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
         opts.connectivity_dir, config, opts.rooms, opts.objects
     )
     episodes = made["episodes"]
-    episodes | "WriteProbes" >> WriteParquetShards(fileio.join(out, "probes"), PROBE_EPISODES, opts.num_shards)
+    episodes | "WriteProbes" >> WriteParquetShards(out.join("probes"), PROBE_EPISODES, opts.num_shards)
     episodes | "WriteEpisodesJson" >> WriteJsonFile(
-        fileio.join(out, EPISODES_JSON), project=agent_episode, sort_key=lambda e: (e["_order"], e["episode_id"])
+        out.join(EPISODES_JSON), project=agent_episode, sort_key=lambda e: (e["_order"], e["episode_id"])
     )
     dead = (read[DEAD_LETTER], unique[DEAD_LETTER], made[DEAD_LETTER])
     tallies = (
@@ -118,7 +118,7 @@ def build(pipeline, files, opts, config: ProbeConfig) -> None:
         "room_max_hops": config.room_max_hops,
         "options": redact(fingerprinted_settings(opts)),
     }
-    _ = finish_run(out, lambda t: build_probes_summary(static, t), dead, tallies)
+    _ = finish_run(out.folder, lambda t: build_probes_summary(static, t), dead, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -193,7 +193,7 @@ def run(ctx: Run) -> dict:
     ctx.inputs("objects", opts.objects, required=False)
     ctx.inputs("templates", opts.templates, required=False)
     return ctx.execute(
-        lambda p: build(p, files, opts, config),
+        lambda p, out: build(p, out, files, opts, config),
         ["probes"],
         extra_outputs=(fileio.join(ctx.output_dir, EPISODES_JSON),),
         outcome=outcome,

@@ -20,10 +20,10 @@ from pipelines.renamed_flags import renamed_values
 from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig
 from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
-from vlnkit.io import fileio
 
 if TYPE_CHECKING:
     from pipelines.job import Run
+    from vlnkit.runs.staging import Staging
 
 
 def declare_flags(parser) -> None:
@@ -128,7 +128,7 @@ def landmark_json(record):
     return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
-def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
+def build(pipeline, out: Staging, files: list[str], connectivity_dir: str, opts, config: JoinConfig) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -142,7 +142,6 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
     from vlnkit.datasets.summary import build_r4r_summary
     from vlnkit.io.schemas import schema_version
 
-    out = opts.output_dir
     # Records travel in lists: read, deduplicated by path_id in buckets, joined per scan.
     read = pipeline | "ReadR2R" >> ReadR2R(files, require_distance=True, reshuffle=False, batched=True)
     unique = read["records"] | "UniquePathIds" >> UniqueBy(lambda r: r["path_id"], "path_id", files, batched=True)
@@ -152,10 +151,10 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
         connectivity_dir, config, batched=True, landmark=landmark, records=bool(opts.json_output)
     )
     joined = join["joined"]
-    join["tables"] | "WritePaths" >> WriteTables(fileio.join(out, "paths"), R4R_PATHS, opts.num_shards)
+    join["tables"] | "WritePaths" >> WriteTables(out.join("paths"), R4R_PATHS, opts.num_shards)
     if opts.json_output:
         joined | "WriteR4RJson" >> WriteJsonFile(
-            opts.json_output,
+            out.staged(opts.json_output),
             project=json_record,
             sort_key=json_order,
             final_key=r4r_order,
@@ -169,7 +168,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
             | "LandmarkLayout" >> beam.Map(lambda batch: [x for record in batch for x in landmark_records(record)])
             | "WriteLandmarkJson"
             >> WriteJsonFile(
-                landmark_path(opts.json_output),
+                out.staged(landmark_path(opts.json_output)),
                 project=landmark_json,
                 sort_key=landmark_order,
                 final_key=r4r_landmark_order,
@@ -190,7 +189,7 @@ def build(pipeline, files: list[str], connectivity_dir: str, opts, config: JoinC
         "max_paths_per_scan": config.cap,
         "seed": config.seed,
     }
-    _ = finish_run(out, lambda totals: build_r4r_summary(static, totals), dead_letters, tallies)
+    _ = finish_run(out.folder, lambda totals: build_r4r_summary(static, totals), dead_letters, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -237,7 +236,7 @@ def run(ctx: Run) -> dict:
     files = ctx.inputs("dataset", dataset, refuse=RXR_REFUSED)
     ctx.graphs(connectivity_dir)
     return ctx.execute(
-        lambda p: build(p, files, connectivity_dir, opts, config),
+        lambda p, out: build(p, out, files, connectivity_dir, opts, config),
         ["paths"],
         extra_outputs=extra_outputs(opts),
         declared=lambda summary: declared_outputs(summary, opts),

@@ -40,7 +40,7 @@ class Job:
 
     def run(ctx: Run) -> dict:
         files = ctx.inputs("dataset", ctx.args.dataset)
-        return ctx.execute(lambda p: build(p, files, ctx.args), ["paths"])
+        return ctx.execute(lambda p, out: build(p, out, files, ctx.args), ["paths"])
 
     main = JOB.main(run, print_summary)
     """
@@ -78,11 +78,13 @@ class Job:
             except JobError as exc:
                 _refuse(job, exc)
             from pipelines.job import SUCCESS, Run, RunFailed
+            from pipelines.launch_checks import check_launch
 
             logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
             logging.getLogger("apache_beam").setLevel(logging.WARNING)
             ctx = Run(job, options, args)
             try:
+                check_launch(options, args.output_dir)  # before anything is listed, locked or staged
                 ctx.check_output_dir()
                 summary = run(ctx)
             except JobError as exc:  # refused before publishing: the published output is as it was
@@ -90,7 +92,7 @@ class Job:
             except RunFailed as exc:
                 print(redact_text(f"error: {job}: run failed: {exc}; no {SUCCESS} written"), file=sys.stderr)
                 raise SystemExit(3) from None
-            if summary.get("skipped"):
+            if summary.get("skipped") or summary.get("detached"):
                 return summary
             if print_summary is not None:
                 print_summary(summary, ctx)

@@ -275,6 +275,13 @@ def job_parser(job: str, doc: str | None) -> argparse.ArgumentParser:
         help="A run refuses to start while another live run holds --output_dir; a lock whose heartbeat is "
         "older than this is taken over (a dead run's)",
     )
+    parser.add_argument(
+        "--no_wait",
+        action="store_true",
+        help="Submit the job and return without waiting for it (a runner with its own workers: Dataflow, "
+        "Flink, a portable job service); the job's last step publishes the run and releases the lock by "
+        "itself. A job run in this process (DirectRunner) always waits",
+    )
     parser.set_defaults(_job=job)
     return parser
 

@@ -72,18 +72,50 @@ def continuous_refusal(kind: str, job: str) -> str:
     return f"{DESCRIPTIONS[kind]}, which {job} does not read: {CONTINUOUS_SCORED}"
 
 
+# What each flag's files hold ("job.flag" first, then "flag"), for the line that refuses a file wrapping
+# its records in an object.
+_RECORD_FILES = "a JSON list or JSON Lines of"
+FLAG_READS = {
+    "build_r4r.dataset": f"{_RECORD_FILES} R2R records",
+    "dataset": f"{_RECORD_FILES} R2R records or RxR guide lines",
+    "steps_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
+    "compose_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
+    "predictions": f"{_RECORD_FILES} predictions",
+    "alignments": f"{_RECORD_FILES} alignment records (FGR2R records, or RxR guide lines)",
+    "inputs": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
+    "compare": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
+}
+
+
+def wrapped_refusal(flag: str, key: str, what: str, job: str) -> str:
+    """The one wording of a file that is one JSON object wrapping a list of records under `key`.
+
+    >>> wrapped_refusal("dataset", "data", "R2R records", "perturb")[:60]
+    "one JSON object whose top-level key 'data' holds a list of R"
+    """
+    reads = FLAG_READS.get(f"{job}.{flag}") or FLAG_READS.get(flag, f"{_RECORD_FILES} records")
+    return (
+        f"one JSON object whose top-level key {key!r} holds a list of {what}, not a file of records: "
+        f"{job} reads --{flag} as {reads} (give the list under {key!r} as its own file)"
+    )
+
+
 def refuse_kinds(flag: str, files: list[str], refused: dict[str, str], job: str, accept=()) -> dict[str, str | None]:
     """Stop before the pipeline when a file is of a kind the flag does not take (one line naming it):
-    every record would otherwise be dead-lettered one by one, or the run would fail late. Returns each
+    every record would otherwise be dead-lettered one by one, or the run would fail late. A JSON object
+    wrapping a list of records (`{"data": [...]}`) is refused by every flag, naming its key. Returns each
     file's continuous layout (None for every other file)."""
-    from vlnkit.continuous.documents import DESCRIPTIONS, sniff_kind
+    from vlnkit.continuous.documents import DESCRIPTIONS, sniff_kind, sniff_wrapped
     from vlnkit.datasets.rxr import file_format
     from vlnkit.datasets.trajectories import is_parquet
 
     kinds = {}
     for path in files:
         kind = None if is_parquet(path) else sniff_kind(path)
-        if kind is not None and kind not in accept:
+        wrapped = sniff_wrapped(path) if kind is None and not is_parquet(path) else None
+        if wrapped is not None:
+            why = wrapped_refusal(flag, *wrapped, job)
+        elif kind is not None and kind not in accept:
             why = refused.get(kind) or continuous_refusal(kind, job)
         elif kind is None and not is_parquet(path) and set(refused) - set(DESCRIPTIONS):
             why = refused.get(file_format(path))  # an R2R-format file: RxR guide or follower, or R2R

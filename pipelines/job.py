@@ -31,6 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -50,15 +51,12 @@ from pipelines.input_checks import (
 from pipelines.provenance import (
     connectivity_files,
     describe_inputs,
-    describe_outputs,
     fingerprint,
     fingerprinted_settings,
     in_background,
     intact,
-    manifest,
     metrics_table,
 )
-from pipelines.publishing import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
 from pipelines.runners import local_runner
 from pipelines.verdict import (
     BEFORE_READ,
@@ -66,15 +64,17 @@ from pipelines.verdict import (
     Outcome,
     RunFailed,
     default_outcome,
-    judge,
     out_of_space,
     with_stages,
-    written,
 )
-from vlnkit.io import fileio, inputs, integrity, layout
+from vlnkit.io import fileio, inputs, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
+from vlnkit.provenance import code_identity
+from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, hashing_here, read_ending
+from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
+from vlnkit.runs.staging import Staging
 
 __all__ = [
     "BEFORE_READ",
@@ -88,8 +88,6 @@ __all__ = [
 
 SUCCESS = layout.SUCCESS
 MANIFEST = layout.MANIFEST
-SUMMARY = "summary.json"
-DEAD_LETTER_PREFIX = "dead_letter"
 log = logging.getLogger("vlnkit")
 
 
@@ -210,17 +208,20 @@ class Run:
         extra_settings: dict | None = None,
         declared: Callable[[dict], dict[str, int | None]] | None = None,
     ) -> dict:
-        """Run `build(pipeline)` (which writes summary.json into --output_dir) and end the run.
+        """Build the pipeline with `build(pipeline, out)`, end it with the publishing step, run it.
 
-        While `build` runs, `ctx.args.output_dir` (and any flag naming one of `extra_outputs` outside
-        it, e.g. --json_output) name this run's own version folder; they are restored afterwards.
-        `output_prefixes` name the sharded outputs (`<prefix>-SSSSS-of-NNNNN.*`); `extra_outputs` are
-        other files or globs the job writes. `declared(summary)` says, from the run's own tallies, what
-        it wrote: {a prefix or an extra output (or a name inside --output_dir): the rows its files hold
-        together, or None for a file without rows that must exist}; the dead letters and summary.json
-        are declared here for every job. Before `_SUCCESS` every file is read back (`vlnkit.io.integrity`):
-        a declared output missing, holding other rows, or a file nobody declared fails the run.
-        Returns the summary, with `"skipped": True` when --skip_if_unchanged found nothing to do.
+        `out` (`vlnkit.runs.staging.Staging`) says where this run writes: `out.join(name)` inside its own
+        version folder, `out.staged(path)` for each of `extra_outputs` (files or globs the job writes
+        besides its shards, inside --output_dir or named by another flag, e.g. --json_output); the job
+        writes summary.json as `out.join("summary.json")`. `ctx.output_dir` and `ctx.args` keep naming
+        what the user gave. `output_prefixes` name the sharded outputs (`<prefix>-SSSSS-of-NNNNN.*`).
+        `declared(summary)` says, from the run's own tallies, what it wrote: {a prefix or an extra output
+        (or a name inside --output_dir): the rows its files hold together, or None for a file without
+        rows that must exist}; the dead letters and summary.json are declared for every job. The
+        pipeline's last step reads every file back, judges, writes the manifest and publishes
+        (`vlnkit.runs.ending`); waiting for the job, this reads its verdict from the manifest.
+        Returns the summary, with `"skipped": True` when --skip_if_unchanged found nothing to do, and
+        with `"detached": True` when --no_wait left the job to publish by itself.
         """
         started = time.time()
         job_settings = redact({**fingerprinted_settings(self.args), **(extra_settings or {})})
@@ -228,9 +229,12 @@ class Run:
         for output in extra_outputs:
             if any(same_file(output, path) for path, _ in inputs):
                 raise JobError(f"{output} is both an input and an output of this run; name another output file")
-        # The digests are needed for the manifest only (and first by --skip_if_unchanged): inputs are hashed
-        # while the pipeline runs (hashlib and file reads release the GIL: the other core, ~0.7 s per GB).
-        digests = in_background(describe_inputs, inputs)
+        runner = local_runner(self.options)
+        in_process = runner is not None  # the job runs in this process: it ends when this process ends
+        # The digests are needed for the manifest (and first by --skip_if_unchanged). A job that runs here
+        # hashes its inputs on a thread while the pipeline runs (hashlib and file reads release the GIL);
+        # any other job hashes them in a branch of its pipeline, on its workers.
+        digests = in_background(describe_inputs, inputs) if in_process or self.args.skip_if_unchanged else None
         if self.args.skip_if_unchanged:
             this_run = fingerprint(self.job, job_settings, redact(digests.result()))
             previous = self._previous_run()
@@ -244,53 +248,38 @@ class Run:
             ):
                 print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
                 return {**previous[1]["summary"], "skipped": True}
-        publication = Publication(
-            self.output_dir,
-            getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
-            getattr(self.args, "lock_lease_seconds", DEFAULT_LEASE_SECONDS),
-        )
-        publication.begin()
-        saved = vars(self.args).copy()
-        try:
-            staged = [publication.stage(p) for p in extra_outputs]
-            for key, value in saved.items():
-                if isinstance(value, str) and value in extra_outputs:
-                    setattr(self.args, key, staged[extra_outputs.index(value)])
-            self.args.output_dir = publication.folder
-            remove_fragments(extra_outputs)
-            prefixes = list(dict.fromkeys([*output_prefixes, DEAD_LETTER_PREFIX]))
-            summary, counters = self._run_pipeline(build, publication.folder)
-            outputs = describe_outputs(publication.folder)
-            expected = self._expected(summary, declared, prefixes, dict(zip(extra_outputs, staged)))
-            problems = integrity.check(publication.folder, expected, outputs)
-            verdict = written(problems) or judge(with_stages(outcome(summary), summary), self.args.max_failure_fraction)
-            facts = {
-                "settings": job_settings,
-                "wall_seconds": round(time.time() - started, 3),
-                "options": redact(self.options.get_all_options(drop_default=False, retain_unknown_options=True)),
-                "inputs": redact(digests.result()),
-                "outputs": outputs,
-                "counters": counters,
-                "summary": summary,
-            }
-            if problems:
-                facts["output_problems"] = [p.to_dict() for p in problems]
-            run_fingerprint = fingerprint(self.job, job_settings, facts["inputs"])
-            record = manifest(
-                job=self.job, verdict=verdict, run_fingerprint=run_fingerprint, version=publication.version, **facts
+        wait = in_process or not getattr(self.args, "no_wait", False)
+        with refused():
+            publication = Publication(
+                self.output_dir,
+                getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
+                getattr(self.args, "lock_lease_seconds", DEFAULT_LEASE_SECONDS),
+                in_process=in_process,
             )
-            with fileio.open_write(fileio.join(publication.folder, MANIFEST)) as f:
-                f.write(json.dumps(record, indent=2, sort_keys=True, default=str).encode())
-            layout.fault_point("manifest")
-            if verdict:
-                where = publication.fail()
-                raise RunFailed(f"{verdict} (the published output is unchanged; this run's files: {where})")
-            with fileio.open_write(fileio.join(publication.folder, SUCCESS)) as f:
-                f.write(b"")
-            layout.fault_point("success")
-            owned = [f"{p}-*-of-*" for p in prefixes] + [SUMMARY, MANIFEST, SUCCESS, "beam-temp-*"]
-            publication.publish(owned)
-            return summary
+            publication.begin()
+        try:
+            with refused():
+                out = publication.staging(extra_outputs)
+            remove_fragments(extra_outputs)
+            ending = Ending(
+                job=self.job,
+                publication=publication,
+                prefixes=list(dict.fromkeys([*output_prefixes, DEAD_LETTER_PREFIX])),
+                staged={path: out.staged(path) for path in extra_outputs},
+                max_failure_fraction=self.args.max_failure_fraction,
+                settings=job_settings,
+                options=redact(self.options.get_all_options(drop_default=False, retain_unknown_options=True)),
+                inputs=inputs,
+                code=code_identity(),
+                outcome=outcome,
+                declared=declared,
+                digests=digests.result() if digests is not None and not in_process else None,
+                waited=wait,
+                started=started,
+            )
+            if in_process:
+                hashing_here(publication.version, digests)
+            return self._run_pipeline(build, out, ending, runner, in_process, wait)
         except RunFailed:
             raise
         except BaseException as exc:
@@ -300,48 +289,51 @@ class Run:
                 raise RunFailed(f"the output ran out of space: {full}; the published output is unchanged") from None
             raise
         finally:
-            publication.end()
-            for key, value in saved.items():
-                setattr(self.args, key, value)
-
-    def _expected(self, summary: dict, declared, prefixes: list[str], staged: dict[str, str]) -> dict:
-        """The job's declaration as names inside its version folder, with what every job writes."""
-        folder = self.args.output_dir
-        expected: dict[str, int | None] = {
-            f"{DEAD_LETTER_PREFIX}-*-of-*": int(summary.get("dead_letters", 0) or 0),
-            SUMMARY: None,
-        }
-        where = {**staged, **{p: p for p in staged.values()}}
-        for key, rows in (declared(summary) if declared else {}).items():
-            if key in prefixes:
-                name = f"{key}-*-of-*"
-            elif key in where or key.startswith(folder.rstrip("/") + "/"):
-                name = integrity.relative(folder, where.get(key, key))
-            elif key.startswith(self.output_dir.rstrip("/") + "/"):
-                name = integrity.relative(self.output_dir, key)
+            if wait:
+                publication.end()
             else:
-                name = key  # a name inside the output folder
-            expected[name] = rows
-        return expected
+                publication.hand_over()
 
-    def _run_pipeline(self, build, folder: str):
-        """Build and run the pipeline into `folder`; its summary and Beam's counters."""
+    def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
+        """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
+        was submitted)."""
         import apache_beam as beam
         from apache_beam.runners.runner import PipelineState
 
-        log.info("%s: running on %d input file(s), writing to %s", self.job, len(self._inputs), folder)
-        pipeline = beam.Pipeline(runner=local_runner(self.options), options=self.options)
-        build(pipeline)
+        from transforms.publish import publish
+
+        log.info("%s: running on %d input file(s), writing to %s", self.job, len(self._inputs), out.folder)
+        pipeline = beam.Pipeline(runner=runner, options=self.options)
+        build(pipeline, out)
+        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests is None and not in_process)
         layout.fault_point("pipeline")
         resume_collection()
         result = pipeline.run()
+        if not wait:
+            print(
+                f"{self.job}: submitted without waiting; the job publishes {out.folder} into {self.output_dir} "
+                f"when it finishes (check it with: vlnkit verify {self.output_dir})",
+                flush=True,
+            )
+            return {"detached": True, "version": out.version, "folder": out.folder}
         state = result.wait_until_finish()
         if state not in (PipelineState.DONE, None):
             raise RunFailed(f"pipeline ended in state {state}; nothing was published")
-        layout.fault_point("written")
-        with fileio.open_read(fileio.join(folder, SUMMARY)) as f:
-            summary = json.load(f)
         counters = metrics_table(result)
         if counters:
             print(format_table([(f"{c['namespace']}/{c['name']}", c["value"]) for c in counters], "Beam counters"))
-        return summary, counters
+        record = read_ending(out.folder)
+        if record is None:
+            raise RunFailed(f"the pipeline ended without its publishing step; nothing was published ({out.folder})")
+        if record["status"] != "complete":
+            raise RunFailed(f"{record['failure']} (the published output is unchanged; this run's files: {out.folder})")
+        return record["summary"]
+
+
+@contextmanager
+def refused():
+    """A run the publication refuses to start (the lock, the folder, a colliding name): one line, exit 2."""
+    try:
+        yield
+    except Refused as exc:
+        raise JobError(str(exc)) from None

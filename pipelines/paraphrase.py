@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared
 from pipelines.verdict import JobError, user_error
-from vlnkit.io import fileio
 from vlnkit.paraphrases.bleu_filter import DEFAULT_LANGUAGES
 from vlnkit.paraphrases.translation import (
     BACKENDS,
@@ -39,6 +38,7 @@ from vlnkit.paraphrases.translation import (
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
     from transforms.paraphrase import TranslatorSpec
+    from vlnkit.runs.staging import Staging
 
 
 DEFAULTS = {
@@ -181,7 +181,9 @@ def check_cost_cap(p: dict, s: dict) -> None:
         )
 
 
-def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict) -> None:
+def build(
+    pipeline, out: Staging, files: list[str], compose_files: list[str], s: dict, spec: TranslatorSpec, static: dict
+) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -195,16 +197,13 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
     from vlnkit.paraphrases.schemas import PARAPHRASES
     from vlnkit.paraphrases.summary import paraphrase_summary
 
-    out = s["output_dir"]
     bounds = BleuBounds(s["min_bleu"], s["max_bleu"])
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records = read["records"]
     para = records | "RoundTrip" >> RoundTripParaphrase(
         spec, s["languages"], bounds, s["source_language"], s["batch_texts"]
     )
-    para["rows"] | "WriteParaphrases" >> WriteParquetShards(
-        fileio.join(out, "paraphrases"), PARAPHRASES, s["num_shards"]
-    )
+    para["rows"] | "WriteParaphrases" >> WriteParquetShards(out.join("paraphrases"), PARAPHRASES, s["num_shards"])
     dead = [read[DEAD_LETTER], para[DEAD_LETTER]]
     tallies = [
         para[STATS],
@@ -225,11 +224,11 @@ def build(pipeline, files: list[str], compose_files: list[str], s: dict, spec: T
             source_language=s["source_language"],
         )
         r4r["rows"] | "WriteR4RParaphrases" >> WriteParquetShards(
-            fileio.join(out, "r4r_paraphrases"), PARAPHRASES, s["num_shards"]
+            out.join("r4r_paraphrases"), PARAPHRASES, s["num_shards"]
         )
         dead += [r4r_read[DEAD_LETTER], r4r[DEAD_LETTER]]
         tallies.append(r4r[STATS])
-    _ = finish_run(out, lambda totals: paraphrase_summary(static, totals), dead, tallies)
+    _ = finish_run(out.folder, lambda totals: paraphrase_summary(static, totals), dead, tallies)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -318,7 +317,7 @@ def run(ctx: Run) -> dict:
         "usd_per_million_chars": s["usd_per_million_chars"],
     }
     return ctx.execute(
-        lambda p: build(p, files, compose_files, {**s, "output_dir": ctx.args.output_dir}, spec, static),
+        lambda p, out: build(p, out, files, compose_files, s, spec, static),
         ["paraphrases", "r4r_paraphrases"],
         outcome=outcome,
         declared=declared_outputs,

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.perturbation_options import check_perturbation_flags, declare_perturbation_flags
-from vlnkit.io import fileio
 
 if TYPE_CHECKING:
     from pipelines.job import Run
+    from vlnkit.runs.staging import Staging
 
 
 def declare_flags(parser) -> None:
@@ -34,7 +34,7 @@ def declare_flags(parser) -> None:
 JOB = Job("perturb", __doc__, declare_flags)
 
 
-def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
+def build(pipeline, out: Staging, files: list[str], opts, methods: tuple[str, ...]) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -49,14 +49,13 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
     from vlnkit.perturbations.schemas import PERTURBATIONS
     from vlnkit.perturbations.summary import perturb_summary
 
-    out = opts.output_dir
     read = pipeline | "ReadDataset" >> ReadUniqueR2R(files, rxr_guides=True)
     records, dead = read["records"], [read[DEAD_LETTER]]
     perturbed = records | "Perturb" >> Perturb(
         methods, opts.spacy_model, opts.connectivity_dir, opts.per_instruction, opts.seed
     )
     rows = perturbed["rows"]
-    rows | "WritePerturbations" >> WriteParquetShards(fileio.join(out, "perturbations"), PERTURBATIONS, opts.num_shards)
+    rows | "WritePerturbations" >> WriteParquetShards(out.join("perturbations"), PERTURBATIONS, opts.num_shards)
     tallies = (
         perturbed[STATS],
         records | "TallyRecords" >> tally("records_read"),
@@ -72,7 +71,7 @@ def build(pipeline, files: list[str], opts, methods: tuple[str, ...]) -> None:
         "spacy_model": opts.spacy_model if any(m in INSTRUCTION_METHODS for m in methods) else None,
     }
     _ = finish_run(
-        out, lambda totals: perturb_summary(static, totals, methods), (*dead, perturbed[DEAD_LETTER]), tallies
+        out.folder, lambda totals: perturb_summary(static, totals, methods), (*dead, perturbed[DEAD_LETTER]), tallies
     )
 
 
@@ -102,7 +101,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def run(ctx: Run) -> dict:
     files, methods = check_perturbation_flags(ctx)
-    return ctx.execute(lambda p: build(p, files, ctx.args, methods), ["perturbations"], declared=declared_outputs)
+    return ctx.execute(
+        lambda p, out: build(p, out, files, ctx.args, methods), ["perturbations"], declared=declared_outputs
+    )
 
 
 def declared_outputs(summary: dict) -> dict[str, int]:

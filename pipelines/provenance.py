@@ -1,22 +1,21 @@
-"""What a run records about itself in `manifest.json`: the settings that decide its outputs, inputs and
-their checksums, the code, the outputs it wrote as read back (size, rows, crc32c, schema), Beam's
-counters, and how it ended.
+"""What a launcher knows about a run's provenance: the settings that decide its outputs (and what
+`--skip_if_unchanged` compares), the inputs it names, and Beam's counters of a run it waited for.
 
-The checksums and the code identity come from the Beam-free core (`vlnkit.provenance`); this module
-adds what only a pipeline run knows.
+The checksums and the code identity come from the Beam-free core (`vlnkit.provenance`); the manifest
+itself is written by the pipeline's last step (`vlnkit.runs.manifest`, `vlnkit.runs.ending`).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
 from vlnkit.io import fileio, inputs, integrity
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
-from vlnkit.provenance import code_identity, describe_inputs, fingerprint
+from vlnkit.provenance import describe_inputs, fingerprint
+from vlnkit.runs.manifest import describe_outputs, manifest
 
 __all__ = [
     "NOT_FINGERPRINTED",
@@ -36,7 +35,7 @@ __all__ = [
 # Flags whose values cannot change a job's outputs, left out of the --skip_if_unchanged fingerprint (and
 # of the manifest's settings): first those of every job, then those of one job. Declared here only.
 NOT_FINGERPRINTED = frozenset(
-    {"config", "skip_if_unchanged", "plan_only", "max_cost_usd", "keep_versions", "lock_lease_seconds"}
+    {"config", "skip_if_unchanged", "plan_only", "max_cost_usd", "keep_versions", "lock_lease_seconds", "no_wait"}
 )
 NOT_FINGERPRINTED_IN_JOB = {
     "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
@@ -77,15 +76,6 @@ def in_background(fn: Callable, *args) -> Future:
     return future
 
 
-def describe_outputs(folder: str) -> list[dict]:
-    """Every file a run wrote into its version folder (but the manifest and `_SUCCESS`), as read back:
-    its `name` inside the folder, path, bytes, rows, crc32c and, for Parquet, the declared schema
-    (`vlnkit.io.integrity.describe`)."""
-    return [
-        {"name": integrity.relative(folder, path), **integrity.describe(path)} for path in integrity.files_of(folder)
-    ]
-
-
 def metrics_table(result) -> list[dict]:
     """Beam counters of a finished pipeline as rows (namespace, name, value)."""
     try:
@@ -98,28 +88,6 @@ def metrics_table(result) -> list[dict]:
         value = c.committed if c.committed is not None else c.attempted
         totals[key] = totals.get(key, 0) + (value or 0)
     return [{"namespace": ns, "name": name, "value": v} for (ns, name), v in sorted(totals.items())]
-
-
-def manifest(*, job: str, verdict: str | None, run_fingerprint: str, version: str, **facts) -> dict:
-    """The manifest of a finished run: its status and, besides `facts` (settings, options, inputs,
-    outputs, counters, summary, wall_seconds), the code that made it and the version it wrote.
-
-        >>> m = manifest(job="demo", verdict=None, run_fingerprint="f", version="v1", summary={})
-        >>> m["status"], m["version"], sorted(m["code"])
-        ('complete', 'v1', ['git_revision', 'source_sha256', 'version'])
-    """
-    code = code_identity()
-    return {
-        "job": job,
-        "status": "failed" if verdict else "complete",
-        "failure": verdict,
-        "fingerprint": run_fingerprint,
-        "version": version,
-        "code": code,
-        "code_version": f"vlnkit {code['version']} ({code['source_sha256'][:12]})",
-        "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        **facts,
-    }
 
 
 def intact(folder: str, previous: dict) -> bool:

@@ -22,11 +22,11 @@ from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared
 from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.usable import require_usable_records
-from vlnkit.io import fileio
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
     from vlnkit.evaluation.scoring_config import ScoringConfig
+    from vlnkit.runs.staging import Staging
 
 
 def declare_flags(parser) -> None:
@@ -77,7 +77,7 @@ def episode_count(record: dict) -> dict:
     return {"evaluation_records": 1, "evaluation_episodes": len(episode_ids(record))}
 
 
-def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: ScoringConfig) -> None:
+def build(pipeline, out: Staging, dataset_files, steps_files, connectivity_dir, opts, config: ScoringConfig) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
@@ -90,7 +90,6 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
     from vlnkit.evaluation.summary import random_baseline_summary
     from vlnkit.io.schemas import schema_version
 
-    out = opts.output_dir
     dataset = pipeline | "ReadDataset" >> ReadDataset(dataset_files)
     train = pipeline | "ReadStepsFrom" >> ReadDataset(steps_files)
     pool = one_per_path(train["records"], "Train") | "EdgeCounts" >> beam.Map(lambda kv: kv[1][1])
@@ -103,11 +102,9 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
         tables=opts.write_episodes,
     )
     if opts.write_episodes:
-        walks["tables"] | "WriteEpisodes" >> WriteTables(
-            fileio.join(out, "episodes"), RANDOM_EPISODE_SCORES, opts.num_shards
-        )
+        walks["tables"] | "WriteEpisodes" >> WriteTables(out.join("episodes"), RANDOM_EPISODE_SCORES, opts.num_shards)
     dead = (dataset[DEAD_LETTER], train[DEAD_LETTER], walks[DEAD_LETTER]) | "DeadLetters" >> WriteDeadLetters(
-        fileio.join(out, DEAD_LETTER_FILE)
+        out.join(DEAD_LETTER_FILE)
     )
     step_hist = pool | "StepHistogram" >> beam.Map(lambda n: {f"steps_{n}": 1, "training_paths": 1})
     tallies = (
@@ -124,9 +121,7 @@ def build(pipeline, dataset_files, steps_files, connectivity_dir, opts, config: 
         "dataset": dataset_files,
         "steps_from": steps_files,
     }
-    _ = tallies | "Summary" >> WriteSummary(
-        fileio.join(out, "summary.json"), lambda t: random_baseline_summary(static, t)
-    )
+    _ = tallies | "Summary" >> WriteSummary(out.join("summary.json"), lambda t: random_baseline_summary(static, t))
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -166,7 +161,7 @@ def run(ctx: Run) -> dict:
         require_usable_records("--steps_from", steps_files)
     ctx.graphs(opts.connectivity_dir)
     return ctx.execute(
-        lambda p: build(p, data_files, steps_files, opts.connectivity_dir, opts, config),
+        lambda p, out: build(p, out, data_files, steps_files, opts.connectivity_dir, opts, config),
         ["episodes"],
         outcome=outcome,
         declared=lambda summary: {"episodes": summary["count"]} if opts.write_episodes else {},

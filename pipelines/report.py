@@ -138,14 +138,13 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
 
 
 # ----------------------------------------------------------------------------- rendering
-def render(_, partial, episodes, pages, *, opts, inputs, summaries, band):
+def render(_, partial, episodes, pages, *, out, opts, inputs, summaries, band):
     """The single drawing step: small merged tables in, figures, page and summary out."""
     from transforms.graphs import worker_graph_store
     from transforms.write import write_json
     from vlnkit.reports.stats import finalize
     from vlnkit.reports.summary import report_summary
 
-    out = opts.output_dir
     tables = finalize(partial)
     graphs = worker_graph_store(opts.connectivity_dir)
     files, page, notes = assemble(
@@ -178,7 +177,7 @@ def _page_link(page: dict) -> str:
     return f"Agents compared: {len(page['agents'])} agents, {page['episodes']} episodes, with intervals"
 
 
-def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan: dict | None = None) -> None:
+def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, band, plan: dict | None = None) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
@@ -192,7 +191,6 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
     )
     from vlnkit.reports.stats import DATASET, SCORE_SUMMARY, SCORES
 
-    out = opts.output_dir
     datasets: dict[str, list[str]] = {}
     for item in inputs:
         if item.kind == DATASET:
@@ -250,6 +248,7 @@ def build(pipeline, inputs: list[ReportInput], opts, summaries: dict, band, plan
             beam.pvalue.AsSingleton(merged),
             episodes_side,
             pages,
+            out=out,
             opts=opts,
             inputs=inputs,
             summaries=summaries,
@@ -322,7 +321,7 @@ def run(ctx: Run) -> dict:
     with user_error(errors=(ReportInputError,)):
         plan = comparison_plan(ctx, opts, inputs)
     return ctx.execute(
-        lambda p: build(p, inputs, opts, summaries, band, plan),
+        lambda p, out: build(p, out.folder, inputs, opts, summaries, band, plan),
         [],
         extra_outputs=(
             fileio.join(opts.output_dir, INDEX),

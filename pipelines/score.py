@@ -150,6 +150,7 @@ def build(
 
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
+    from transforms.score.followers import CheckFollowerMetrics
     from transforms.score.outputs import MergeFollowerComparisons
     from transforms.score.read import TOTALS, ReadScoringInputs
     from transforms.score.score import FOLLOWERS, ScoreBuckets
@@ -159,7 +160,7 @@ def build(
     from vlnkit.evaluation.score_summary import bootstrap_pairs, score_summary
     from vlnkit.io.schemas import schema_version
     from vlnkit.scoring.benchmark import R2R_BENCHMARK, BenchmarkOptions
-    from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences, read_followers
+    from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
     followers = followers or {}
     benchmark = benchmark or R2R_BENCHMARK
@@ -177,10 +178,18 @@ def build(
     )
     scored = read["batches"] | "Score" >> score
     side = write_episodes(scored, output_dir, benchmark.schema, num_shards, bootstrap)
+    dead_letters = (read[DEAD_LETTER], scored[DEAD_LETTER])
     if followers:
         side["compared"] = beam.pvalue.AsSingleton(
             scored[FOLLOWERS] | "Followers" >> MergeFollowerComparisons(), default_value={}
         )
+        checked = (
+            pipeline
+            | "FollowerFiles" >> beam.Create(sorted(followers.items()))
+            | "FollowerMetrics" >> CheckFollowerMetrics()
+        )
+        side["follower_lines"] = beam.pvalue.AsDict(checked["counts"])
+        dead_letters += (checked[DEAD_LETTER],)
     own = {}
     if benchmark.name == "cvdn":  # the one setting CVDN takes (REVERIE's do not apply to it)
         own = {"benchmark": benchmark.name, **dict(options.extra)}
@@ -194,24 +203,27 @@ def build(
         "dataset": list(dataset_files),
     }
 
-    def finish(totals: dict, compared: dict | None = None, bootstrap_sums: dict | None = None) -> dict:
+    def finish(
+        totals: dict, compared: dict | None = None, follower_lines: dict | None = None, bootstrap_sums=None
+    ) -> dict:
         summary = score_summary(
             static, totals, names, bootstrap_sums, bootstrap.to_dict(), benchmark.metrics, benchmark.counters
         )
         write_leaderboard(output_dir, summary)
         if compared is not None:
             report = {
-                agent: finish_differences(compared.get(agent, {}), read_followers(files)[1])
-                for agent, files in followers.items()
+                agent: finish_differences(compared.get(agent, {}), *(follower_lines or {}).get(agent, (0, 0)))
+                for agent in followers
             }
             write_json(fileio.join(output_dir, COMPARISON_FILE), report, indent=True)
         return summary
 
-    _ = finish_run(output_dir, finish, (read[DEAD_LETTER], scored[DEAD_LETTER]), (scored[TOTALS], read[TOTALS]), side)
+    _ = finish_run(output_dir, finish, dead_letters, (scored[TOTALS], read[TOTALS]), side)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
     from pipelines.console import format_table, print_outputs
+    from vlnkit.continuous.results import totals_line
     from vlnkit.continuous.schemas import CE_METRICS
     from vlnkit.evaluation.common import METRICS
     from vlnkit.evaluation.leaderboard import (
@@ -286,6 +298,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
                 f"{agent}: {m} from its result file, ours from its positions differ by at most "
                 f"{d['max_abs_difference']:.4g} (mean {d['mean_abs_difference']:.4g}) over {d['episodes']} episodes"
             )
+    for agent, block in agents.items():  # a result file that ends with its evaluator's own totals
+        for t in block.get("file_totals") or ():
+            print(f"{agent}: {totals_line(t)}")
     print_outputs(output_dir, summary["dead_letters"])
     if any(b["missing_predictions"] for b in agents.values()):
         print(f"Reference episodes without a prediction: see {output_dir}/{MISSING_FILE}")
@@ -361,12 +376,12 @@ def run(ctx: Run) -> dict:
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
     return ctx.execute(
-        lambda p: build(
+        lambda p, out: build(
             p,
             agent_files,
             data_files,
             opts.connectivity_dir,
-            opts.output_dir,
+            out.folder,
             config,
             bootstrap,
             num_shards=opts.num_shards,

@@ -47,7 +47,7 @@ def build_continuous(
 
     from transforms.deadletter import DEAD_LETTER
     from transforms.run_summary import finish_run
-    from transforms.score.continuous import DIFFERENCES, ReadContinuousInputs, ScoreContinuousBuckets
+    from transforms.score.continuous import DIFFERENCES, FILE_TOTALS, ReadContinuousInputs, ScoreContinuousBuckets
     from transforms.score.outputs import MergeFollowerComparisons
     from transforms.score.read import TOTALS
     from vlnkit.continuous.schemas import CONTINUOUS_EPISODE_SCORES
@@ -68,6 +68,7 @@ def build_continuous(
     side["differences"] = beam.pvalue.AsSingleton(
         scored[DIFFERENCES] | "Differences" >> MergeFollowerComparisons(), default_value={}
     )
+    side["file_totals"] = beam.pvalue.AsList(read[FILE_TOTALS])
     static = {
         "job": JOB_NAME,
         "schema": "continuous_episode_scores",
@@ -79,8 +80,10 @@ def build_continuous(
     }
     inputs = {agent: {f: layout for f, layout in layouts} for agent, layouts in agents.items()}
 
-    def finish(totals: dict, differences: dict, bootstrap_sums: dict | None = None) -> dict:
-        summary = continuous_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict(), differences, inputs)
+    def finish(totals: dict, differences: dict, file_totals: list, bootstrap_sums: dict | None = None) -> dict:
+        summary = continuous_summary(
+            static, totals, names, bootstrap_sums, bootstrap.to_dict(), differences, inputs, file_totals
+        )
         write_leaderboard(output_dir, summary)
         return summary
 
@@ -146,11 +149,11 @@ def run_continuous(
                 )
         layouts[agent] = [(path, ctx.kinds.get(path)) for path in files]
     return ctx.execute(
-        lambda p: build_continuous(
+        lambda p, out: build_continuous(
             p,
             layouts,
             data_files,
-            opts.output_dir,
+            out.folder,
             config,
             options,
             bootstrap,

@@ -31,6 +31,7 @@ from vlnkit.probes.scoring import (
 
 if TYPE_CHECKING:
     from pipelines.job import Outcome, Run
+    from vlnkit.runs.staging import Staging
 
 
 MISSING_FILE = "missing_episodes.txt"
@@ -66,7 +67,7 @@ def declare_flags(parser) -> None:
 JOB = Job("score_probes", __doc__, declare_flags)
 
 
-def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str = "agent") -> None:
+def build(pipeline, out: Staging, probe_files, output_files, opts, bootstrap, agent_name: str = "agent") -> None:
     """Wire the job; `bootstrap` is the run's `BootstrapConfig` (replicates and seed of the skills' intervals)."""
     import apache_beam as beam
 
@@ -77,7 +78,6 @@ def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str 
     from vlnkit.probes.schemas import PROBE_SCORES as SCORES
     from vlnkit.probes.summary import score_probes_summary
 
-    out = opts.output_dir
     episodes = (
         pipeline
         | "ProbeFiles" >> beam.Create(probe_files)
@@ -85,7 +85,7 @@ def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str 
     )
     agent = pipeline | "ReadAgentOutputs" >> ReadAgentOutputs(output_files)
     scored = (episodes, agent["outputs"]) | "Score" >> ScoreProbeEpisodes()
-    scored["scored"] | "WriteScores" >> WriteParquetShards(fileio.join(out, "scores"), SCORES, opts.num_shards)
+    scored["scored"] | "WriteScores" >> WriteParquetShards(out.join("scores"), SCORES, opts.num_shards)
     dead = (agent[DEAD_LETTER], scored[DEAD_LETTER])
     skills = scored["scored"] | "Skills" >> SummarizeSkills(bootstrap)
     missing = scored[MISSING] | "MissingList" >> beam.combiners.ToList()
@@ -101,7 +101,7 @@ def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str 
         "level": LEVEL,
         "options": redact(fingerprinted_settings(opts)),
     }
-    missing_path = fileio.join(out, MISSING_FILE)
+    missing_path = out.join(MISSING_FILE)
 
     def summarize(totals, skills, missing):
         missing = sorted(missing)
@@ -110,7 +110,7 @@ def build(pipeline, probe_files, output_files, opts, bootstrap, agent_name: str 
         return score_probes_summary(static, totals, skills, missing, missing_path)
 
     side = {"skills": beam.pvalue.AsSingleton(skills), "missing": beam.pvalue.AsSingleton(missing)}
-    _ = finish_run(out, summarize, dead, tallies, side)
+    _ = finish_run(out.folder, summarize, dead, tallies, side)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -185,7 +185,7 @@ def run(ctx: Run) -> dict:
             validate_probe_file(path, "--probes")
     agent, output_files = one_agent(ctx, opts)
     return ctx.execute(
-        lambda p: build(p, probe_files, output_files, opts, bootstrap, agent),
+        lambda p, out: build(p, out, probe_files, output_files, opts, bootstrap, agent),
         ["scores"],
         extra_outputs=(fileio.join(ctx.output_dir, MISSING_FILE),),
         outcome=outcome,

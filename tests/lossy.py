@@ -3,7 +3,7 @@ filesystem or a broken upload can: the writer believes it wrote everything and n
 
 - `lose_parquet_rows(monkeypatch, keep)`: pyarrow's `ParquetWriter.write_table` (what Beam's Parquet
   sinks call) keeps only part of what it is given: `keep="first_table"` keeps each writer's first
-  table and drops the rest (the fault of issue 33); `keep="half"` writes the first half of every table
+  table and drops the rest; `keep="half"` writes the first half of every table
   (so even a run whose writers get one table each loses rows).
 - `cut_json_short(monkeypatch)`: every `.json` file but a run's own `summary.json` and `manifest.json`
   (the R4R JSON, the probe episodes JSON, a report's tables) is cut to half its bytes when it is closed.

@@ -240,7 +240,7 @@ class PerturbInstructions(beam.PTransform):
             | "Perturb"
             >> beam.ParDo(
                 # nlp.pipe minibatches of 64: as fast as 256 with the small English pipeline and about
-                # 110 MB less peak memory (benchmarks/RESULTS.md, instruction perturbations, issue 15).
+                # 110 MB less peak memory (benchmarks/RESULTS.md, instruction perturbations).
                 _PerturbInstructionBatch(self.model, perturber, 64)
             ).with_outputs(STATS, DEAD_LETTER, main="rows")
         )

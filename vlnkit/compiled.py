@@ -1,11 +1,11 @@
 """`njit` for the package's compiled kernels, with an on-disk cache that goes stale with any code it was built from.
 
 Why: numba stamps a cached kernel with its own source file only, so a kernel that calls or inlines a
-function of another module kept the machine code of that function's old version after the other
-module was edited, and loaded it silently: the line scanners call `vlnkit.datasets.json_grammar`'s
+function of another module keeps the machine code of that function's old version after the other
+module is edited, and loads it silently: the line scanners call `vlnkit.datasets.json_grammar`'s
 pieces and `vlnkit.datasets.byte_table.lookup`, and the bootstrap kernels take their hash constants
-from `vlnkit.hashing`. Measured on this project's machine, the prediction scanner ran at 290 MB/s
-from such a stale cache against 357 MB/s freshly built, and a changed rule would have run in its old
+from `vlnkit.hashing`. Measured on this project's machine, the prediction scanner runs at 290 MB/s
+from such a stale cache against 357 MB/s freshly built, and a changed rule would run in its old
 form. Here a kernel's stamp is numba's (its own file's content) together with a hash of every module
 of `CACHED_PACKAGES` that its module imports, directly or through others (read from the import
 statements, once per process). Numba offers no hook for this but its list of cache locator
@@ -17,8 +17,8 @@ the environment sets it) before numba is first imported: with colorama installed
 restores `sys.stdout` and `sys.stderr` around every message it formats, about a hundred times per
 kernel it compiles, from whichever thread compiles. The score job compiles on a background thread (its
 warm-up), so a restore there could put back a stream that the rest of the program had since replaced:
-under pytest, a test's `capsys` lost a job's one-line refusal that way; in a notebook, a cell's output
-could go to another cell. The default colour scheme is "no_color", so the messages read the same.
+under pytest, a test's `capsys` can lose a job's one-line refusal that way; in a notebook, a cell's output
+can go to another cell. The default colour scheme is "no_color", so the messages read the same.
 
 Kernel modules import `njit` from here rather than from numba (`from vlnkit.compiled import njit`), so
 no kernel of the package is cached without it. What a kernel of the line scanners is stamped with:

@@ -98,9 +98,10 @@ def describe_inputs(inputs: list[tuple[str, int]]) -> list[dict]:
     return [{"path": p, "bytes": size, "sha256": file_digest(p)} for p, size in inputs]
 
 
-def fingerprint(job: str, job_settings: dict, described_inputs: list[dict]) -> str:
-    """One hash of everything that decides a run's outputs: the job, its settings, the code, the
-    inputs' contents (by checksum). Equal fingerprints mean a rerun would write the same outputs.
+def fingerprint(job: str, job_settings: dict, described_inputs: list[dict], code: str | None = None) -> str:
+    """One hash of everything that decides a run's outputs: the job, its settings, the code (`code`: a
+    `source_fingerprint()`, this process's when not given), the inputs' contents (by checksum). Equal
+    fingerprints mean a rerun would write the same outputs.
 
         >>> a = fingerprint("demo", {"seed": 0}, [{"path": "a.json", "sha256": "00"}])
         >>> a == fingerprint("demo", {"seed": 0}, [{"path": "a.json", "sha256": "00"}])
@@ -111,7 +112,7 @@ def fingerprint(job: str, job_settings: dict, described_inputs: list[dict]) -> s
     blob = json.dumps(
         {
             "job": job,
-            "code": source_fingerprint(),
+            "code": code or source_fingerprint(),
             "settings": job_settings,
             "inputs": [(i["path"], i["sha256"]) for i in described_inputs],
         },

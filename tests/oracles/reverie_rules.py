@@ -82,9 +82,9 @@ def score(records, predictions, visible, dist, evaluator: str = "official", inst
         path = flat(item["trajectory"])
         assert path[0] == r["path"][0]
         length = sum(dist(scan, a, b) for a, b in zip(path[:-1], path[1:]))
-        sees = lambda vp: obj in visible.get(f"{scan}_{vp}", set())  # noqa: E731
-        sr = 1.0 if sees(path[-1]) else 0.0
-        osr = 1.0 if any(sees(vp) for vp in path) else 0.0
+        seen = [obj in visible.get(f"{scan}_{vp}", set()) for vp in path]
+        sr = 1.0 if seen[-1] else 0.0
+        osr = 1.0 if any(seen) else 0.0
         pred = item.get("predObjId", item.get("pred_objid"))
         rgs = 1.0 if str(pred) == obj else 0.0
         if evaluator == "official":  # sp / max(length, sp), sp = d(start, goal)

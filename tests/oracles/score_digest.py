@@ -5,7 +5,8 @@ agent and instr_id, every column, floats by their exact bits), `summary.json` (w
 the timing of the run), the two episode lists, the dead letters (sorted, with file names cut to their base
 name) and the two leaderboards. Two runs with equal digests wrote the same rows and the same summary, bit
 for bit, whatever the shard layout or row order. The digests the tests hold were made by the score path
-as it stood before the rebuild of issue 31 (see tests/pipelines/test_score_identity.py).
+as it stood at commit f903367, before its rebuild around one core function (see
+tests/pipelines/test_score_identity.py).
 
 `dirty_predictions(path, dataset)` writes a JSON Lines prediction file that exercises every rule of the
 join: duplicates, unknown and malformed ids, broken lines, a viewpoint outside the scan, a wrong start.

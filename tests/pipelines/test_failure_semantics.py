@@ -193,8 +193,8 @@ def test_a_pipeline_that_fails_leaves_no_temporary_folders(tmp_path):
     )
     ctx = Run("demo", PipelineOptions(["--runner=DirectRunner"]), args)
 
-    def build(pipeline):  # writes where the run stages its outputs, as every job's build does
-        pipeline | beam.Create([1]) | beam.Map(_litter_and_fail, ctx.args.output_dir, ctx.args.json_output)
+    def build(pipeline, out):  # writes where the run stages its outputs, as every job's build does
+        pipeline | beam.Create([1]) | beam.Map(_litter_and_fail, out.folder, out.staged(json_output))
 
     with pytest.raises(Exception, match="a step failed"):
         ctx.execute(build, ["paths"], extra_outputs=(json_output,))

@@ -1,4 +1,4 @@
-"""The defects of issue 33's hostile-input sweep, each held by a test (docs/failure_semantics.md states the
+"""The defects a sweep of hostile inputs found, each held by a test (docs/failure_semantics.md states the
 rule every one follows): unreadable input is a dead letter naming the file; a structural problem (a file of
 the wrong kind, an output folder inside a published version or holding an input, an unwritable folder, a
 meaningless flag value) is refused before the pipeline with one line and exit 2, the same way in every job;
@@ -356,16 +356,18 @@ def test_a_meaningless_shared_flag_value_is_refused_before_anything_runs(job, fl
 
 
 # ---------------------------------------------------------------------------- 11. follower metrics of the wrong type
-def test_follower_lines_whose_metrics_cannot_be_compared_are_counted(inputs, tmp_path):
+def test_follower_lines_whose_metrics_cannot_be_compared_are_dead_letters_and_counted(inputs, tmp_path):
     from vlnkit.fixtures.rxr import read_jsonl, write_jsonl_gz, write_rxr_fixtures
 
     records = json.loads(Path(inputs["dataset"]).read_text())
     files = write_rxr_fixtures(records, "val", inputs["connectivity_dir"], str(tmp_path / "rxr"), pose_traces=False)
     followers = read_jsonl(files.follower)
-    followers[0]["metrics"] = "not an object"
+    bad = ["not an object", [0.5, 1.0], None, True, {"ne": {"value": 1.0}}]
+    for follower, metrics in zip(followers, bad):
+        follower["metrics"] = metrics
     write_jsonl_gz(files.follower, followers)
     out = tmp_path / "out"
-    run(
+    summary = run(
         "score",
         f"--output_dir={out}",
         f"--predictions=human={files.follower}",
@@ -373,5 +375,26 @@ def test_follower_lines_whose_metrics_cannot_be_compared_are_counted(inputs, tmp
         f"--connectivity_dir={inputs['connectivity_dir']}",
         "--bootstrap=0",
     )
+    dead = [json.loads(line) for line in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    refused = {f"#{n} (instruction_id={f['instruction_id']})" for n, f in enumerate(followers[: len(bad)])}
+    assert {d["record"] for d in dead} == refused and len(dead) == len(bad), dead
+    assert {(d["stage"], d["reason"]) for d in dead} == {("compare", "'metrics' must be an object of finite numbers")}
+    assert summary["dead_letters"] == len(bad) and summary["dead_letters_by_stage"] == {"compare": len(bad)}
+    assert summary["count"] == summary["predictions_read"] == len(followers)  # their paths are scored all the same
     comparison = json.loads((out / "human_metrics_comparison.json").read_text())["human"]
-    assert comparison["not_compared"]["count"] == 1, comparison  # the line is scored, its metrics are not compared
+    assert comparison["lines"] == len(followers) == comparison["compared"] + comparison["dead_lettered"]
+    assert comparison["dead_lettered"] == len(bad) and comparison["not_scored"] == 0
+    assert comparison["metrics"]["ndtw"]["count"] == len(followers) - len(bad)
+
+
+# ---------------------------------------------------------------------------- 14. records wrapped in an object
+@pytest.mark.parametrize("job", JOBS)
+def test_a_json_object_wrapping_records_is_refused_naming_its_key_in_every_job(job, inputs, tmp_path, capsys, request):
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"data": json.loads(Path(inputs["dataset"]).read_text())}))
+    flags = JOB_FLAGS[job](inputs, str(wrapped))
+    if job == "score_probes":  # its --probes is Parquet: the wrapped file is the agent's
+        flags = [f"--probes={request.getfixturevalue('valid')['probes']}", f"--predictions={wrapped}"]
+    err = refused(job, capsys, f"--output_dir={tmp_path}/out", *flags)
+    assert f"{wrapped} is one JSON object whose top-level key 'data' holds a list of R2R records" in err, err
+    assert f"{job} reads --" in err and "positions" not in err, err

@@ -450,8 +450,8 @@ def test_agents_are_named_by_their_files_and_each_name_is_given_once(env, tmp_pa
     ],
 )
 def test_the_bootstrap_is_bounded_and_refused_in_one_line_before_it_runs(env, tmp_path, capsys, flag, words):
-    """Issue 33, defect 5: 10**7 replicates crashed after allocating tens of GiB; one replicate made a '95%
-    interval' of one replicate. Both are refused before the pipeline, with the bounds and why."""
+    """10**7 replicates would allocate tens of GiB and crash; one replicate would make a '95% interval' of
+    one replicate. Both are refused before the pipeline, with the bounds and why."""
     _, r2r_path, conn_dir, _ = env
     with pytest.raises(SystemExit) as exit_:
         run(

@@ -1,4 +1,4 @@
-"""The score job's bootstrap: intervals, paired comparisons, tie marks and breakdowns (issue 27)."""
+"""The score job's bootstrap: intervals, paired comparisons, tie marks and breakdowns."""
 
 import json
 

@@ -260,6 +260,146 @@ def test_malformed_continuous_records_are_dead_letters_with_reasons(shared_data,
     assert len(dead) == summary["dead_letters"] == 9
     assert summary["agents"]["pos"]["count"] == 1 and summary["agents"]["res"]["count"] == 3
     assert summary["reference_episodes"] == 5
+    # Every record given is read; an episode whose row was refused at reading had a prediction: not missing.
+    assert_counts_add_up(summary, tmp_path / "out")
+    assert summary["agents"]["pos"]["predictions_read"] == len(positions) == 5
+    assert summary["agents"]["res"]["predictions_read"] == len(results) == 6
+    assert summary["agents"]["pos"]["missing_predictions"] == 1  # ids[4]: no row given (ids[5] is no episode)
+    assert summary["agents"]["pos"]["without_usable_prediction"] == 4  # and ids[1..3]: refused at reading
+    assert summary["agents"]["res"]["missing_predictions"] == 0
+    assert summary["agents"]["res"]["without_usable_prediction"] == 2
+
+
+def assert_counts_add_up(summary: dict, out) -> None:
+    """The identity every score summary keeps, per agent: records read = rows scored + rows_from both (two
+    records, one row) + dead letters of records (dead letters - file_dead_letters); and missing episodes are
+    those no record of the agent named (the missing list, checked against the agent's dead letters)."""
+    dead = [json.loads(x) for x in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    for agent, block in summary["agents"].items():
+        both = block.get("rows_from", {}).get("both", 0)
+        records_dead = block["dead_letters"] - block["file_dead_letters"]
+        assert block["predictions_read"] == block["count"] + both + records_dead, (agent, block)
+        assert block["missing_predictions"] <= block["without_usable_prediction"], (agent, block)
+    files = {d["source"] for d in dead if d["record"] == ""}
+    assert sum(b["file_dead_letters"] for b in summary["agents"].values()) <= len(files)
+
+
+def test_repeated_keys_cut_short_files_and_rows_without_metrics(shared_data, tmp_path):
+    raw = json.loads(gzip.decompress((shared_data / SPLIT).read_bytes()))
+    gt = json.loads(gzip.decompress((shared_data / SPLIT.replace(".json.gz", "_gt.json.gz")).read_bytes()))
+    first, second = raw["episodes"][:4], raw["episodes"][4:8]
+    for name, episodes in (("a", first), ("b", second)):
+        data = gzip.compress(json.dumps({"episodes": episodes}).encode())
+        if name == "b":
+            data = data[: len(data) // 2]  # cut short
+        (tmp_path / f"{name}.json.gz").write_bytes(data)
+        part = {str(e["episode_id"]): gt[str(e["episode_id"])] for e in episodes}
+        (tmp_path / f"{name}_gt.json.gz").write_bytes(gzip.compress(json.dumps(part).encode()))
+    ids = [e["episode_id"] for e in first + second]
+    walk = gt[str(ids[0])]["locations"]
+    # One object repeating an episode id: the first entry wins (43 positions), the second is a dead letter.
+    text = (
+        "{"
+        + ", ".join(
+            [
+                f'"{ids[0]}": {json.dumps(walk)}',
+                f'"{ids[1]}": {json.dumps(walk[:2])}',
+                f'"{ids[0]}": {json.dumps(walk[:2])}',
+            ]
+        )
+        + "}"
+    )
+    (tmp_path / "positions.json").write_text(text)
+    cma = json.loads((shared_data / CWP.format("cma")).read_text())
+    rows = [f'"{i}": {json.dumps(cma[str(i)])}' for i in ids]
+    rows.append(f'"{ids[2]}": {json.dumps({**cma[str(ids[2])], "success": 1 - cma[str(ids[2])]["success"]})}')
+    rows.append(f'"{ids[3]}": {json.dumps({"steps_taken": 10, "path_length": 2.5})}')  # also a repeat
+    (tmp_path / "results.json").write_text("{" + ", ".join(rows) + "}")
+    (tmp_path / "bare.json").write_text(json.dumps({str(ids[1]): {"steps_taken": 10, "path_length": 2.5}}))
+    summary = run(
+        tmp_path / "out", f"--dataset={tmp_path / 'a.json.gz'},{tmp_path / 'b.json.gz'}",
+        f"--predictions=pos={tmp_path / 'positions.json'}", f"--predictions=res={tmp_path / 'results.json'}",
+        f"--predictions=bare={tmp_path / 'bare.json'}", "--bootstrap=0", "--max_failure_fraction=1",
+    )  # fmt: skip
+    out = tmp_path / "out"
+    dead = [json.loads(x) for x in (out / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    by = {(d["source"].rsplit("/", 1)[-1], d["record"]): d["reason"] for d in dead}
+    assert by[("b.json.gz", "")] == (
+        "cannot read the episode file (Compressed file ended before the end-of-stream marker was reached)"
+    )
+    assert (
+        by[("positions.json", f"episode_id='{ids[0]}' (entry 2)")]
+        == f"episode_id {ids[0]} appears again (entry 0 is kept)"
+    )
+    assert (
+        by[("results.json", f"episode_id='{ids[2]}' (entry 8)")]
+        == f"episode_id {ids[2]} appears again (entry 2 is kept)"
+    )
+    assert (
+        by[("results.json", f"episode_id='{ids[3]}' (entry 9)")]
+        == f"episode_id {ids[3]} appears again (entry 3 is kept)"
+    )
+    assert by[("bare.json", f"episode_id={ids[1]}")].startswith("no metric to score: the row gives none of ")
+    for i in ids[4:]:  # the cut file's episodes: the agent's rows name the refused file
+        assert by[("results.json", f"episode_id={i}")] == (
+            f"no episode {i} in the dataset files that could be read: {tmp_path / 'b.json.gz'} was refused whole "
+            "(see its dead letter)"
+        )
+    scored = {(r["agent"], r["episode_id"]): r for r in rows_of(out)}
+    assert len(scored[("pos", ids[0])]["positions"]) == len(walk) and scored[("pos", ids[0])]["ndtw"] == 1.0
+    assert scored[("res", ids[2])]["sr"] == cma[str(ids[2])]["success"]  # the first entry's, not the repeat's
+    assert ("bare", ids[1]) not in scored
+    assert summary["agents"]["pos"]["predictions_read"] == 3 and summary["agents"]["res"]["predictions_read"] == 10
+    assert summary["agents"]["bare"]["missing_predictions"] == 3  # ids[0], ids[2], ids[3]: no row; ids[1]: refused
+    assert summary["agents"]["bare"]["without_usable_prediction"] == 4
+    assert_counts_add_up(summary, out)
+
+
+def rows_of(out) -> list[dict]:
+    return pq.read_table(sorted(out.glob("episodes-*-of-*.parquet"))).to_pylist()
+
+
+def streamvln_result_file(shared_data, path, totals=None) -> dict:
+    """CWP-CMA's val_unseen results in StreamVLN's result.json layout: a line per episode, then the aggregate
+    line its evaluator appends (means of success, spl, os, ne, and `length`, the episode count); `totals`
+    replaces values of that line. Returns the line written."""
+    cma = json.loads((shared_data / CWP.format("cma")).read_text())
+    lines = [
+        json.dumps({"scene_id": "mp3d/x/x.glb", "episode_id": int(i), "success": r["success"], "spl": r["spl"],
+                    "os": r["oracle_success"], "ne": r["distance_to_goal"], "steps": r["steps_taken"],
+                    "episode_instruction": "Go."})
+        for i, r in cma.items()
+    ]  # fmt: skip
+    mean = lambda key: math.fsum(r[key] for r in cma.values()) / len(cma)  # noqa: E731 (correctly rounded)
+    line = {"sucs_all": mean("success"), "spls_all": mean("spl"), "oss_all": mean("oracle_success"),
+            "ones_all": mean("distance_to_goal"), "length": len(cma), **(totals or {})}  # fmt: skip
+    path.write_text("\n".join(lines) + "\n" + json.dumps(line))  # no newline after it, as StreamVLN writes it
+    return line
+
+
+def test_an_evaluators_own_totals_are_compared_with_its_rows_never_a_dead_letter(shared_data, tmp_path, capsys):
+    result = tmp_path / "result.json"
+    line = streamvln_result_file(shared_data, result)
+    summary = run(
+        tmp_path / "out", f"--dataset={shared_data / SPLIT}", f"--predictions=streamvln={result}", "--bootstrap=0"
+    )
+    assert summary["dead_letters"] == 0 and summary["predictions_read"] == summary["count"] == 1839
+    (check,) = summary["file_totals"]
+    assert check["verdict"] == "agree exactly" and check["length"] == check["rows"] == 1839
+    for key, metric in (("sucs_all", "sr"), ("spls_all", "spl"), ("oss_all", "osr"), ("ones_all", "ne")):
+        assert summary["metrics"][metric] == line[key] == check["metrics"][metric]["file"], key  # exactly
+    printed = capsys.readouterr().out
+    assert f"streamvln: {result}'s own totals agree exactly with its 1839 episode rows" in printed
+
+    line = streamvln_result_file(shared_data, result, {"sucs_all": 0.5, "length": 1840})
+    summary = run(
+        tmp_path / "off", f"--dataset={shared_data / SPLIT}", f"--predictions=streamvln={result}", "--bootstrap=0"
+    )
+    (check,) = summary["file_totals"]
+    assert summary["dead_letters"] == 0 and check["verdict"] == "differ"
+    assert check["metrics"]["sr"]["difference"] == 0.5 - summary["metrics"]["sr"]
+    printed = capsys.readouterr().out
+    assert "own totals differ from its 1839 episode rows: length 1840; sr 0.5 in the file, 0.406199" in printed
 
 
 # ----------------------------------------------------------------------------- refused before running

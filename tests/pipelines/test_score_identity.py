@@ -1,4 +1,5 @@
-"""The score job writes the same rows and summary, bit for bit, as the score path before its rebuild (issue 31).
+"""The score job writes the same rows and summary, bit for bit, as the score path at f903367 (before its
+rebuild around one core function).
 
 Each case runs the job as a user does (`pipelines.score.main`) and compares `tests.oracles.score_digest`
 digests of everything it wrote with the digests that the score path as it stood at commit f903367 (before

@@ -1,7 +1,8 @@
 """The score job's steps for a continuous (VLN-CE) dataset, thin over `vlnkit.continuous`.
 
 `ReadContinuousInputs(agents, dataset_files, buckets, options)`: PBegin -> {"pieces": (bucket, Piece),
-"dead_letter": dicts, "totals": per-agent counter dicts}. Each file (an episode file with its ground
+"dead_letter": dicts, "totals": per-agent counter dicts, "file_totals": (agent, report) of each result file
+that carries its own totals}. Each file (an episode file with its ground
 truth, an agent's positions or simulator results) is read whole by `vlnkit.continuous.pieces` and its
 rows split by bucket of episode_id.
 
@@ -27,12 +28,21 @@ from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.continuous.buckets import ContinuousOptions, score_bucket
-from vlnkit.continuous.pieces import agent_pieces, dataset_pieces, instruction_map
+from vlnkit.continuous.pieces import (
+    EPISODES,
+    POSITIONS,
+    RESULTS,
+    FileTotals,
+    agent_pieces,
+    dataset_pieces,
+    instruction_map,
+)
 from vlnkit.continuous.schemas import CE_METRICS
 from vlnkit.evaluation.leaderboard import EUCLIDEAN_METRICS
 from vlnkit.evaluation.scoring_config import ScoringConfig
 
 DIFFERENCES = "differences"
+FILE_TOTALS = "file_totals"  # (agent, `results.totals_check` report) per result file with its own totals
 
 
 class _ReadContinuousFile(CountedRead):
@@ -55,7 +65,24 @@ class _ReadContinuousFile(CountedRead):
             pieces = dataset_pieces(path, rank, gt=o.gt, reference=o.reference, buckets=self.buckets)
         else:
             pieces = agent_pieces(path, agent, rank, layout, self.buckets, self._instructions)
-        yield from self.counted(pieces, kind == "p", agent)
+        reports = []
+        yield from self.counted(_without_reports(pieces, reports), kind == "p", agent, _rows_read)
+        for found in reports:
+            yield beam.pvalue.TaggedOutput(FILE_TOTALS, (found.agent, found.report))
+
+
+def _rows_read(piece) -> int:
+    """The records a piece holds (its REFUSED and UNREADABLE tables hold none: their dead letters count them)."""
+    return len(piece[1]) if piece[1].kind in (EPISODES, POSITIONS, RESULTS) else 0
+
+
+def _without_reports(pieces, reports: list):
+    """`pieces` without the `FileTotals` among them, which go into `reports`."""
+    for piece in pieces:
+        if isinstance(piece, FileTotals):
+            reports.append(piece)
+        else:
+            yield piece
 
 
 @dataclass
@@ -83,10 +110,10 @@ class ReadContinuousInputs(beam.PTransform):
             | "SpreadFiles" >> beam.Reshuffle()
             | "ReadFiles"
             >> beam.ParDo(_ReadContinuousFile(self.dataset_files, self.buckets, self.options)).with_outputs(
-                DEAD_LETTER, TOTALS, main="pieces"
+                DEAD_LETTER, TOTALS, FILE_TOTALS, main="pieces"
             )
         )
-        return {"pieces": out.pieces, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
+        return {"pieces": out.pieces, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS], FILE_TOTALS: out[FILE_TOTALS]}
 
 
 @dataclass(frozen=True)

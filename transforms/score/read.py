@@ -29,9 +29,10 @@ from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
-from vlnkit.scoring.reading import MATCH, dataset_ranks, in_buckets, read_predictions, read_references
+from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
 
 TOTALS = "totals"
+FILE_DEAD_LETTERS = "file_dead_letters"  # per agent: dead letters of a whole file, which name no record
 RECORDS_SOURCE = "<records>"
 COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a byte range
 
@@ -67,7 +68,13 @@ class _PlanRanges(beam.DoFn):
 class CountedRead(beam.DoFn):
     """A read step's counting, shared by the graph and the continuous readers: each piece passes on, each
     RecordError becomes a dead letter; a prediction file's rows read and refused are counted per agent
-    (TOTALS, and Beam counters), a dataset file's in Beam counters only."""
+    (TOTALS, and Beam counters), a dataset file's in Beam counters only.
+
+    A record is read whether or not it can be used: a RecordError naming a record (a line, an index, an
+    id) counts one record read and one dead letter; one naming no record (a whole file that cannot be
+    read or parsed) counts a dead letter and a `file_dead_letters`, and no record. So, per agent, the
+    summary keeps predictions_read = scored rows + rows_from_both (continuous) + dead_letters -
+    file_dead_letters (docs/jobs/score.md, "What the counts add up to")."""
 
     def __init__(self):
         super().__init__()
@@ -78,11 +85,12 @@ class CountedRead(beam.DoFn):
 
     def counted(self, pieces, predictions: bool, agent: str, rows=lambda piece: len(piece[1])):
         """Yield `pieces` ((bucket, piece) or RecordError) as outputs, counting; `rows(piece)`: rows read."""
-        read = dead = 0
+        read = dead = files = 0
         for piece in pieces:
             if isinstance(piece, RecordError):
                 dead += 1
-                read += piece.stage == MATCH  # a prediction that was read, but matches nothing
+                files += piece.record == ""
+                read += piece.record != ""  # a record that was read, but cannot be used
                 yield beam.pvalue.TaggedOutput(DEAD_LETTER, piece.to_dict())
             else:
                 read += rows(piece)
@@ -91,7 +99,12 @@ class CountedRead(beam.DoFn):
             self.predictions_read.inc(read)
             self.predictions_bad.inc(dead)
             yield beam.pvalue.TaggedOutput(
-                TOTALS, {agent_key(agent, "predictions_read"): read, agent_key(agent, "dead_letters"): dead}
+                TOTALS,
+                {
+                    agent_key(agent, "predictions_read"): read,
+                    agent_key(agent, "dead_letters"): dead,
+                    agent_key(agent, FILE_DEAD_LETTERS): files,
+                },
             )
         else:
             self.records_read.inc(read)

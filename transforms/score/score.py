@@ -29,6 +29,7 @@ from transforms.progress import Progress
 from transforms.score.read import TOTALS, worker_vocabulary
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
+from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, BenchmarkOptions
 from vlnkit.scoring.bootstrap import bucket_sums
@@ -136,7 +137,12 @@ class _ScoreBucket(ScoreStep):
             self.progress.tick(scores.table.num_rows)
             if step.bootstrap.enabled:
                 yield from self.sums_of(
-                    scores.table, scores.reference_length, step.bootstrap, step.pairs, bench.metrics
+                    scores.table,
+                    scores.reference_length,
+                    step.bootstrap,
+                    step.pairs,
+                    bench.metrics,
+                    (*HEADLINE, *bench.leaderboard_extra),  # the breakdowns' metrics
                 )
             for agent, theirs in self.followers.items():
                 mine = scores.table.filter(pc.equal(scores.table.column("agent"), agent))

@@ -1,9 +1,9 @@
 """Compiled (numba) kernels of the Poisson bootstrap: weights from hashes, and exact weighted sums.
 
 Why compiled: the bootstrap multiplies every episode's values by B (1,000) weights. In numpy that
-was a float64 matrix product per block of episodes, after converting the uint8 weights to float64
+is a float64 matrix product per block of episodes, after converting the uint8 weights to float64
 and gathering them per agent and per breakdown group; the conversions and copies cost as much as the
-arithmetic, and the score job took 5x its time without the bootstrap. Here one pass over the rows
+arithmetic, and the score job takes 5x its time without the bootstrap. Here one pass over the rows
 adds `weight * limb` into per-(cell, column) accumulators, reading each weight as a byte, four rows
 per accumulator update and skipping columns whose four limbs are zero (a value below 1,024 has one
 non-zero limb of two), with one cell's accumulators (rows come sorted by cell) for up to `TILE`
@@ -78,7 +78,7 @@ def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits
             mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
             high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
             counts[b] = low + mid + high
-        row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop was slower
+        row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop is slower
         for b in range(replicates):
             row[b] = np.uint8(counts[b])
 
@@ -102,6 +102,8 @@ def _number(data, first, stop):
 def canonical_id_parts(offsets, data, first, n, path_ids, ks):
     """For Arrow strings first..first+n-1 (offsets, UTF-8 bytes): path_ids[i], ks[i] of an id
     `<path_id>_<k>` (two integers of at most 18 digits, no sign, no leading zero), or -1 and -1.
+    A REVERIE id `<path_id>_<objId>_<k>` (path_id < 2**31, objId < 2**32) gives path_ids[i] =
+    path_id << 32 | objId (`vlnkit.datasets.reverie.pack_keys`: its record, the unit of one target).
     One pass over the bytes: the regular expression in Arrow cost 0.2 s per million ids, a tenth of
     the score job's bootstrap."""
     for i in range(n):
@@ -110,10 +112,21 @@ def canonical_id_parts(offsets, data, first, n, path_ids, ks):
         ks[i] = -1
         for j in range(start, stop):
             if data[j] == 95:  # the first "_"
-                p, k = _number(data, start, j), _number(data, j + 1, stop)
-                if p >= 0 and k >= 0:
-                    path_ids[i] = p
-                    ks[i] = k
+                second = -1
+                for m in range(j + 1, stop):
+                    if data[m] == 95:
+                        second = m
+                        break
+                if second < 0:
+                    p, k = _number(data, start, j), _number(data, j + 1, stop)
+                    if p >= 0 and k >= 0:
+                        path_ids[i] = p
+                        ks[i] = k
+                else:
+                    p, o, k = _number(data, start, j), _number(data, j + 1, second), _number(data, second + 1, stop)
+                    if 0 <= p < (1 << 31) and 0 <= o < (1 << 32) and k >= 0:
+                        path_ids[i] = (p << 32) | o
+                        ks[i] = k
                 break
 
 
@@ -170,7 +183,7 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
             q = r
             while q + 4 <= end:
                 # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
-                # (indexed at t0 + b it was converted one weight at a time, half the kernel's time).
+                # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
                 a0 = weights[episode[q]][t0 : t0 + width]
                 a1 = weights[episode[q + 1]][t0 : t0 + width]
                 a2 = weights[episode[q + 2]][t0 : t0 + width]

@@ -11,10 +11,12 @@ The rules, each written here once, with the one wording of each dead letter:
 0. an episode id in several dataset rows: the first (file rank, then row) is kept, the others are
    "dedupe" dead letters naming the one kept;
 1. an agent's row for an episode the dataset does not have is a "match" dead letter ("no episode N
-   in <dataset>", or, when its dataset record was refused at reading, that it was);
+   in <dataset>", or, when its dataset record was refused at reading, that it was, or when a dataset
+   file was refused whole, that file);
 2. several rows of one agent for one episode in files of one kind (positions, or results): the first
    (file rank, then row) is kept, the others are "match" dead letters naming the one kept;
-3. an episode with neither positions nor results of an agent is missing (and without a usable row);
+3. an episode with neither positions nor results of an agent is without a usable row, and missing unless
+   the agent gave a row for it that was refused at reading (a prediction was given);
 4. the scored row: from positions, the metrics of `score_paths` (one compiled call for every agent's
    pairs of the bucket); from results, the simulator's metrics; from both, the results' value wherever
    they give one (the file is the simulator's measurement, under its codebase's conventions) and ours
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from vlnkit.continuous.pieces import EPISODES, MATCH, POSITIONS, REFUSED, RESULTS, Piece
+from vlnkit.continuous.pieces import EPISODES, MATCH, POSITIONS, REFUSED, RESULTS, UNREADABLE, Piece
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES, POINT_LIST
 from vlnkit.continuous.scoring import DTW_MODES, FASTDTW_RULES, GOAL_DISTANCES, REFERENCES, score_paths
@@ -128,7 +130,9 @@ def _episodes(pieces: list[Piece], dataset_files: list[str]) -> tuple[pa.Table |
     return table.take(pa.array(order[order == kept])), dead
 
 
-def _match(table, kind, episode_ids, files, dataset, refused) -> tuple[np.ndarray, np.ndarray, list[RecordError]]:
+def _match(
+    table, kind, episode_ids, files, dataset, refused, unreadable=()
+) -> tuple[np.ndarray, np.ndarray, list[RecordError]]:
     """Rules 1 and 2 for one agent's rows of one kind: (kept rows, their episode rows, dead letters)."""
     ids, rank, index = _ints(table, "episode_id"), _ints(table, "rank"), _ints(table, "index")
     at = np.minimum(np.searchsorted(episode_ids, ids), max(len(episode_ids) - 1, 0))
@@ -137,11 +141,15 @@ def _match(table, kind, episode_ids, files, dataset, refused) -> tuple[np.ndarra
     for row in np.flatnonzero(~found).tolist():
         eid = int(ids[row])
         where = refused.get(eid)
-        why = (
-            f"episode {eid} has no usable episode: its dataset record was refused ({where}; see that dead letter)"
-            if where
-            else f"no episode {eid} in {dataset}"
-        )
+        if where:
+            why = f"episode {eid} has no usable episode: its dataset record was refused ({where}; see that dead letter)"
+        elif unreadable:
+            why = (
+                f"no episode {eid} in the dataset files that could be read: {', '.join(unreadable)} was refused "
+                "whole (see its dead letter)"
+            )
+        else:
+            why = f"no episode {eid} in {dataset}"
         dead.append(RecordError(files[int(rank[row])], f"episode_id={eid}", why, MATCH))
     rows = np.flatnonzero(found)
     order, _, kept = first_of_each(ids[rows], rank[rows], index[rows])
@@ -221,6 +229,7 @@ def score_bucket(
     if found_refused is not None:
         for eid, where in zip(_ints(found_refused, "episode_id").tolist(), found_refused.column("where").to_pylist()):
             refused.setdefault(eid, where)
+    unreadable = sorted({w for p in pieces if p.kind == UNREADABLE for w in p.table.column("where").to_pylist()})
     n = episodes.num_rows if episodes is not None else 0
     episode_ids = _ints(episodes, "episode_id") if n else np.zeros(0, np.int64)
     instr = episodes.column("instr_id").to_numpy(zero_copy_only=False) if n else np.zeros(0, object)
@@ -238,21 +247,25 @@ def score_bucket(
             table = _concat(pieces, kind, agent)
             if table is None:
                 continue
-            rows, ep_rows, bad = _match(table, kind, episode_ids, files, dataset, refused)
+            rows, ep_rows, bad = _match(table, kind, episode_ids, files, dataset, refused, unreadable)
             mine[kind] = (table, rows, ep_rows)
             mine["dead"] += bad
         has = np.zeros(n, bool)
         for kind in (POSITIONS, RESULTS):
             if kind in mine:
                 has[mine[kind][2]] = True
-        lines = [f"{agent}\t{i}" if label_agents else str(i) for i in instr[~has].tolist()]
+        given = _concat(pieces, REFUSED, agent)  # rows the agent gave, refused at reading: not missing
+        tried = np.isin(episode_ids, _ints(given, "episode_id")) if given is not None else np.zeros(n, bool)
+        prefix = f"{agent}\t" if label_agents else ""
+        lines = [f"{prefix}{i}" for i in instr[~has & ~tried].tolist()]
+        without = [f"{prefix}{i}" for i in instr[~has].tolist()]
         missing += lines
-        unusable += lines
+        unusable += without
         dead += mine["dead"]
         for name, value in (
             ("dead_letters", len(mine["dead"])),
             ("missing_predictions", len(lines)),
-            ("without_usable_prediction", len(lines)),
+            ("without_usable_prediction", len(without)),
         ):
             totals[agent_key(agent, name)] = totals.get(agent_key(agent, name), 0) + value
         per_agent[agent] = mine

@@ -15,7 +15,8 @@ told by the content, never by the file name:
 | `path_lines` | JSON Lines (or a list) of `{"instruction_id", "path"}` (RxR-Habitat submission) |
 | `result_lines` | JSON Lines (or a list) of `{"episode_id", "success", ...}` (StreamVLN, InternNav `result.json`) |
 
-The first entry decides (an empty object or list is refused: there is nothing to tell by).
+The first entry decides (an empty object or list is refused: there is nothing to tell by); an object
+keyed by anything but integer episode ids is none of them (`wrapped_records` says what such a file is).
 
 >>> kind_of({"episodes": []}), kind_of({"7": [[0, 0, 0]]}), kind_of([{"instruction_id": 1, "path": []}])
 ('episodes', 'positions', 'path_lines')
@@ -23,12 +24,16 @@ The first entry decides (an empty object or list is refused: there is nothing to
 
 from __future__ import annotations
 
+import bz2
 import json
 import os
 import re
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
+
+from vlnkit.compiled import njit
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.io.json_text import loads_exact
@@ -45,15 +50,28 @@ KINDS = (
     "result_lines",
 )
 _STATS_KEYS = frozenset(("distance_to_goal", "success", "spl", "ndtw", "oracle_success", "path_length"))
+_INTEGER_KEY = re.compile(r"\s*[-+]?[0-9]+\s*")  # an episode id as an object key
+
+
+CUT_SHORT = "Compressed file ended before the end-of-stream marker was reached"  # as the gzip module says
 
 
 def gunzip(data: bytes) -> bytes:
-    """All members of gzip data (zlib is three times faster than the gzip module on a 10 MB file)."""
+    """All members of gzip data (zlib is three times faster than the gzip module on a 10 MB file). A
+    member cut short raises EOFError, as the gzip module does: a file cut short is not a smaller file.
+
+    >>> import gzip
+    >>> gunzip(gzip.compress(b"abc")), gunzip(gzip.compress(b"abc")[:-4])
+    Traceback (most recent call last):
+    EOFError: Compressed file ended before the end-of-stream marker was reached
+    """
     out = []
     while data[:2] == GZIP_MAGIC:
         unzip = zlib.decompressobj(wbits=31)
         out.append(unzip.decompress(data))
         out.append(unzip.flush())
+        if not unzip.eof:
+            raise EOFError(CUT_SHORT)
         data = unzip.unused_data
     return b"".join(out) + data if out else data
 
@@ -89,7 +107,9 @@ def kind_of(value) -> str | None:
         return "episodes"
     if "id" in value and _STATS_KEYS.intersection(value):
         return "navid_stats"
-    first = next(iter(value.values()))
+    key, first = next(iter(value.items()))
+    if not isinstance(key, str) or not _INTEGER_KEY.fullmatch(key):  # keyed by episode id, or none of them
+        return None
     if isinstance(first, dict):
         if "locations" in first:
             return "ground_truth"
@@ -110,7 +130,9 @@ class Document:
     """A parsed file: `value` (one JSON value, or the list of a JSON Lines file's values) and its layout.
 
     `line_errors` are JSON Lines lines that do not parse (dead letters of their own); `error` is set
-    (and `value` is None) when the file as a whole is unusable.
+    (and `value` is None) when the file as a whole is unusable. `repeated` holds the later entries of a
+    top-level object that repeats a key, (key, its entry number, the kept entry's number): `value` keeps
+    the first (`first_wins`), and `repeated_errors` words the others.
     """
 
     source: str
@@ -119,15 +141,93 @@ class Document:
     lines: list | None = None  # JSON Lines: the 1-based line number of each value
     line_errors: tuple = ()
     error: RecordError | None = None
+    repeated: tuple = ()
+
+
+@njit(cache=True, nogil=True)
+def _members(data):
+    """How many entries the JSON object `data` (uint8, valid JSON starting with "{") holds at its top level:
+    one more than its top-level commas, or 0 when it is empty. One pass, tracking strings and nesting."""
+    depth = 0
+    in_string = False
+    escaped = False
+    commas = 0
+    any_key = False
+    for i in range(len(data)):
+        c = data[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == 92:  # backslash
+                escaped = True
+            elif c == 34:  # quote
+                in_string = False
+        elif c == 34:
+            in_string = True
+            any_key |= depth == 1
+        elif c == 123 or c == 91:  # { [
+            depth += 1
+        elif c == 125 or c == 93:  # } ]
+            depth -= 1
+        elif c == 44 and depth == 1:
+            commas += 1
+    return commas + 1 if any_key else 0
+
+
+def repeats_a_key(data: bytes, value: dict) -> bool:
+    """Whether the JSON object text `data`, which parsed to `value`, repeats a top-level key: every JSON
+    parser keeps one entry per key (orjson, json and msgspec: the last), so the text holds more entries
+    than `value`. One compiled pass over the bytes (a few milliseconds for a 10 MB file).
+
+    >>> repeats_a_key(b'{"7": [[0, 0, 0]], "7": [[1, 1, 1]]}', {"7": [[1, 1, 1]]}), repeats_a_key(b'{"a": {"b": 1, "c": 2}}', {"a": {}})
+    (True, False)
+    """
+    return _members(np.frombuffer(data, np.uint8)) != len(value)
+
+
+def first_wins(text: bytes | str) -> tuple[dict, tuple]:
+    """(a JSON object text's top-level entries, the first of each key kept, the later ones as (key, entry
+    number, kept entry number)). Nested objects keep one entry per key as every parser does.
+
+    >>> first_wins(b'{"7": 1, "8": 2, "7": 3}')
+    ({'7': 1, '8': 2}, (('7', 2, 0),))
+    """
+    last: list = []
+
+    def pairs(found):  # called for every object, the top-level one last
+        last[:] = [found]
+        return dict(found)
+
+    json.loads(text, object_pairs_hook=pairs)
+    kept, first, repeated = {}, {}, []
+    for n, (key, value) in enumerate(last[0]):
+        if key in kept:
+            repeated.append((key, n, first[key]))
+        else:
+            kept[key], first[key] = value, n
+    return kept, tuple(repeated)
+
+
+def repeated_errors(doc: Document, what: str = "episode_id") -> list[RecordError]:
+    """The dead letters of the entries `doc` left out because an earlier one has the same key (the first
+    wins, as for every duplicate the toolkit meets)."""
+    return [
+        RecordError(doc.source, f"{what}={key!r:.20} (entry {n})", f"{what} {key} appears again (entry {kept} is kept)")
+        for key, n, kept in doc.repeated
+    ]
 
 
 def parse(data: bytes, source: str) -> Document:
-    """Parse one JSON value, or JSON Lines when the whole text is not one value (see `kind_of`)."""
+    """Parse one JSON value, or JSON Lines when the whole text is not one value (see `kind_of`). A
+    top-level object that repeats a key keeps its first entry of it (`Document.repeated`)."""
     text = data.removeprefix(b"\xef\xbb\xbf")
     if not text.strip():
         return Document(source, None, error=RecordError(source, "", "the file is empty"))
     try:
         value = loads_exact(text)
+        if isinstance(value, dict) and repeats_a_key(text, value):
+            value, repeated = first_wins(text)
+            return Document(source, kind_of(value), value, repeated=repeated)
         return Document(source, kind_of(value), value)
     except (ValueError, RecursionError) as exc:
         whole_error = exc
@@ -184,11 +284,15 @@ _EPISODES_LIST = re.compile(rb'"episodes"\s*:\s*\[\s*[{\]]')
 
 
 def head_bytes(path: str, size: int = HEAD_BYTES) -> bytes:
-    """The first `size` bytes of a file's content (local or gs://; gunzipped by name or by magic number)."""
-    with fileio.open_read(path) as f:
+    """The first `size` bytes of a file's content (local or gs://; gzip and bzip2 told by their magic
+    numbers, whatever the name says). Only the stored start is read and decompressed: a compressed file cut
+    short still shows what it is (its reader then refuses it as cut short)."""
+    with fileio.open_stored(path) as f:
         head = f.read(size)
-    if head[:2] == GZIP_MAGIC:  # gzip under another name: the start of its content is enough
+    if head[:2] == GZIP_MAGIC:
         head = zlib.decompressobj(wbits=31).decompress(head, size)
+    elif head[:3] == b"BZh":
+        head = bz2.BZ2Decompressor().decompress(head, size)
     return head
 
 
@@ -291,7 +395,12 @@ def sniff_kind(path: str) -> str | None:
         return None
 
 
-_INTEGER_KEY = re.compile(r"\s*[-+]?[0-9]+\s*")
+def sniff_wrapped(path: str) -> tuple[str, str] | None:
+    """`wrapped_records` of a file's first bytes (None when it cannot be read: its reader then says why)."""
+    try:
+        return wrapped_records(head_bytes(path))
+    except (OSError, EOFError, zlib.error):
+        return None
 
 
 def _first_value(text: bytes):
@@ -310,6 +419,48 @@ def _record_kind(item: dict) -> str | None:
         return "path_lines"
     if "episode_id" in item and {"success", "spl", "ne", "os", "ndtw"}.intersection(item):
         return "result_lines"
+    return None
+
+
+# What a list of records holds, told by the keys of its first record (the first match wins).
+_RECORDS = (
+    (("path_id", "scan", "path"), "R2R records"),
+    (("instruction_id", "path"), "RxR lines"),
+    (("instr_id", "trajectory"), "predictions (R2R submission layout)"),
+    (("inst_idx", "scan"), "CVDN (NDH) records"),
+    (("episode_id",), "records keyed by episode_id"),
+)
+_LIST_OF_OBJECTS = re.compile(rb"\[\s*\{")
+
+
+def wrapped_records(head: bytes) -> tuple[str, str] | None:
+    """(the top-level key, what its list holds) when a file starting with `head` is one JSON object that
+    wraps a list of records (`{"data": [{"path_id": ..., "scan": ..., "path": [...]}, ...]}`) rather than
+    being records or one of KINDS; None otherwise. Its first key is not an episode id, and its value is a
+    list whose first item is a record of a known kind (a record's own list of objects, such as an RxR
+    `timed_instruction`, is not one).
+
+    >>> wrapped_records(b'{"data": [{"path_id": 4, "scan": "s", "path": ["a"]}]}')
+    ('data', 'R2R records')
+    >>> wrapped_records(b'{"7": [{"position": [0, 0, 0]}]}'), wrapped_records(b'{"path_id": 4, "scan": "s", "path": ["a"]}')
+    (None, None)
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text[:1] != b"{":
+        return None
+    m = _KEY.match(text)
+    if m is None:
+        return None
+    key = m.group(1).decode("utf-8", "replace")
+    rest = text[m.end() :]
+    if key == "episodes" or _INTEGER_KEY.fullmatch(key) or not _LIST_OF_OBJECTS.match(rest):
+        return None
+    item = _first_value(rest[rest.index(b"{") :])
+    if not isinstance(item, dict):
+        return None
+    for keys, what in _RECORDS:
+        if all(k in item for k in keys):
+            return key, what
     return None
 
 

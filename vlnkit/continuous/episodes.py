@@ -181,13 +181,16 @@ def read_ground_truth(path: str) -> tuple[tuple[np.ndarray, PointPaths] | None, 
     if error is not None:
         return None, [error]
     try:
-        items = list(msgspec.json.decode(data, type=dict[str, GroundTruth]).items())
+        decoded = msgspec.json.decode(data, type=dict[str, GroundTruth])
+        if documents.repeats_a_key(data, decoded):  # the slow path keeps the first and words the others
+            raise msgspec.DecodeError("a repeated key")
+        items = list(decoded.items())
         errors: list[RecordError] = []
     except msgspec.DecodeError:
         doc = documents.parse_expecting(data, path, ("ground_truth",), "a ground-truth file {episode_id: {locations}}")
         if doc.error is not None:
             return None, [doc.error]
-        items, errors = [], []
+        items, errors = [], documents.repeated_errors(doc)
         for key, value in doc.value.items():
             reason = GROUND_TRUTH.reason(value)
             if reason is None:

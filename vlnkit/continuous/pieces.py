@@ -9,15 +9,18 @@ per bucket stays bounded by the bucket count as in the graph score job.
 - `dataset_pieces(path, rank, ...)`: an R2R-CE or RxR-Habitat episode file (with its ground truth) ->
   `Piece(EPISODES)` tables (episode_id, trajectory_id, instr_id, scan, language, the reference points
   the metrics compare with, the reference path's length, goal, geodesic start-goal distance) and
-  `Piece(REFUSED)` tables (ids of episodes refused at reading, so an agent's row of one is told so);
+  `Piece(REFUSED)` tables (ids of episodes refused at reading, so an agent's row of one is told so), and
+  when the file itself cannot be read, a `Piece(UNREADABLE)` naming it in every bucket (an agent's row
+  is then told that the file was refused, not that its episode does not exist);
 - `agent_pieces(path, agent, rank, kind, ...)`: one agent file -> `Piece(POSITIONS)` (episode_id,
   positions, stopped) or `Piece(RESULTS)` (episode_id and the result metrics under the toolkit's
   names, `results.RESULT_METRICS`); an RxR-Habitat submission is keyed by instruction id and is mapped
   to episode ids here (`instructions` gives the dataset's map), an id the dataset lacks being a
-  "match" dead letter.
+  "match" dead letter; and `Piece(REFUSED)` tables of the agent's records refused at reading, so their
+  episodes are without a usable row, not missing.
 
 Every record that cannot be used is a `RecordError` (the readers word them), yielded in file order
-with the pieces. Each table keeps `index`, the row's place in its file, and each piece its file's
+with the pieces; a result file's own totals come as one `FileTotals`. Each table keeps `index`, the row's place in its file, and each piece its file's
 `rank`: duplicates are resolved by (rank, index), the first wins (`vlnkit.continuous.buckets`).
 
 >>> import numpy as np, pyarrow as pa
@@ -39,11 +42,12 @@ from vlnkit.continuous import kernels
 from vlnkit.continuous.documents import POSITION_KINDS
 from vlnkit.continuous.episodes import read_episodes
 from vlnkit.continuous.positions import read_positions
-from vlnkit.continuous.results import read_results
+from vlnkit.continuous.results import read_results, totals_check
 from vlnkit.datasets.buckets import bucket_of
 from vlnkit.io.dead_letters import RecordError
 
 EPISODES, REFUSED, POSITIONS, RESULTS = "episodes", "refused", "positions", "results"
+UNREADABLE = "unreadable"  # a dataset file refused whole: a piece in every bucket, naming it
 MATCH = "match"  # the dead-letter stage of an agent's row that matches no episode (as the graph score job's)
 _EPISODE_LABEL = re.compile(r"episode_id=['\"]?(-?[0-9]+)")
 
@@ -60,6 +64,15 @@ class Piece:
 
     def __len__(self) -> int:
         return self.table.num_rows
+
+
+@dataclass(frozen=True)
+class FileTotals:
+    """A result file's own totals (StreamVLN's and InternNav's aggregate line) compared with its episode
+    rows (`results.totals_check`): a report for the summary, never a record."""
+
+    agent: str
+    report: dict
 
 
 def split(piece: Piece, buckets: int) -> Iterator[tuple[int, Piece]]:
@@ -85,12 +98,10 @@ def dataset_pieces(
     `reference` "gt" (the ground-truth locations, VLN-CE's rule) or "reference_path"."""
     episodes, errors = read_episodes(path, gt)
     yield from errors
-    refused = sorted(
-        {int(m.group(1)) for e in errors if e.source == path for m in [_EPISODE_LABEL.search(e.record)] if m}
-    )
-    if refused:
-        where = pa.array([f"{path}"] * len(refused), pa.string())
-        yield from split(Piece(REFUSED, "", rank, pa.table({"episode_id": np.array(refused), "where": where})), buckets)
+    yield from _refused(errors, path, "", rank, buckets)
+    if any(e.source == path and e.record == "" for e in errors):  # the file itself: tell every bucket
+        table = pa.table({"where": pa.array([path], pa.string())})
+        yield from ((b, Piece(UNREADABLE, "", rank, table)) for b in range(buckets))
     if not len(episodes):
         return
     if reference == "gt" and episodes.gt_locations is None:
@@ -116,6 +127,19 @@ def dataset_pieces(
     yield from split(Piece(EPISODES, "", rank, table), buckets)
 
 
+def _refused(errors, path: str, agent: str, rank: int, buckets: int) -> Iterator[tuple[int, Piece]]:
+    """A REFUSED piece per bucket: the episode ids of the records of `path` refused at reading (their
+    dead letters name `episode_id=N`), with where they were. The dataset's tell an agent's row of such an
+    episode why there is no episode; an agent's tell the join that the agent did give a row for it."""
+    ids = sorted(
+        {int(m.group(1)) for e in errors if e.source == path and e.stage != MATCH
+         for m in [_EPISODE_LABEL.search(e.record)] if m}
+    )  # fmt: skip
+    if ids:
+        where = pa.array([path] * len(ids), pa.string())
+        yield from split(Piece(REFUSED, agent, rank, pa.table({"episode_id": np.array(ids), "where": where})), buckets)
+
+
 def agent_pieces(
     path: str,
     agent: str,
@@ -132,6 +156,7 @@ def agent_pieces(
     if kind in POSITION_KINDS:
         positions, errors = read_positions(path)
         yield from errors
+        yield from _refused(errors, path, agent, rank, buckets)
         keys = positions.keys
         if positions.key_kind == "instruction_id":
             known, episode_ids, where = instructions() if instructions else (np.zeros(0, np.int64),) * 2 + ("",)
@@ -163,6 +188,10 @@ def agent_pieces(
         return
     results, errors = read_results(path)
     yield from errors
+    yield from _refused(errors, path, agent, rank, buckets)
+    check = totals_check(results)
+    if check is not None:
+        yield FileTotals(agent, check)
     columns = {"episode_id": pa.array(results.episode_id, pa.int64()), "index": pa.array(np.arange(len(results)))}
     columns.update({name: pa.array(values, pa.float64()) for name, values in results.metrics.items()})
     yield from split(Piece(RESULTS, agent, rank, pa.table(columns)), buckets)

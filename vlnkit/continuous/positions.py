@@ -11,7 +11,8 @@ trajectory: `keys` (int64 episode or instruction ids, `key_kind` says which), `p
 as given, repeats kept: metrics drop them) and, for `vlnce_inference`, `stopped` (the last step's
 `stop`; None for the other layouts, which do not say). A malformed trajectory (a position that is
 not three finite numbers, no positions, a key that is not an integer, an instruction id given twice)
-is a RecordError naming the file, the record and the reason. `join` matches rows to an `Episodes`
+is a RecordError naming the file, the record and the reason; so is the second entry of an episode id
+that one object repeats as a key (the first wins). `join` matches rows to an `Episodes`
 table by episode id (or RxR instruction id).
 
     positions, errors = read_positions("../shared/data/vlnce/third_party_positions/mln_ce_val_unseen_v1-2_positions.json")
@@ -139,7 +140,7 @@ def _typed_object(path: str, data: bytes) -> Positions | None:
         rows = [(key, value, None) for key, value in plain.items()]
         layout = "positions"
     keys = [episode_key(key) for key, _, _ in rows]
-    if not rows or None in keys:
+    if not rows or None in keys or documents.repeats_a_key(data, rows):  # a repeated key: the slow path words it
         return None
     stopped = np.array([s for _, _, s in rows], dtype=bool) if layout == "vlnce_inference" else None
     paths = PointPaths.from_lists([p for _, p, _ in rows])
@@ -147,7 +148,7 @@ def _typed_object(path: str, data: bytes) -> Positions | None:
 
 
 def _record_by_record(path: str, doc) -> tuple[Positions, list[RecordError]]:
-    errors = list(doc.line_errors)
+    errors = list(doc.line_errors) + documents.repeated_errors(doc)
     keys, paths, stopped, seen = [], [], [], {}
     if doc.kind == "path_lines":
         items = [

@@ -198,9 +198,6 @@ class Paths:
         strings = {r - start: s for r, s in self.strings.items() if start <= r < stop} if self.strings else {}
         return Paths(offsets - offsets[0], self.values[offsets[0] : offsets[-1]], strings)
 
-    def row_of_value(self) -> np.ndarray:
-        return np.repeat(np.arange(len(self), dtype=np.int64), self.lengths)
-
     def take(self, rows: np.ndarray) -> Paths:
         from vlnkit.datasets.ragged import gather_rows  # compiled: here, so importing the columns needs no numba
 

@@ -3,7 +3,7 @@ in a given order, compiled.
 
 Why compiled: in numpy the gather needs three temporaries as long as the values (each value's source
 start repeated per row, a running index, their sum) before the gather itself; for a batch of 131,072
-paths that was 38 ms, most of it writing and paging in those temporaries, against 7 ms for one pass
+paths that is 38 ms, most of it writing and paging in those temporaries, against 7 ms for one pass
 that copies each row's values in place (`split_by_bucket` gathers every batch the score job reads,
 and the join every bucket it scores).
 

@@ -43,7 +43,7 @@ from vlnkit.datasets.json_chunks import first_line, json_chunks
 from vlnkit.datasets.ndh import CVDN_FORMAT, NDH_INSTANCE, is_ndh
 from vlnkit.datasets.r2r import json_items, r2r_record
 from vlnkit.datasets.records import R2R_RECORD, RXR_FOLLOWER, RXR_GUIDE, RecordKind
-from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_TEST_FORMAT, is_reverie
+from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED, is_reverie
 from vlnkit.io.dead_letters import RecordError
 
 R2R = "r2r"
@@ -54,6 +54,8 @@ KINDS: dict[str, RecordKind] = {
     RXR_GUIDE_FORMAT: RXR_GUIDE,
     RXR_FOLLOWER_FORMAT: RXR_FOLLOWER,
     CVDN_FORMAT: NDH_INSTANCE,
+    REVERIE_FORMAT: REVERIE_RECORD,
+    REVERIE_TEST_FORMAT: R2R_RECORD,  # never validated record by record: the file is refused as a whole
 }
 # The refusal of a CVDN/NDH instance file where R2R records or RxR guide lines belong: the file as a whole, once.
 NDH_AS_DATASET = (
@@ -65,6 +67,12 @@ FOLLOWER_AS_DATASET = (
     "an RxR follower file (instruction_id, path, metrics), not a dataset of guide lines or R2R records: "
     "give it as --predictions (e.g. --predictions=human=<file>) and the guide file as --dataset"
 )
+# The files `parse_dataset` refuses as a whole, by format, each with its one line.
+WHOLE_FILE_REFUSALS = {
+    RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET,
+    REVERIE_TEST_FORMAT: TEST_SPLIT_REFUSED,
+    CVDN_FORMAT: NDH_AS_DATASET,
+}
 
 
 def record_format(obj) -> str:
@@ -203,9 +211,9 @@ def _validate(obj) -> str | None:
 
 
 def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = False) -> Iterator[dict | RecordError]:
-    """Each valid record of an R2R-format or RxR guide file (the format of its first record) as a dict,
-    or a RecordError per unusable record; a follower file, or a CVDN/NDH one, is one RecordError for the
-    whole file.
+    """Each valid record of an R2R-format, REVERIE or RxR guide file (the format of its first record) as a
+    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN/NDH file is
+    one RecordError for the whole file.
 
     R2R records come as `vlnkit.datasets.r2r.parse_r2r` gives them; guide lines as `rxr_guide_record`
     (`require_distance` concerns R2R records only: a guide line has no distance).
@@ -218,10 +226,10 @@ def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = Fa
         index, obj = item
         if fmt is None:
             fmt = record_format(obj)
-            if fmt in (RXR_FOLLOWER_FORMAT, CVDN_FORMAT):
-                yield RecordError(source, "", FOLLOWER_AS_DATASET if fmt == RXR_FOLLOWER_FORMAT else NDH_AS_DATASET)
+            if fmt in WHOLE_FILE_REFUSALS:
+                yield RecordError(source, "", WHOLE_FILE_REFUSALS[fmt])
                 return
-        if fmt == R2R:
+        if fmt in (R2R, REVERIE_FORMAT):  # a REVERIE record is an R2R record with its target (`objId`)
             yield r2r_record(obj, source, index, require_distance)
         else:
             yield rxr_guide_record(obj, source, index)
@@ -240,11 +248,16 @@ def is_rxr(record: dict) -> bool:
 
 def path_key(record: dict) -> tuple:
     """What makes records share one path: the same path_id within one format (an R2R record is one path;
-    several RxR guide lines, one per instruction, share their path_id).
+    several RxR guide lines, one per instruction, share their path_id; a REVERIE record is one path to one
+    target object, so its key holds the objId too).
 
     >>> path_key({"instruction_id": 26, "path_id": 11}), path_key({"path_id": 11, "instructions": []})
     ((True, 11), (False, 11))
+    >>> path_key({"path_id": 11, "objId": 5, "instructions": []})
+    (False, 11, 5)
     """
+    if "objId" in record:
+        return False, record["path_id"], record["objId"]
     return is_rxr(record), record["path_id"]
 
 
@@ -254,9 +267,13 @@ def episode_ids(record: dict) -> list[str]:
 
     >>> episode_ids({"instruction_id": 26, "instruction": "go"}), episode_ids({"path_id": 4, "instructions": ["a", "b"]})
     (['26'], ['4_0', '4_1'])
+    >>> episode_ids({"path_id": 4, "objId": 66, "instructions": ["a"]})
+    ['4_66_0']
     """
     if is_rxr(record):
         return [str(record["instruction_id"])]
+    if "objId" in record:  # REVERIE: "<path_id>_<objId>_<k>"
+        return [f"{record['path_id']}_{record['objId']}_{k}" for k in range(len(record.get("instructions") or ()))]
     return [f"{record['path_id']}_{k}" for k in range(len(record.get("instructions") or ()))]
 
 

@@ -26,56 +26,49 @@
 
 from __future__ import annotations
 
-import importlib
+from vlnkit._exports import lazy_exports
 
-# Names resolve on first use (PEP 562), so importing one submodule does not import the others
-# (the random baseline pulls in scipy through the graph module; the metrics do not need it).
-_HOME = {
-    **dict.fromkeys(("pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls"), "metrics"),
-    **dict.fromkeys(("dtw", "ndtw", "sdtw", "ad", "md", "score"), "metrics"),
-    **dict.fromkeys(("score_batch", "totals", "means"), "batch"),
-    **dict.fromkeys(("pack", "pack_viewpoints", "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD"), "common"),
-    **dict.fromkeys(("SUCCESS_RULES", "DEFAULT_SUCCESS_RULE", "check_distances"), "common"),
-    **dict.fromkeys(("RewardBatch", "RewardEpisode"), "rewards"),
-    **dict.fromkeys(("step_pool", "allocate", "neighbour_table", "draw", "walk"), "random_baseline"),
-    **dict.fromkeys(("score_summary", "agent_summary", "tie_marks", "ordered_breakdowns"), "score_summary"),
-    **dict.fromkeys(("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"), "leaderboard"),
-    **dict.fromkeys(("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"), "schemas"),
-    "BucketScores": "bucket_scores",
-    **dict.fromkeys(("score_ndh", "first_non_edges", "NDH_METRICS"), "ndh"),
-}
-
-
-def __getattr__(name: str):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f"vlnkit.evaluation.{_HOME[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'vlnkit.evaluation' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    # single-pair metrics
-    "pl", "ne", "one", "sr", "osr", "spl", "sed", "pc", "ls", "cls", "dtw", "ndtw", "sdtw", "ad", "md", "score",
-    # batches and summaries
-    "score_batch", "pack", "pack_viewpoints", "totals", "means",
-    "METRICS", "EXTRA", "SPL_REFERENCES", "DEFAULT_THRESHOLD", "SUCCESS_RULES", "DEFAULT_SUCCESS_RULE",
-    "check_distances",
-    # rewards
-    "RewardBatch", "RewardEpisode",
-    # random baseline
-    "step_pool", "allocate", "neighbour_table", "draw", "walk",
-    # the score job's summary and leaderboard
-    "score_summary", "agent_summary", "tie_marks", "ordered_breakdowns",
-    "leaderboard", "leaderboard_text", "write_leaderboard", "language_rows",
-    # the Parquet schemas of scored episodes, and what scoring a bucket gives
-    "EPISODE_SCORES", "RANDOM_EPISODE_SCORES", "BucketScores",
-    # CVDN's NDH metrics, by its evaluator's rules
-    "score_ndh", "first_non_edges", "NDH_METRICS",
-]  # fmt: skip
-
-assert set(__all__) == set(_HOME)
+# Names resolve on first use, so importing one submodule does not import the others (the random
+# baseline pulls in scipy through the graph module; the metrics do not need it).
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "metrics": (
+            "pl",
+            "ne",
+            "one",
+            "sr",
+            "osr",
+            "spl",
+            "sed",
+            "pc",
+            "ls",
+            "cls",
+            "dtw",
+            "ndtw",
+            "sdtw",
+            "ad",
+            "md",
+            "score",
+        ),
+        "batch": ("score_batch", "totals", "means"),
+        "common": (
+            "pack",
+            "pack_viewpoints",
+            "METRICS",
+            "EXTRA",
+            "SPL_REFERENCES",
+            "DEFAULT_THRESHOLD",
+            "SUCCESS_RULES",
+            "DEFAULT_SUCCESS_RULE",
+            "check_distances",
+        ),
+        "rewards": ("RewardBatch", "RewardEpisode"),
+        "random_baseline": ("step_pool", "allocate", "neighbour_table", "draw", "walk"),
+        "score_summary": ("score_summary", "agent_summary", "tie_marks", "ordered_breakdowns"),
+        "leaderboard": ("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"),
+        "schemas": ("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"),
+        "bucket_scores": ("BucketScores",),
+        "ndh": ("score_ndh", "first_non_edges", "NDH_METRICS"),
+    },
+)

@@ -37,7 +37,7 @@ STATUS = {
 
 
 def raise_status(status: int, b: int, n: int) -> None:
-    """Turn a kernel status code into the ValueError the numpy checks used to raise."""
+    """Turn a kernel status code into a ValueError naming the pair and what it breaks (`STATUS`)."""
     if status:
         raise ValueError(STATUS[status].format(b=b, n=n))
 

@@ -41,6 +41,7 @@ AGENT_COUNTS = (
     "missing_predictions",
     "without_usable_prediction",
     "dead_letters",
+    "file_dead_letters",
     "non_adjacent_steps",
     "trajectories_with_jumps",
     "repeats_collapsed",

@@ -35,7 +35,7 @@ def exact_sums_by(groups, values, n_groups: int) -> tuple[list[int], list[int]]:
     pass sums an episode into its agent and each of its breakdown groups.
 
     Why compiled: the score job sums 13 metrics of every episode per bucket; as numpy passes (frexp,
-    casts, three bincounts) that was about a second per million episodes, the single largest cost of
+    casts, three bincounts) that is about a second per million episodes, the single largest cost of
     the job after reading.
 
     >>> totals, counts = exact_sums_by(np.array([1, 0, 1]), np.array([1.0, np.nan, 0.5]), 3)

@@ -49,9 +49,10 @@ _SHARD = re.compile(r"-\d{5}-of-\d{5}\.\w")
 
 def fault_point(name: str) -> None:
     """The fault tests' way of stopping a run at an exact moment of staging or publishing, chosen by
-    `VLNKIT_FAULT_POINT` (never set in normal use): `NAME` kills this process with SIGKILL here,
-    `NAME+SECONDS` that long after this point (while the work that follows runs), `NAME?PATH`
-    waits here until PATH exists (at most a minute), to hold a run at a known moment."""
+    `VLNKIT_FAULT_POINT` (never set in normal use): `NAME` kills this process's group with SIGKILL
+    here (the run: its launcher and the local worker processes it started, wherever the point is
+    reached), `NAME+SECONDS` that long after this point (while the work that follows runs),
+    `NAME?PATH` waits here until PATH exists (at most a minute), to hold a run at a known moment."""
     wanted = os.environ.get("VLNKIT_FAULT_POINT", "")
     point, how, arg = wanted.partition("+") if "+" in wanted else wanted.partition("?")
     if point != name:
@@ -65,9 +66,9 @@ def fault_point(name: str) -> None:
         while not os.path.exists(arg) and time.monotonic() < deadline:
             time.sleep(0.02)
     elif how == "+":
-        threading.Timer(float(arg), os.kill, (os.getpid(), signal.SIGKILL)).start()
+        threading.Timer(float(arg), os.killpg, (os.getpgrp(), signal.SIGKILL)).start()
     else:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 class NothingPublished(FileNotFoundError):

@@ -9,6 +9,13 @@ this host that no longer exists, was left by a dead (or stalled) run and is take
 warning; the takeover itself is a conditional replace (a rename of the stale file, or a write at the
 stale object's generation), so two runs cannot both take it.
 
+The lock belongs to the run, not to one process. A run whose pipeline executes in the launching
+process says so (`in_process`): that process's death ends the run, so its lock is taken over at once.
+Any other run (a portable runner, Flink, Dataflow: a launcher may exit while its job runs) is judged
+by its heartbeat alone, which the job's own workers renew (`keep_alive`, a thread per worker process)
+until the pipeline's last step publishes and releases the lock. A renewal changes the lock only while
+it is still this run's, and never creates it again once released.
+
     >>> import tempfile
     >>> root = tempfile.mkdtemp()
     >>> first = OutputLock(root, "run-1"); first.acquire()
@@ -53,8 +60,9 @@ def _process_start(pid: int) -> str | None:
 
 
 def _alive_here(owner: dict) -> bool | None:
-    """Whether the owner is a live process of this host; None when it runs elsewhere (lease decides)."""
-    if owner.get("host") != socket.gethostname():
+    """Whether the owner is a live process of this host; None when it runs elsewhere, or when its job
+    does not run in the launching process (the lease decides)."""
+    if owner.get("host") != socket.gethostname() or owner.get("in_process") is False:
         return None
     pid = int(owner.get("pid", 0) or 0)
     if pid <= 0:
@@ -72,13 +80,14 @@ def _alive_here(owner: dict) -> bool | None:
 
 
 def describe(owner: dict) -> str:
-    return f"host {owner.get('host')}, process {owner.get('pid')}, started {owner.get('started')}"
+    where = "" if owner.get("in_process", True) else " (its job runs on the runner's workers)"
+    return f"host {owner.get('host')}, process {owner.get('pid')}, started {owner.get('started')}{where}"
 
 
 class OutputLock:
     """The lock of one output folder (local or gs://) for one run; `acquire`, then `release`."""
 
-    def __init__(self, root: str, run_id: str, lease_seconds: float = DEFAULT_LEASE_SECONDS):
+    def __init__(self, root: str, run_id: str, lease_seconds: float = DEFAULT_LEASE_SECONDS, in_process: bool = True):
         self.root = root.rstrip("/")
         self.path = f"{self.root}/{LOCK}"
         self.remote = root.startswith("gs://")
@@ -91,11 +100,21 @@ class OutputLock:
             "run": run_id,
             "token": secrets.token_hex(8),
             "lease_seconds": self.lease,
+            "in_process": in_process,
         }
         self.generation = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost = False
+
+    def __getstate__(self) -> dict:
+        """What a job's workers get: the lock's identity (its token), not the launcher's heartbeat thread."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_stop", "_thread")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._stop = threading.Event()
+        self._thread = None
 
     # ---------------------------------------------------------------- storage
     def _data(self) -> bytes:
@@ -200,20 +219,34 @@ class OutputLock:
         raise Locked(f"could not take the lock {self.path}: other runs keep changing it")
 
     def heartbeat(self) -> None:
-        """Renew the heartbeat, only while the lock is still this run's."""
+        """Renew the heartbeat, only while the lock is still this run's (from any process of the run: the
+        launcher's, a worker's). A released or taken-over lock is never written again: on gs:// the write
+        is conditional on the generation just read; on local disk the file is rewritten in place through
+        a descriptor opened on the existing file, so a lock removed meanwhile stays removed."""
         if self.remote:
-            try:
-                self.generation = gcs.write(self.path, self._data(), if_generation_match=self.generation)
-            except gcs.PreconditionFailed:
+            got = gcs.read(self.path)
+            if got is None or _token(got[0]) != self.owner["token"]:
                 self.lost = True
+                return
+            try:
+                self.generation = gcs.write(self.path, self._data(), if_generation_match=got[1])
+            except gcs.PreconditionFailed:  # another process of this run renewed it, or a taker replaced it
+                self.lost = not self._still_mine()
             return
-        if not self._still_mine():
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except FileNotFoundError:
             self.lost = True
             return
-        tmp = f"{self.path}.{self.owner['token']}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(self._data())
-        os.replace(tmp, self.path)
+        try:
+            if _token(os.pread(fd, 1 << 16, 0)) != self.owner["token"]:
+                self.lost = True
+                return
+            data = self._data()
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
     def check(self) -> None:
         """Raise Locked if another run took the lock over (this run's heartbeat lapsed): never two publishers."""
@@ -221,30 +254,75 @@ class OutputLock:
             self.lost = True
             raise Locked(f"{self.path}: this run's lock was taken over by another run; nothing was published")
 
+    def interval(self) -> float:
+        """Seconds between heartbeats: a quarter of the lease (at most a minute)."""
+        return max(0.05, min(60.0, self.lease / 4))
+
     def _start_heartbeat(self) -> None:
-        interval = max(0.05, min(60.0, self.lease / 4))
-
-        def beat() -> None:
-            while not self._stop.wait(interval):
-                try:
-                    self.heartbeat()
-                except Exception as exc:  # noqa: BLE001 -- a missed beat is retried; the lease allows several
-                    log.warning("%s: heartbeat failed (%s)", self.path, exc)
-
-        self._thread = threading.Thread(target=beat, name="vlnkit-lock-heartbeat", daemon=True)
+        self._thread = threading.Thread(
+            target=_beat, args=(self, self._stop), name="vlnkit-lock-heartbeat", daemon=True
+        )
         self._thread.start()
 
-    def release(self) -> None:
-        """Stop the heartbeat and remove the lock if it is still this run's."""
+    def stop_heartbeat(self) -> None:
+        """Stop this process's renewals; the lock stays (another process of the run renews it)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def release(self) -> None:
+        """Stop the heartbeat and remove the lock if it is still this run's."""
+        self.stop_heartbeat()
         if self.lost:
             return
         try:
             if self.remote:
-                gcs.delete(self.path, if_generation_match=self.generation)
+                got = gcs.read(self.path)
+                if got is not None and _token(got[0]) == self.owner["token"]:
+                    gcs.delete(self.path, if_generation_match=got[1])
             elif self._still_mine():
                 os.remove(self.path)
         except (OSError, gcs.PreconditionFailed):
             pass
+        self.lost = True  # released: nothing of this run renews it any more
+
+
+def _token(data: bytes) -> str | None:
+    try:
+        return json.loads(data).get("token")
+    except (ValueError, AttributeError):
+        return None
+
+
+def _beat(lock: OutputLock, stop: threading.Event) -> None:
+    """Renew `lock` every `interval` seconds until `stop` is set or the lock is no longer this run's."""
+    while not stop.wait(lock.interval()):
+        try:
+            lock.heartbeat()
+        except Exception as exc:  # noqa: BLE001 -- a missed beat is retried; the lease allows several
+            log.warning("%s: heartbeat failed (%s)", lock.path, exc)
+        if lock.lost:
+            return
+
+
+_KEPT: dict[str, threading.Thread] = {}
+_KEPT_GUARD = threading.Lock()
+
+
+def keep_alive(lock: OutputLock) -> None:
+    """Renew `lock` from this process (a job's worker) while it is this run's: one daemon thread per
+    process and run, started on first call, ending when the run releases the lock (its last step) or
+    another run took it over. A job whose launcher exited keeps its lock this way."""
+    token = lock.owner["token"]
+    with _KEPT_GUARD:
+        running = _KEPT.get(token)
+        if running is not None and running.is_alive():
+            return
+        mine = OutputLock.__new__(OutputLock)
+        mine.__setstate__(lock.__getstate__())
+        mine.lost = False
+        thread = threading.Thread(
+            target=_beat, args=(mine, threading.Event()), name="vlnkit-lock-keep-alive", daemon=True
+        )
+        _KEPT[token] = thread
+        thread.start()

@@ -104,7 +104,7 @@ def ndh_rule(pairs: RulePairs, ctx: NDHContext, config) -> RuleOutput:
         for p, v in bad.items():
             reasons.setdefault(p, f"{what} {v!r} is not an included viewpoint of scan {scans.scans[slot[p]]!r}")
     # The evaluator looks up d(start, goal), d(., planner goal) and d(start, e) for every end pano (eval.py:66-76).
-    end_owner = ends.row_of_value()
+    end_owner = np.repeat(np.arange(len(ends)), ends.lengths)
     reach = np.isfinite(distance(end_owner, starts[end_owner], ends.values))
     for what, ok, nodes in (
         ("goal", np.isfinite(distance(every, starts, goals)), goals),

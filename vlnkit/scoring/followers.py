@@ -20,9 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vlnkit.datasets.records import RXR_FOLLOWER
 from vlnkit.io.exactsum import exact_mean, exact_sum
 
 FOLLOWER_METRICS = ("ne", "sr", "spl", "dtw", "ndtw", "sdtw")  # what RxR follower lines carry
+COMPARE = "compare"  # the dead-letter stage of a follower line whose released metrics cannot be compared
+METRICS_REFUSED = RXR_FOLLOWER.refused["metrics"](None)  # RxRFollowerLine's one wording of a bad `metrics`
+COMPARED_LINES = "lines"  # in a partial comparison: how many scored rows had a follower line to compare with
 COMPARISON_FILE = "human_metrics_comparison.json"
 NOTE = (
     "Our scores of each follower path against the metrics RxR released with it (mean and max absolute "
@@ -46,27 +50,35 @@ def follower_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
     return found
 
 
-def read_followers(files) -> tuple[list[dict], int]:
-    """(the valid follower lines of `files`, how many lines were refused). A refused line may still be
-    scored as a prediction (a `metrics` of the wrong type does not stop its path from being read): its
-    released metrics just cannot be compared, and the report counts it (`finish_differences`)."""
+def read_followers(files) -> tuple[list[dict], int, list]:
+    """(the valid follower lines of `files`, how many lines there are, the RecordErrors of the lines refused
+    for their `metrics` alone). Such a line is still a valid prediction (its path is read and scored as any
+    other): only its released metrics cannot be compared, and it is a dead letter of stage `COMPARE` naming
+    `metrics`. A line refused for another field is refused as a prediction too, by the prediction reader."""
     from vlnkit.datasets.rxr import parse_followers
     from vlnkit.io import fileio
     from vlnkit.io.dead_letters import RecordError
 
-    kept, refused = [], 0
+    kept, lines, refused = [], 0, []
     for path in files:
         for f in parse_followers(fileio.read_bytes(path), path):
-            if isinstance(f, RecordError):
-                refused += 1
-            else:
+            lines += f.record != "" if isinstance(f, RecordError) else 1
+            if not isinstance(f, RecordError):
                 kept.append(f)
-    return kept, refused
+            elif f.reason == METRICS_REFUSED:
+                refused.append(RecordError(f.source, f.record, f.reason, COMPARE))
+    return kept, lines, refused
 
 
 def load_follower_metrics(files) -> pa.Table:
     """The released metrics of every valid follower line of `files` (`follower_table` of `read_followers`)."""
     return follower_table(read_followers(files)[0])
+
+
+def check_follower_metrics(files) -> tuple[int, list]:
+    """(how many follower lines `files` hold, the dead letters of those whose `metrics` cannot be compared)."""
+    _, lines, refused = read_followers(files)
+    return lines, refused
 
 
 def follower_table(followers: list[dict]) -> pa.Table:
@@ -85,7 +97,7 @@ def differences(ours, theirs: pa.Table) -> dict:
     at = pc.index_in(ours.column("instr_id"), value_set=theirs.column("instr_id"))
     found = np.asarray(pc.is_valid(at).to_numpy(zero_copy_only=False), dtype=bool)
     rows = np.asarray(at.to_numpy(zero_copy_only=False), dtype=np.float64)[found].astype(np.int64)
-    out = {}
+    out = {COMPARED_LINES: int(found.sum())}
     for m in FOLLOWER_METRICS:
         if m not in ours.column_names:
             continue
@@ -106,9 +118,12 @@ def merge_by_agent(acc: dict, other: dict) -> dict:
 
 def merge_differences(parts) -> dict:
     """Partial comparisons merged (counts and exact sums added, maxima taken)."""
-    out: dict[str, dict] = {}
+    out: dict = {}
     for part in parts:
         for m, d in part.items():
+            if m == COMPARED_LINES:
+                out[m] = out.get(m, 0) + d
+                continue
             o = out.setdefault(m, {"count": 0, "sum": 0, "max": 0.0})
             o["count"] += d["count"]
             o["sum"] += d["sum"]
@@ -116,17 +131,25 @@ def merge_differences(parts) -> dict:
     return out
 
 
-NOT_COMPARED = (
-    "follower lines whose released metrics could not be read (dead letters of the read step, with the reason)"
-)
+def finish_differences(merged: dict, lines: int = 0, dead_lettered: int = 0) -> dict:
+    """The report of merged partial comparisons: per metric count, mean and max absolute difference, and
+    what became of every follower line: `lines` = `compared` (scored, its metrics compared) +
+    `dead_lettered` (its `metrics` refused: a dead letter of stage `compare`; its path is scored) +
+    `not_scored` (its path was not scored: see the dead letters and the episode lists). A metric's own
+    count can be smaller than `compared`: a line without that metric, or with an unreachable distance.
 
-
-def finish_differences(merged: dict, not_compared: int = 0) -> dict:
-    """The report of merged partial comparisons: per metric count, mean and max absolute difference, and how
-    many follower lines could not be compared at all (`read_followers`)."""
+    >>> r = finish_differences({"lines": 13, "ne": {"count": 13, "sum": 0, "max": 0.0}}, lines=18, dead_lettered=5)
+    >>> r["lines"], r["compared"], r["dead_lettered"], r["not_scored"]
+    (18, 13, 5, 0)
+    """
+    merged = dict(merged)
+    compared = merged.pop(COMPARED_LINES, 0)
     return {
         "note": NOTE,
-        "not_compared": {"count": not_compared, "what": NOT_COMPARED},
+        "lines": lines,
+        "compared": compared,
+        "dead_lettered": dead_lettered,
+        "not_scored": lines - compared - dead_lettered,
         "metrics": {
             m: {
                 "count": d["count"],

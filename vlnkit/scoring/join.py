@@ -203,18 +203,22 @@ def _instr_id(batch: PredictionBatch, row: int, format_ids=instr_ids) -> str:
     return format_ids(batch.path_id[row : row + 1], batch.k[row : row + 1])[0].as_py()
 
 
-def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[ReferenceBatch, list[RecordError]]:
+def _dedupe_references(
+    refs: ReferenceBatch, dataset_files: list[str], format_ids=instr_ids
+) -> tuple[ReferenceBatch, list[RecordError]]:
     order, first, kept = first_of_each(refs.path_id, refs.rank, refs.index)
     dead = []
     for pos in np.flatnonzero(~first).tolist():
         dup, keep = int(order[pos]), int(kept[pos])
         what = "instruction_id" if refs.first_k[dup] == BARE_K else "path_id"
+        key = repr(int(refs.path_id[dup]))
+        if format_ids is not instr_ids:  # a benchmark's own key (REVERIE: "<path_id>_<objId>")
+            what, key = "record", repr(format_ids(refs.path_id[dup : dup + 1], np.array([BARE_K]))[0].as_py())
         dead.append(
             RecordError(
                 dataset_files[int(refs.rank[dup])],
                 f"#{int(refs.index[dup])}",
-                f"duplicate {what} {int(refs.path_id[dup])!r} "
-                f"(kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
+                f"duplicate {what} {key} (kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
                 "dedupe",
             )
         )
@@ -279,7 +283,7 @@ def join_bucket(
     a `GraphStore`. `format_ids(keys, k)` writes instr_ids (a benchmark's own form: REVERIE's).
     """
     refs = ReferenceBatch.concat([b for b in pieces if isinstance(b, ReferenceBatch)])
-    refs, dataset_dead = _dedupe_references(refs, dataset_files)
+    refs, dataset_dead = _dedupe_references(refs, dataset_files, format_ids)
     refused: dict[tuple[int, bool], str] = {}
     for part in (b for b in pieces if isinstance(b, RefusedReferences)):
         for pid, k, where in zip(part.path_id.tolist(), part.first_k.tolist(), part.where):

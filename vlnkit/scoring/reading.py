@@ -48,8 +48,8 @@ from vlnkit.io.dead_letters import RecordError
 PARQUET_BATCH = 65536
 # Rows gathered from the small parsed chunks before a batch is split by bucket. Every piece then goes
 # through the shuffle as one element (encoded, grouped, decoded): 131,072 rows make a quarter of the
-# pieces 32,768 did, and a million-prediction score run 0.15 s faster (eight interleaved runs, measured);
-# 262,144 was no faster and took 50 MB more.
+# pieces 32,768 do, and a million-prediction score run 0.15 s faster (eight interleaved runs, measured);
+# 262,144 is no faster and takes 50 MB more.
 BATCH_ROWS = 1 << 17
 MATCH = "match"  # the dead-letter stage of a prediction that matches no episode
 # Dataset files refused as a whole, by their format (the first record): one dead letter each.

@@ -96,7 +96,7 @@ def visible(pairs: RulePairs, vis: Visibility, target: np.ndarray) -> tuple[np.n
     q = pairs.queries
     last = pairs.global_nodes(pairs.last_nodes(), vis.vocab)
     success = _member(visibility_keys(last, target), vis.seen) & (last >= 0)
-    owner = q.row_of_value()
+    owner = np.repeat(np.arange(len(q), dtype=np.int64), q.lengths)
     every = pairs.global_nodes(q.values, vis.vocab, owner)
     hit = _member(visibility_keys(every, target[owner]), vis.seen) & (every >= 0)
     oracle = np.zeros(len(pairs), bool)

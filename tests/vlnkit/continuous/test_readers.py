@@ -143,6 +143,26 @@ def test_every_layout_is_told_by_content():
     assert kind_of({}) is None and kind_of([]) is None
 
 
+def test_an_object_wrapping_records_is_no_continuous_layout_and_says_what_it_wraps():
+    from vlnkit.continuous.documents import head_kind, wrapped_records
+
+    r2r = {"distance": 9.5, "scan": "s", "path_id": 4, "path": ["a", "b"], "heading": 0.0, "instructions": ["Go."]}
+    one_line = json.dumps({"data": [r2r, r2r]}).encode()
+    indented = json.dumps({"data": [r2r] * 3000}, indent=2).encode()  # longer than the head that is sniffed
+    for text in (one_line, indented):
+        assert kind_of(json.loads(text)) is None
+        assert head_kind(text[:65536]) is None
+        assert wrapped_records(text[:65536]) == ("data", "R2R records")
+    assert wrapped_records(json.dumps({"version": [{"instr_id": "4_0", "trajectory": []}]}).encode()) == (
+        "version",
+        "predictions (R2R submission layout)",
+    )
+    # Not wrappers: a JSON Lines record (its own list of objects is not records), and every continuous layout.
+    timed = {"instruction_id": 1, "path": ["a"], "timed_instruction": [{"word": "go", "start_time": 0.0}]}
+    for value in (timed, {"7": [{"position": [0, 0, 0]}]}, {"7": {"success": 1.0}}, {"episodes": [{"episode_id": 1}]}):
+        assert wrapped_records(json.dumps(value).encode()) is None, value
+
+
 def test_file_kind_reads_the_file(shared_data, tmp_path):
     vlnce = shared_data / "vlnce"
     assert file_kind(str(vlnce / "cwp_results" / "cma" / "stats_ep_ckpt_0_val_unseen_r0_w1.json")) == "vlnce_stats"

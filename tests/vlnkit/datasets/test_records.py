@@ -28,7 +28,7 @@ GOOD = {"scan": "s1", "path_id": 4, "path": ["a", "b"], "heading": 0.5, "instruc
 
 
 def old_validate_record(obj) -> str | None:
-    """The hand-written checks the declaration replaced (r2r.validate_record before issue 24), as an oracle."""
+    """The hand-written checks the declaration replaced (the former `r2r.validate_record`), as an oracle."""
 
     def is_number(x) -> bool:
         if isinstance(x, bool) or not isinstance(x, (int, float)):

@@ -2,12 +2,12 @@
 
 A run of a job on `--output_dir=D` (the layout is in `vlnkit.io.layout`):
 
-1. takes the lock of D (`vlnkit.io.lock`; another live run: exit 2 naming it), then removes what dead
-   runs left (version folders never published, half-made links, Beam temporary folders of the older
-   layout);
+1. (the launcher) takes the lock of D (`vlnkit.io.lock`; another live run: exit 2 naming it), then
+   removes what dead runs left (version folders never published, half-made links, Beam temporary
+   folders of the older layout);
 2. writes every output into its own version folder `D/versions/<id>/`, including files named outside D
    (`--json_output=FILE` is written there as `<id>/<basename of FILE>`);
-3. when the run is judged complete, writes `_SUCCESS` into that folder and switches the pointer
+3. (the pipeline's last step, `vlnkit.runs.ending`) when the run is judged complete, writes `_SUCCESS` into that folder and switches the pointer
    `D/current` to it in one step (on local disk a symlink renamed over the old one; on gs:// one
    object written with a generation-match precondition). Then, on local disk, `D/<name>` links are
    made for the new version's top-level names and FILE becomes a link to `D/current/<basename>`
@@ -15,7 +15,8 @@ A run of a job on `--output_dir=D` (the layout is in `vlnkit.io.layout`):
 4. removes versions beyond `--keep_versions` (the current one included) and releases the lock.
 
 A run that fails, is refused or is killed at any moment leaves `D/current`, and so every published
-file, exactly as it was; the next run removes its folder.
+file, exactly as it was; the next run removes its folder. A `Publication` pickles (its lock without the
+launcher's heartbeat thread), so the steps after the pipeline's writes can run on a worker.
 """
 
 from __future__ import annotations
@@ -23,15 +24,20 @@ from __future__ import annotations
 import logging
 import os
 
-from pipelines.verdict import JobError
 from vlnkit.io import fileio, layout
 from vlnkit.io.layout import fault_point
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS, LOCK, Locked, OutputLock
+from vlnkit.runs.staging import Staging
 
 log = logging.getLogger("vlnkit")
 DEFAULT_KEEP_VERSIONS = 2
 # Names the layout itself uses at the top of an output folder: never an output's name.
 RESERVED = frozenset({layout.POINTER, layout.VERSIONS, layout.FAILED, LOCK})
+
+
+class Refused(RuntimeError):
+    """The run cannot start as asked (another live run holds the output, the folder cannot be made, an
+    output name collides with the layout's): the job ends with this one line, exit code 2."""
 
 
 class Publication:
@@ -42,14 +48,15 @@ class Publication:
         output_dir: str,
         keep_versions: int = DEFAULT_KEEP_VERSIONS,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        in_process: bool = True,
     ):
         if keep_versions < 1:
-            raise JobError(f"--keep_versions={keep_versions}: must be 1 or more (the current version)")
+            raise Refused(f"--keep_versions={keep_versions}: must be 1 or more (the current version)")
         self.root = output_dir.rstrip("/") if fileio.is_remote(output_dir) else output_dir
         self.keep = keep_versions
         self.version = layout.new_version_id()
         self.folder = layout.version_folder(self.root, self.version)
-        self.lock = OutputLock(self.root, self.version, lease_seconds)
+        self.lock = OutputLock(self.root, self.version, lease_seconds, in_process=in_process)
         self.generation = 0
         self.outside: dict[str, str] = {}  # a file named outside the folder -> where this run writes it
         self.locked = False
@@ -60,7 +67,7 @@ class Publication:
         try:
             self.lock.acquire()
         except Locked as exc:
-            raise JobError(str(exc)) from None
+            raise Refused(str(exc)) from None
         self.locked = True
         fault_point("locked")
         try:
@@ -72,7 +79,7 @@ class Publication:
         except OSError as exc:  # e.g. versions/ is a file, or a folder this process cannot write
             self.end()
             where = fileio.join(self.root, layout.VERSIONS)
-            raise JobError(
+            raise Refused(
                 f"--output_dir={self.root}: cannot make this run's folder in {where} ({exc.strerror or exc})"
             ) from None
         fault_point("staged")
@@ -84,10 +91,17 @@ class Publication:
             return fileio.join(self.folder, path[len(prefix) :])
         name = os.path.basename(path.rstrip("/"))
         if name in RESERVED or name in (layout.SUCCESS, layout.MANIFEST, "summary.json"):
-            raise JobError(f"{path}: an output named {name!r} would collide with the output folder's own files")
+            raise Refused(f"{path}: an output named {name!r} would collide with the output folder's own files")
         staged = fileio.join(self.folder, name)
         self.outside[path] = staged
         return staged
+
+    def staging(self, outputs=()) -> Staging:
+        """What a job's pipeline is told about where it writes: this run's folder and, for each output the
+        job names outside the output folder, the file this run writes for it."""
+        for path in outputs:
+            self.stage(path)
+        return Staging(self.root, self.version, self.folder, dict(self.outside))
 
     # ---------------------------------------------------------------- ending
     def publish(self, owned: list[str]) -> None:
@@ -113,7 +127,10 @@ class Publication:
         return self.folder
 
     def abandon(self) -> None:
-        """A run that stops before it is judged leaves nothing of its own behind."""
+        """A run that stops before it is judged leaves nothing of its own behind (a version the pointer
+        already names is published, whatever happened after)."""
+        if layout.current_version(self.root) == self.version:
+            return
         try:
             fileio.remove_tree(self.folder)
         except Exception as exc:  # noqa: BLE001 -- the next run removes it; the run's own error goes on
@@ -123,6 +140,12 @@ class Publication:
         if self.locked:
             self.lock.release()
             self.locked = False
+
+    def hand_over(self) -> None:
+        """The launcher stops renewing the lock and leaves it held: the run's job, which renews it from
+        its workers, releases it when it publishes (or its lease runs out if the job dies)."""
+        self.lock.stop_heartbeat()
+        self.locked = False
 
 
 def _place_outside(root: str, final: str, staged: str) -> None:
