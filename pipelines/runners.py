@@ -2,7 +2,8 @@
 
 `local_runner` builds it (with a shorter state-sampling period, `shorter_state_sampling`);
 `one_worker_process` tells a job whether every step runs in one process (work that only pays with
-parallel workers can then be skipped); `job_failure` says in one line why a job run elsewhere failed.
+parallel workers can then be skipped); `runs_here` whether the job ends with the launching process;
+`job_failure` says in one line why a job run elsewhere failed.
 """
 
 from __future__ import annotations
@@ -99,6 +100,24 @@ def one_worker_process(options: PipelineOptions) -> bool:
         return False
     direct = options.view_as(DirectOptions)
     return direct.direct_running_mode != "multi_processing" or direct.direct_num_workers == 1
+
+
+def runs_here(options: PipelineOptions) -> bool:
+    """Whether the job ends when the launching process ends: Beam's in-process runner (any
+    --direct_running_mode), or a portable runner whose job service is embedded in this process
+    (--job_endpoint=embed). Any other job (Dataflow, Flink, a job service elsewhere) outlives its launcher.
+
+    >>> from apache_beam.options.pipeline_options import PipelineOptions
+    >>> runs_here(PipelineOptions(["--runner=DirectRunner"])), runs_here(PipelineOptions(["--runner=DataflowRunner"]))
+    (True, False)
+    >>> runs_here(PipelineOptions(["--runner=PortableRunner", "--job_endpoint=embed"]))
+    True
+    """
+    from apache_beam.options.pipeline_options import PortableOptions
+
+    if _runner_name(options) in _DIRECT_RUNNERS:
+        return True
+    return options.view_as(PortableOptions).job_endpoint == "embed"
 
 
 class JobFailed(Exception):

@@ -31,13 +31,18 @@ from pipelines.runners import one_worker_process
 from pipelines.score_outputs import JOB_NAME, MISSING_FILE, UNUSABLE_FILE, declared_outputs, outcome, write_episodes
 from pipelines.verdict import JobError, user_error
 from vlnkit.continuous.documents import DESCRIPTIONS
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH, TARGET_PATHS
+from vlnkit.datasets.reverie import INSTRUCTION_SETS
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
+
+EVALUATORS = ("official", "duet")  # REVERIE's (vlnkit.scoring.reverie.EVALUATORS; kept here so --help loads no numba)
 
 if TYPE_CHECKING:
     from pipelines.job import Run
     from vlnkit.comparison.config import BootstrapConfig
     from vlnkit.evaluation.scoring_config import ScoringConfig
+    from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions
 
 
 def declare_flags(parser) -> None:
@@ -75,6 +80,33 @@ def declare_flags(parser) -> None:
         "HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ",
     )
     add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
+    parser.add_argument(
+        "--visibility",
+        default=None,
+        help="REVERIE: object visibility, the release's BBox folder (<scan>_<viewpoint>.json files) or DUET's merged "
+        "BBoxes.json (default: BBox beside the first --dataset file)",
+    )
+    parser.add_argument(
+        "--reverie_evaluator",
+        choices=EVALUATORS,
+        default="official",
+        help="REVERIE: whose conventions, the official evaluator's (eval_release.py: SPL's shortest length is "
+        "d(start, goal)) or DUET's (its env.py: the reference path's length, denominator floored at 0.01)",
+    )
+    parser.add_argument(
+        "--instruction_set",
+        choices=INSTRUCTION_SETS,
+        default="instructions",
+        help="REVERIE: the episodes are the records' instructions or their instructions_l (eval_release.py's instrType)",
+    )
+    parser.add_argument(
+        "--target_path",
+        choices=TARGET_PATHS,
+        default=DEFAULT_TARGET_PATH,
+        help="CVDN/NDH: the path SR, OSR, SPL and NE are measured against: the planner's (the official evaluator's "
+        "default), the player's, or trusted (the player's when it reaches the planner's goal, else the planner's; "
+        "tasks/NDH/eval.py path_type)",
+    )
 
 
 def warm_up():
@@ -99,6 +131,8 @@ def build(
     buckets: int | None = None,
     range_bytes: int | None = None,
     followers: dict[str, list[str]] | None = None,
+    benchmark: Benchmark | None = None,
+    options: BenchmarkOptions | None = None,
 ) -> None:
     """Wire the score job: read batches by bucket, join and score each bucket, write the episode rows, the
     two episode lists, the dead letters and summary.json (with the leaderboards).
@@ -108,7 +142,9 @@ def build(
     every file whole; the planning pass costs a read of each file, which pays off only with several
     worker processes);
     `followers` names the agents whose files are RxR follower files (`follower_agents`): their scores
-    are compared with the metrics RxR released (`human_metrics_comparison.json`).
+    are compared with the metrics RxR released (`human_metrics_comparison.json`);
+    `benchmark` (default R2R's) and its `options` decide the rule, the rows and the readers' forms
+    (`vlnkit.scoring.benchmarks`).
     """
     import apache_beam as beam
 
@@ -121,22 +157,26 @@ def build(
     from transforms.write import write_json
     from vlnkit.datasets.buckets import bucket_count
     from vlnkit.evaluation.leaderboard import write_leaderboard
-    from vlnkit.evaluation.schemas import EPISODE_SCORES
     from vlnkit.evaluation.score_summary import bootstrap_pairs, score_summary
     from vlnkit.io.schemas import schema_version
+    from vlnkit.scoring.benchmark import R2R_BENCHMARK, BenchmarkOptions
     from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
 
     followers = followers or {}
+    benchmark = benchmark or R2R_BENCHMARK
+    options = options or BenchmarkOptions()
     names = list(agents)
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
-        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes
+        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark, options
     )
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
-    score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers)
+    score = ScoreBuckets(
+        connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers, benchmark, options
+    )
     scored = read["batches"] | "Score" >> score
-    side = write_episodes(scored, output_dir, EPISODE_SCORES, num_shards, bootstrap)
+    side = write_episodes(scored, output_dir, benchmark.schema, num_shards, bootstrap)
     dead_letters = (read[DEAD_LETTER], scored[DEAD_LETTER])
     if followers:
         side["compared"] = beam.pvalue.AsSingleton(
@@ -149,10 +189,15 @@ def build(
         )
         side["follower_lines"] = beam.pvalue.AsDict(checked["counts"])
         dead_letters += (checked[DEAD_LETTER],)
+    own = {}
+    if benchmark.name == "cvdn":  # the one setting CVDN takes (REVERIE's do not apply to it)
+        own = {"benchmark": benchmark.name, **dict(options.extra)}
+    elif benchmark is not R2R_BENCHMARK:
+        own = {"benchmark": benchmark.name, **options.to_dict()}
     static = {
         "job": JOB.name,
-        "schema_version": schema_version(EPISODE_SCORES),
-        "options": config.to_dict(),
+        "schema_version": schema_version(benchmark.schema),
+        "options": {**config.to_dict(), **own},
         "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
         "dataset": list(dataset_files),
     }
@@ -160,7 +205,9 @@ def build(
     def finish(
         totals: dict, compared: dict | None = None, follower_lines: dict | None = None, bootstrap_sums=None
     ) -> dict:
-        summary = score_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict())
+        summary = score_summary(
+            static, totals, names, bootstrap_sums, bootstrap.to_dict(), benchmark.metrics, benchmark.counters
+        )
         write_leaderboard(output_dir, summary)
         if compared is not None:
             report = {
@@ -193,6 +240,15 @@ def print_summary(summary: dict, ctx: Run) -> None:
         f"keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
     shown = METRICS
+    if "benchmark" in o:  # a benchmark with its own rule: its metrics (vlnkit.scoring.benchmarks)
+        from vlnkit.scoring.benchmarks import BENCHMARKS
+
+        shown = BENCHMARKS[o["benchmark"]].metrics
+    if o.get("benchmark") == "cvdn":
+        title = (
+            f"Scores (CVDN/NDH: success NE < {o['success_distance']} m to the {o['target_path']} path's goal, "
+            f"keep_repeats={o['keep_repeats']})"
+        )
     if "ce_reference" in o:  # a continuous dataset: its own conventions, and the metrics some agent has
         title = (
             f"Scores (continuous: dtw={o['dtw']}, reference={o['ce_reference']}, d_th={o['success_distance']} m, "
@@ -251,6 +307,37 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
 
 
+def benchmark_of(opts, data_files: list[str]):
+    """(the benchmark the dataset files are scored by, its options), or JobError: a REVERIE test split, files
+    of two benchmarks, REVERIE without its visibility files, a flag that does not apply."""
+    import os
+
+    from vlnkit.datasets.rxr import file_format
+    from vlnkit.datasets.trajectories import is_parquet
+    from vlnkit.scoring.benchmark import BenchmarkOptions
+    from vlnkit.scoring.benchmarks import benchmark_for
+
+    with user_error():
+        benchmark = benchmark_for(file_format(f) for f in data_files if not is_parquet(f))
+    if benchmark.name == "cvdn":
+        if opts.spl_reference != "shortest":
+            raise JobError("--spl_reference does not apply to CVDN: its SPL's reference is d(start, goal) (eval.py)")
+        if opts.success_distance != 3.0:
+            raise JobError("--success_distance does not apply to CVDN: NDH's success is NE < 3 m (eval.py)")
+        return benchmark, BenchmarkOptions(extra=(("target_path", opts.target_path),))
+    if benchmark.name != "reverie":
+        return benchmark, BenchmarkOptions()
+    if opts.spl_reference != "shortest":
+        raise JobError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")
+    visibility = opts.visibility or fileio.join(os.path.dirname(data_files[0]), "BBox")
+    if not (fileio.exists(visibility) or fileio.match([fileio.join(visibility, "*.json")])):
+        raise JobError(
+            f"--visibility={visibility}: not found; REVERIE needs its object-visibility files (the release's "
+            "BBox folder or DUET's BBoxes.json)"
+        )
+    return benchmark, BenchmarkOptions(visibility, opts.reverie_evaluator, opts.instruction_set)
+
+
 def run(ctx: Run) -> dict:
     from vlnkit.comparison.config import BootstrapConfig
     from vlnkit.datasets.json_chunks import RANGE_BYTES
@@ -279,6 +366,11 @@ def run(ctx: Run) -> dict:
                     "VLN-CE episode file: continuous agents are scored against their R2R-CE or RxR-Habitat episodes"
                 )
     followers = follower_agents(agent_files)
+    benchmark, options = benchmark_of(opts, data_files)
+    if benchmark.name == "cvdn":  # NDH's success is NE < 3 m (eval.py): its rule decides it, the summary says so
+        import dataclasses
+
+        config = dataclasses.replace(config, success_rule="lt")
     ctx.graphs(opts.connectivity_dir)
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
@@ -294,6 +386,8 @@ def run(ctx: Run) -> dict:
             num_shards=opts.num_shards,
             range_bytes=None if one_worker_process(ctx.options) else RANGE_BYTES,
             followers=followers,
+            benchmark=benchmark,
+            options=options,
         ),
         ["episodes", "missing_predictions", "without_usable_prediction"],
         extra_outputs=tuple(fileio.join(ctx.output_dir, name) for name in (*LEADERBOARD_FILES, COMPARISON_FILE)),

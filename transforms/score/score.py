@@ -26,13 +26,15 @@ from apache_beam.utils.windowed_value import WindowedValue
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
 from transforms.progress import Progress
-from transforms.score.read import TOTALS, worker_vocabulary
+from transforms.score.read import TOTALS, worker_context, worker_vocabulary
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
+from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, BenchmarkOptions
 from vlnkit.scoring.bootstrap import bucket_sums
 from vlnkit.scoring.followers import differences, load_follower_metrics
-from vlnkit.scoring.join import join_bucket
+from vlnkit.scoring.join import instr_ids, join_bucket
 from vlnkit.scoring.reading import dataset_ranks
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket
@@ -115,18 +117,29 @@ class _ScoreBucket(ScoreStep):
             for agent, files in self.step.followers.items()
         }
         self.progress = Progress("score: episodes scored")
+        bench, options = self.step.benchmark, self.step.options
+        self.context = worker_context(bench, options, conn)
 
     def process(self, element):
         step = self.step
-        join = join_bucket(list(element[1]), step.agents, step.ranked_files, self.vocab, self.graphs)
-        scores = score_bucket(join, self.scans, step.config, label_agents=len(step.agents) > 1)
+        bench = step.benchmark
+        ids = bench.format_ids or instr_ids
+        join = join_bucket(list(element[1]), step.agents, step.ranked_files, self.vocab, self.graphs, ids)
+        scores = score_bucket(join, self.scans, step.config, len(step.agents) > 1, bench, self.context)
         yield from dead_and_lines(scores)
         self.bad.inc(len(scores.dead) - len(join.dead))
         if scores.table is not None:
             self.scored.inc(scores.table.num_rows)
             self.progress.tick(scores.table.num_rows)
             if step.bootstrap.enabled:
-                yield from self.sums_of(scores.table, scores.reference_length, step.bootstrap, step.pairs)
+                yield from self.sums_of(
+                    scores.table,
+                    scores.reference_length,
+                    step.bootstrap,
+                    step.pairs,
+                    bench.metrics,
+                    (*HEADLINE, *bench.leaderboard_extra),  # the breakdowns' metrics
+                )
             for agent, theirs in self.followers.items():
                 mine = scores.table.filter(pc.equal(scores.table.column("agent"), agent))
                 if mine.num_rows:
@@ -152,6 +165,8 @@ class ScoreBuckets(beam.PTransform):
     bootstrap: BootstrapConfig = field(default_factory=lambda: BootstrapConfig(replicates=0))
     pairs: list[tuple[str, str]] = field(default_factory=list)
     followers: dict[str, list[str]] = field(default_factory=dict)
+    benchmark: Benchmark = R2R_BENCHMARK
+    options: BenchmarkOptions = field(default_factory=BenchmarkOptions)
 
     @property
     def ranked_files(self) -> list[str]:

@@ -81,7 +81,8 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
       (numbers and strings carry different tags), and `"12_3"` and `"012_3"` stay distinct episodes.
     - `unit="path"`: every instruction of one path shares the key `stable_hash(scan, path_id)`, so
       the bootstrap resamples paths (they share a trajectory target and are not independent). Needs
-      `scans` and canonical ids.
+      `scans` and canonical ids. A REVERIE id `"<path_id>_<objId>_<k>"` is canonical too, its path being
+      the record (one path to one target: `path_id << 32 | objId`).
 
     >>> int(episode_keys(["12_3"])[0]) == stable_hash(12, 3)
     True
@@ -103,7 +104,9 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
         return keys
     if not canonical.all():
         bad = ids[int(np.argmin(canonical))].as_py()
-        raise ValueError(f"--bootstrap_unit=path needs ids '<path_id>_<k>', got {bad!r}")
+        raise ValueError(
+            f"--bootstrap_unit=path needs ids '<path_id>_<k>' (REVERIE: '<path_id>_<objId>_<k>'), got {bad!r}"
+        )
     if scans is None or len(scans) != len(ids):
         raise ValueError("--bootstrap_unit=path needs the scan of every episode")
     scans = np.asarray(scans if not isinstance(scans, pa.Array) else scans.to_pylist(), dtype=object)

@@ -234,6 +234,38 @@ def _take_columns(obj, rows, names):
     return {n: getattr(obj, n)[rows] for n in names}
 
 
+# ----------------------------------------------------------------------------- a benchmark's own columns
+# A benchmark's reader may give its rows more columns than the generic ones (REVERIE: the target object of a
+# reference row, the predicted object of a prediction): `extras`, {name: numpy array or `Paths`, one row each}.
+# They travel with their rows through every take, slice and concat, and the join hands them to the
+# benchmark's rule per scored pair (`vlnkit.scoring.benchmark`).
+def take_extras(extras: dict, rows) -> dict:
+    return {n: (c.take(rows) if isinstance(c, Paths) else c[rows]) for n, c in extras.items()}
+
+
+def slice_extras(extras: dict, start: int, stop: int) -> dict:
+    return {n: (c.slice(start, stop) if isinstance(c, Paths) else c[start:stop]) for n, c in extras.items()}
+
+
+def concat_extras(parts: list[dict]) -> dict:
+    """The extras of batches put one after the other (every part must have the same names).
+
+    >>> concat_extras([{"x": np.array([1])}, {"x": np.array([2, 3])}])["x"].tolist()
+    [1, 2, 3]
+    """
+    if not parts or not parts[0]:
+        return {}
+    names = list(parts[0])
+    if any(list(p) != names for p in parts):
+        raise ValueError(f"batches with different extra columns: {sorted({tuple(p) for p in parts})}")
+    return {
+        n: Paths.concat([p[n] for p in parts])
+        if isinstance(parts[0][n], Paths)
+        else np.concatenate([p[n] for p in parts])
+        for n in names
+    }
+
+
 @dataclass
 class PredictionBatch(_Compact):
     """Predictions of one agent: `rank` (file number within the agent), `index` (record number in
@@ -245,6 +277,7 @@ class PredictionBatch(_Compact):
     path_id: np.ndarray
     k: np.ndarray
     paths: Paths
+    extras: dict = field(default_factory=dict)  # a benchmark's own columns (see `take_extras`)
 
     COLUMNS = ("rank", "index", "path_id", "k")
     WIDE = dict.fromkeys(COLUMNS, np.int64)
@@ -253,16 +286,19 @@ class PredictionBatch(_Compact):
         return len(self.index)
 
     def take(self, rows) -> PredictionBatch:
-        return PredictionBatch(self.agent, **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows))
+        cols = _take_columns(self, rows, self.COLUMNS)
+        return PredictionBatch(self.agent, **cols, paths=self.paths.take(rows), extras=take_extras(self.extras, rows))
 
     def slice(self, start: int, stop: int) -> PredictionBatch:
         cols = {n: getattr(self, n)[start:stop] for n in self.COLUMNS}
-        return PredictionBatch(self.agent, **cols, paths=self.paths.slice(start, stop))
+        extras = slice_extras(self.extras, start, stop)
+        return PredictionBatch(self.agent, **cols, paths=self.paths.slice(start, stop), extras=extras)
 
     @classmethod
     def concat(cls, agent: str, parts: list[PredictionBatch]) -> PredictionBatch:
         cols = {n: np.concatenate([getattr(p, n) for p in parts] or [np.zeros(0, np.int64)]) for n in cls.COLUMNS}
-        return cls(agent, **cols, paths=Paths.concat([p.paths for p in parts]))
+        extras = concat_extras([p.extras for p in parts])
+        return cls(agent, **cols, paths=Paths.concat([p.paths for p in parts]), extras=extras)
 
 
 NO_LANGUAGE = -1  # the language code of an episode without a language (R2R)
@@ -317,6 +353,7 @@ class ReferenceBatch(_Compact):
     first_k: np.ndarray | None = None
     language: np.ndarray | None = None
     languages: tuple[str, ...] = ()
+    extras: dict = field(default_factory=dict)  # a benchmark's own columns (see `take_extras`)
 
     COLUMNS = ("rank", "index", "path_id", "scan", "instructions", "first_k", "language")
     WIDE = {**dict.fromkeys(("rank", "index", "path_id", "instructions", "first_k"), np.int64), "language": np.int32}
@@ -343,12 +380,16 @@ class ReferenceBatch(_Compact):
 
     def take(self, rows) -> ReferenceBatch:
         return ReferenceBatch(
-            **_take_columns(self, rows, self.COLUMNS), paths=self.paths.take(rows), languages=self.languages
+            **_take_columns(self, rows, self.COLUMNS),
+            paths=self.paths.take(rows),
+            languages=self.languages,
+            extras=take_extras(self.extras, rows),
         )
 
     def slice(self, start: int, stop: int) -> ReferenceBatch:
         cols = {n: getattr(self, n)[start:stop] for n in self.COLUMNS}
-        return ReferenceBatch(**cols, paths=self.paths.slice(start, stop), languages=self.languages)
+        extras = slice_extras(self.extras, start, stop)
+        return ReferenceBatch(**cols, paths=self.paths.slice(start, stop), languages=self.languages, extras=extras)
 
     @classmethod
     def concat(cls, parts: list[ReferenceBatch]) -> ReferenceBatch:
@@ -359,7 +400,10 @@ class ReferenceBatch(_Compact):
             for n in names
         }
         languages, codes = merge_languages([(p.languages, p.language) for p in parts])
-        return cls(**cols, paths=Paths.concat([p.paths for p in parts]), language=codes, languages=languages)
+        paths = Paths.concat([p.paths for p in parts])
+        return cls(
+            **cols, paths=paths, language=codes, languages=languages, extras=concat_extras([p.extras for p in parts])
+        )
 
 
 @dataclass
@@ -405,3 +449,33 @@ class RefusedReferences(_Compact):
             np.asarray([e.key[1] for e in keyed], np.int64),
             [f"{e.source} {e.record}".strip() for e in keyed],
         )
+
+
+@dataclass
+class RefusedPredictions(_Compact):
+    """Predictions of one agent refused at reading that still name their episode (`path_id`, `k` as in a
+    `PredictionBatch`): they travel to the join so that the episode counts as given a prediction (without a
+    usable one), not as missing."""
+
+    agent: str
+    path_id: np.ndarray
+    k: np.ndarray
+
+    COLUMNS = ("path_id", "k")
+    WIDE = dict.fromkeys(COLUMNS, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.path_id)
+
+    def take(self, rows) -> RefusedPredictions:
+        rows = np.asarray(rows, np.int64)
+        return RefusedPredictions(self.agent, self.path_id[rows], self.k[rows])
+
+    def slice(self, start: int, stop: int) -> RefusedPredictions:
+        return RefusedPredictions(self.agent, self.path_id[start:stop], self.k[start:stop])
+
+    @classmethod
+    def concat(cls, agent: str, parts: list[RefusedPredictions]) -> RefusedPredictions:
+        if not parts:
+            return cls(agent, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return cls(agent, np.concatenate([p.path_id for p in parts]), np.concatenate([p.k for p in parts]))

@@ -317,6 +317,37 @@ def _key(buf, p, end, names, name_offsets):
 
 
 @njit(cache=True)
+def _three_part_id(buf, s, stop, out):
+    """The text buf[s:stop] as f"{path_id}_{objId}_{k}" (REVERIE) of integers >= 0 without leading zeros,
+    path_id < 2**31 and objId < 2**32: True and out = (path_id << 32 | objId, k)
+    (`vlnkit.datasets.reverie.split_reverie_ids`, `pack_keys`)."""
+    first = np.int64(0)
+    second = np.int64(0)
+    p = s
+    for n in range(3):
+        if p >= stop or buf[p] == 45:
+            return False
+        q = _integer(buf, p, stop, out)
+        if q < 0 or (q - p > 1 and buf[p] == 48):
+            return False
+        if n == 0:
+            first = out[0]
+        elif n == 1:
+            second = out[0]
+        if n < 2:
+            if q >= stop or buf[q] != 95:
+                return False
+            p = q + 1
+        elif q != stop:
+            return False
+    if first >= (1 << 31) or second >= (1 << 32) or out[0] >= (1 << 62):
+        return False
+    out[1] = out[0]
+    out[0] = (first << 32) | second
+    return True
+
+
+@njit(cache=True)
 def _canonical_id(buf, s, stop, out):
     """The text buf[s:stop] as f"{path_id}_{k}" or f"{path_id}" (k = -1) of integers within 64 bits, written
     without leading zeros (`vlnkit.datasets.prediction_batches.canonical_instr_ids`): True and out = (path_id, k)."""

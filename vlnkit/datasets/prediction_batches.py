@@ -22,10 +22,11 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, flat_paths
+from vlnkit.datasets.columns import Paths, PredictionBatch, RefusedPredictions, Vocabulary, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedPredictions
 from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
+from vlnkit.datasets.reverie import NO_OBJECT, PREDICTED_OBJECT, predicted_object, split_reverie_ids
 from vlnkit.io.dead_letters import RecordError
 
 # The exact text f"{path_id}_{k}" of two integers, or, for RxR, the exact text of one integer (an
@@ -151,6 +152,7 @@ def prediction_batch(
     rank: int,
     vocab: Vocabulary,
     strict: bool = False,
+    parts: int = 2,
 ) -> tuple[PredictionBatch, list[RecordError], list[tuple[int, str]]]:
     """A chunk of parsed items (or a `SubmissionChunk`) -> (batch of usable predictions, read errors,
     non-canonical ids).
@@ -158,13 +160,18 @@ def prediction_batch(
     Read errors are exactly those of `vlnkit.datasets.records.prediction`. Non-canonical ids are
     (index, instr_id) of valid predictions whose instr_id can match no dataset episode (neither
     "<path_id>_<k>" nor one integer, an RxR instruction_id): the caller dead-letters them as unknown. `strict` says every item was parsed
-    by orjson (see `json_chunks`), so the chunk may be checked as a whole first.
+    by orjson (see `json_chunks`), so the chunk may be checked as a whole first. `parts=3` reads REVERIE's
+    predictions: instr_ids "<path_id>_<objId>_<k>" (keyed by `vlnkit.datasets.reverie.pack_keys`) and each
+    prediction's object id (`predicted_object`) as the extra column "predicted_object".
     """
     index = np.arange(start, start + len(items), dtype=np.int64)
     if isinstance(items, ScannedPredictions):  # a compiled scanner's block: already numbered
         rank_col = np.full(len(items), rank, np.int64)
-        return PredictionBatch(agent, rank_col, index, items.path_id, items.k, items.paths), [], []
-    if isinstance(items, SubmissionChunk):
+        extras = {PREDICTED_OBJECT: items.objects} if parts == 3 else {}
+        return PredictionBatch(agent, rank_col, index, items.path_id, items.k, items.paths, extras), [], []
+    if parts == 3:
+        fast = None  # REVERIE's lines: the typed decoders know neither its ids nor its object ids
+    elif isinstance(items, SubmissionChunk):
         fast = items
     else:
         with gc_paused():
@@ -178,27 +185,48 @@ def prediction_batch(
         ok, pid, k = np.ones(len(fast), dtype=bool), fast.path_id, fast.k
         ids = None  # every id is canonical: none is named below
     else:
-        ids, paths, kept, errors = [], [], [], []
+        ids, paths, kept, errors, objects = [], [], [], [], []
         for n, obj in enumerate(items):
             if isinstance(obj, RecordError):
                 errors.append(obj)
                 continue
-            p = prediction(exact_item(items, n), source, start + n)
+            raw = exact_item(items, n)
+            p = prediction(raw, source, start + n)
             if isinstance(p, RecordError):
                 errors.append(p)
                 continue
             ids.append(p["instr_id"])
             paths.append(p["path"])
             kept.append(start + n)
+            if parts == 3:
+                found = predicted_object(raw)
+                objects.append(NO_OBJECT if found is None else found)
         keep = np.asarray(kept, dtype=np.int64)
         lengths, vps = flat_paths(paths)
-        ok, pid, k = canonical_instr_ids(ids)
+        ok, pid, k = split_reverie_ids(ids) if parts == 3 else canonical_instr_ids(ids)
     unknown = [(int(keep[i]), ids[i]) for i in np.flatnonzero(~ok).tolist()]
     all_paths = Paths.from_flat(lengths, vps, vocab)
     rows = np.flatnonzero(ok)
     paths_ok = all_paths if ok.all() else all_paths.take(rows)
-    batch = PredictionBatch(agent, np.full(len(rows), rank, np.int64), keep[rows], pid[rows], k[rows], paths_ok)
+    extras = {PREDICTED_OBJECT: np.asarray(objects, np.int64).reshape(-1)[rows]} if parts == 3 else {}
+    batch = PredictionBatch(agent, np.full(len(rows), rank, np.int64), keep[rows], pid[rows], k[rows], paths_ok, extras)
     return batch, errors, unknown
+
+
+_REFUSED_LABEL = re.compile(r"#-?[0-9]+ \(instr_id=(.*)\)")  # `records.prediction`'s label of a named record
+
+
+def refused_predictions(agent: str, errors: list[RecordError]) -> RefusedPredictions:
+    """The read errors among `errors` whose record names a canonical instr_id (`records.prediction` labels
+    it "#index (instr_id=...)"), as the episodes the agent gave a prediction for that could not be used.
+
+    >>> e = [RecordError("p", "#1 (instr_id=7_2)", "empty trajectory"), RecordError("p", "#2", "not an object")]
+    >>> r = refused_predictions("a", e); r.path_id.tolist(), r.k.tolist()
+    ([7], [2])
+    """
+    ids = [m.group(1) for e in errors if e.stage == "read" for m in [_REFUSED_LABEL.fullmatch(e.record)] if m]
+    ok, pid, k = canonical_instr_ids(ids)
+    return RefusedPredictions(agent, pid[ok], k[ok])
 
 
 def parquet_prediction_items(table_batch) -> list[dict]:

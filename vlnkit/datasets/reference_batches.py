@@ -14,13 +14,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
+import msgspec
 import numpy as np
 
 from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedReferences, scan_records
+from vlnkit.datasets.ndh import (
+    CVDN_FORMAT,
+    DEFAULT_TARGET_PATH,
+    END_PANOS,
+    NDH_INSTANCE,
+    PLANNER_GOAL,
+    ndh_columns,
+    ndh_label,
+)
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
+from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, TARGET_OBJECT, pack_keys, record_reason
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format, line_format, rxr_label
 from vlnkit.io.dead_letters import RecordError
 
@@ -38,6 +49,7 @@ class ReferenceChunk:
     first_k: int = 0
     languages: tuple[str, ...] = ()
     language: np.ndarray | None = None
+    extras: dict | None = None  # a benchmark's own columns (REVERIE: the target object)
 
     def __len__(self) -> int:
         return len(self.scans)
@@ -72,10 +84,70 @@ def _guide_columns(lines: list | None) -> ReferenceChunk | None:
     )
 
 
-_COLUMNS = {R2R: (R2R_RECORD, _reference_columns), RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns)}
+def _reverie_columns(records: list | None, instruction_set: str = "instructions") -> ReferenceChunk | None:
+    """The columns of valid `ReverieRecord`s (None for none, or when one lacks the chosen instruction set):
+    keyed by (path_id, objId) packed (`vlnkit.datasets.reverie.pack_keys`), the target object as an extra."""
+    if not records:
+        return None
+    chosen = list(map(attrgetter(instruction_set), records))
+    if any(c is msgspec.UNSET for c in chosen):  # a record without the chosen set: worded record by record
+        return None
+    counts = list(map(len, chosen))
+    pids = np.fromiter(map(attrgetter("path_id"), records), dtype=np.int64, count=len(records))
+    objects = np.fromiter(map(attrgetter("objId"), records), dtype=np.int64, count=len(records))
+    lengths, flat = flat_paths(list(map(attrgetter("path"), records)))
+    return ReferenceChunk(
+        pack_keys(pids, objects),
+        list(map(attrgetter("scan"), records)),
+        np.asarray(counts, np.int64),
+        lengths,
+        flat,
+        extras={TARGET_OBJECT: objects},
+    )
 
 
-def reference_chunk(lines: list[bytes], fmt: str = R2R) -> ReferenceChunk | None:
+NDH_EXTRAS = (PLANNER_GOAL, END_PANOS)
+
+
+def _ndh_columns(instances: list | None, target_path: str = DEFAULT_TARGET_PATH) -> ReferenceChunk | None:
+    """The columns of valid `NDHInstance`s (None for none): one episode per instance, keyed by inst_idx (k -1,
+    like an RxR instruction_id), its target path as the reference path, the planner's goal and the end panos
+    as extras (`vlnkit.datasets.ndh.ndh_columns`)."""
+    if not instances:
+        return None
+    c = ndh_columns(instances, target_path)
+    extras = {name: c[name] for name in NDH_EXTRAS}
+    return ReferenceChunk(
+        c["inst_idx"], c["scans"], np.ones(len(instances), np.int64), c["lengths"], c["viewpoints"], -1, extras=extras
+    )
+
+
+_COLUMNS = {
+    R2R: (R2R_RECORD, _reference_columns),
+    RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns),
+    REVERIE_FORMAT: (REVERIE_RECORD, _reverie_columns),
+    CVDN_FORMAT: (NDH_INSTANCE, _ndh_columns),
+}
+
+
+def _columns(fmt: str, records, instruction_set: str, target_path: str) -> ReferenceChunk | None:
+    """The chunk columns of records of format `fmt`, with the reading choice that format takes."""
+    columns = _COLUMNS[fmt][1]
+    if fmt == REVERIE_FORMAT:
+        return columns(records, instruction_set)
+    if fmt == CVDN_FORMAT:
+        return columns(records, target_path)
+    return columns(records)
+
+
+def _with_paths(extras: dict | None, vocab: Vocabulary) -> dict:
+    """A chunk's extras as a batch holds them: (lengths, viewpoint ids) pairs become `Paths`."""
+    return {n: Paths.from_flat(*c, vocab) if isinstance(c, tuple) else c for n, c in (extras or {}).items()}
+
+
+def reference_chunk(
+    lines: list[bytes], fmt: str = R2R, instruction_set: str = "instructions", target_path: str = DEFAULT_TARGET_PATH
+) -> ReferenceChunk | None:
     """The records of JSON Lines `lines` (non-blank), when every line is one valid record of format
     `fmt` ("r2r": `R2RRecord`; "rxr_guide": `RxRGuideLine`); else None (the caller then parses the
     chunk the general way, where every refusal gets its dead letter).
@@ -95,8 +167,7 @@ def reference_chunk(lines: list[bytes], fmt: str = R2R) -> ReferenceChunk | None
     """
     if fmt not in _COLUMNS:
         return None
-    kind, columns = _COLUMNS[fmt]
-    return columns(kind.decode_lines(lines))
+    return _columns(fmt, _COLUMNS[fmt][0].decode_lines(lines), instruction_set, target_path)
 
 
 class FileFormat:
@@ -110,13 +181,19 @@ class FileFormat:
         ('rxr_guide', 'rxr_guide')
     """
 
-    def __init__(self, fmt: str | None = None):
+    def __init__(
+        self, fmt: str | None = None, instruction_set: str = "instructions", target_path: str = DEFAULT_TARGET_PATH
+    ):
         self.fmt = fmt
+        self.instruction_set = instruction_set  # REVERIE's `instrType`
+        self.target_path = target_path  # CVDN/NDH's: which path is the reference (`vlnkit.datasets.ndh`)
 
     def typed(self, lines: list[bytes]) -> ReferenceChunk | None:
         if self.fmt is None and lines:
             self.fmt = line_format(lines[0])
-        return reference_chunk(lines, self.fmt) if self.fmt is not None else None
+        if self.fmt is None:
+            return None
+        return reference_chunk(lines, self.fmt, self.instruction_set, self.target_path)
 
     def scan(self, block: bytes, vocab) -> ScannedReferences | None:
         """A compiled scanner's reading of a block of whole lines (`json_chunks`' `scan`), for R2R records;
@@ -124,6 +201,8 @@ class FileFormat:
         if self.fmt is None:  # from the first line (a longer one than 64 KB is left to the typed decoder)
             first = next((line for line in bytes(block[: 1 << 16]).split(b"\n") if line.strip()), None)
             self.fmt = line_format(first) if first is not None else None
+        if self.fmt == REVERIE_FORMAT:
+            return scan_records(block, vocab, 2 if self.instruction_set == "instructions_l" else 1)
         return scan_records(block, vocab) if self.fmt == R2R else None
 
     def fmt_of(self, items) -> str:
@@ -150,6 +229,8 @@ def reference_batch(
     parquet: bool = False,
     strict: bool = False,
     fmt: str = R2R,
+    instruction_set: str = "instructions",
+    target_path: str = DEFAULT_TARGET_PATH,
 ) -> tuple[ReferenceBatch, list[RecordError]]:
     """A chunk of dataset records (or a `ReferenceChunk`) -> (batch of valid reference paths, RecordErrors).
 
@@ -162,12 +243,19 @@ def reference_batch(
     if isinstance(items, ScannedReferences):  # a compiled scanner's block (R2R records): already numbered
         n = len(items)
         ranks, index = np.full(n, rank, np.int64), np.arange(start, start + n, dtype=np.int64)
+        if items.objects is not None:  # REVERIE's records: keyed by (path_id, objId), the target as an extra
+            counts = items.instructions_l if instruction_set == "instructions_l" else items.instructions
+            keys = pack_keys(items.path_id, items.objects)
+            extras = {TARGET_OBJECT: items.objects}
+            return ReferenceBatch(ranks, index, keys, items.scans, counts, items.paths, extras=extras), []
         return ReferenceBatch(ranks, index, items.path_id, items.scans, items.instructions, items.paths), []
     if isinstance(items, ReferenceChunk):
         fast = items
     else:
         with gc_paused():
-            fast = columns(kind.convert_all(items)) if strict and items else None
+            fast = None
+            if strict and items:
+                fast = _columns(fmt, kind.convert_all(items), instruction_set, target_path)
     if fast is not None:
         return (
             ReferenceBatch(
@@ -180,18 +268,21 @@ def reference_batch(
                 first_k=np.full(len(items), fast.first_k, np.int64),
                 language=fast.language,
                 languages=fast.languages,
+                extras=_with_paths(fast.extras, vocab),
             ),
             [],
         )
-    rxr = fmt == RXR_GUIDE_FORMAT
+    if fmt == CVDN_FORMAT:
+        return _ndh_batch(items, start, source, rank, vocab, parquet, target_path)
+    rxr, reverie = fmt == RXR_GUIDE_FORMAT, fmt == REVERIE_FORMAT
     label = rxr_label if rxr else record_label
-    errors, kept, pids, scans, counts, paths, tags = [], [], [], [], [], [], []
+    errors, kept, pids, scans, counts, paths, tags, objects = [], [], [], [], [], [], [], []
     for n, obj in enumerate(items):
         obj = exact_item(items, n)
         if isinstance(obj, RecordError):
             errors.append(obj)
             continue
-        reason = kind.reason(obj) if rxr else validate_record(obj)
+        reason = kind.reason(obj) if rxr else record_reason(obj, instruction_set) if reverie else validate_record(obj)
         if reason is not None:
             where = f"#{start + n}" if parquet else label(obj, start + n)
             errors.append(RecordError(source, where, reason, key=_key_of(obj, rxr)))
@@ -199,20 +290,63 @@ def reference_batch(
         kept.append(start + n)
         pids.append(obj["instruction_id"] if rxr else obj["path_id"])
         scans.append(obj["scan"])
-        counts.append(1 if rxr else len(obj["instructions"]))
+        counts.append(1 if rxr else len(obj[instruction_set if reverie else "instructions"]))
+        if reverie:
+            objects.append(obj["objId"])
         paths.append(obj["path"])
         if rxr:
             tags.append(obj["language"])
     languages, codes = encode_languages(tags) if rxr else ((), None)
+    pid_column = np.asarray(pids, np.int64)
+    extras = {}
+    if reverie:
+        extras = {TARGET_OBJECT: np.asarray(objects, np.int64)}
+        pid_column = pack_keys(pid_column, extras[TARGET_OBJECT])
     batch = ReferenceBatch(
         np.full(len(kept), rank, np.int64),
         np.asarray(kept, np.int64),
-        np.asarray(pids, np.int64),
+        pid_column,
         np.asarray(scans, dtype=str) if scans else np.zeros(0, "U1"),
         np.asarray(counts, np.int64),
         Paths.from_lists(paths, vocab),
         first_k=np.full(len(kept), -1 if rxr else 0, np.int64),
         language=codes,
         languages=languages,
+        extras=extras,
+    )
+    return batch, errors
+
+
+def _ndh_batch(items, start, source, rank, vocab, parquet, target_path) -> tuple[ReferenceBatch, list[RecordError]]:
+    """NDH instances one by one: a dead letter for each invalid one (worded by `NDHInstance`), a batch of the rest."""
+    errors, kept, valid = [], [], []
+    for n, obj in enumerate(items):
+        obj = exact_item(items, n)
+        if isinstance(obj, RecordError):
+            errors.append(obj)
+            continue
+        reason = NDH_INSTANCE.reason(obj)
+        if reason is not None:
+            key = obj.get("inst_idx") if isinstance(obj, dict) else None
+            key = (key, -1) if isinstance(key, int) and not isinstance(key, bool) and -(2**63) <= key < 2**63 else None
+            errors.append(
+                RecordError(source, f"#{start + n}" if parquet else ndh_label(obj, start + n), reason, key=key)
+            )
+            continue
+        kept.append(start + n)
+        valid.append(obj)
+    c = _ndh_columns(valid, target_path)
+    if c is None:
+        c = ReferenceChunk(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], -1, extras={})
+        c.extras = {name: (np.zeros(0, np.int64), []) for name in NDH_EXTRAS}
+    batch = ReferenceBatch(
+        np.full(len(kept), rank, np.int64),
+        np.asarray(kept, np.int64),
+        c.path_id,
+        np.asarray(c.scans, dtype=str) if c.scans else np.zeros(0, "U1"),
+        c.instructions,
+        Paths.from_flat(c.lengths, c.viewpoints, vocab),
+        first_k=np.full(len(kept), -1, np.int64),
+        extras=_with_paths(c.extras, vocab),
     )
     return batch, errors

@@ -11,6 +11,7 @@ instructions share a path, so path_id addresses nothing); an R2R record holds se
 `"<path_id>_<k>"`. Every reader tells the formats apart per file, by its first record, never by the
 file's name (`record_format`, `stream_format`, `file_format`):
 
+- a record with `inst_idx` and a planner or player path is a CVDN/NDH instance (`vlnkit.datasets.ndh`);
 - a record with `instructions` is R2R (or R4R, or build_r4r's paths);
 - one with `instruction_id` and `metrics` or `demonstration_id` but no `instruction` is an RxR follower line;
 - any other with `instruction_id` is an RxR guide line (so a guide line without `instruction` is told so).
@@ -39,19 +40,39 @@ import zlib
 from collections.abc import Iterator
 
 from vlnkit.datasets.json_chunks import first_line, json_chunks
+from vlnkit.datasets.ndh import CVDN_FORMAT, NDH_INSTANCE, is_ndh
 from vlnkit.datasets.r2r import json_items, r2r_record
 from vlnkit.datasets.records import R2R_RECORD, RXR_FOLLOWER, RXR_GUIDE, RecordKind
+from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED, is_reverie
 from vlnkit.io.dead_letters import RecordError
 
 R2R = "r2r"
 RXR_GUIDE_FORMAT = "rxr_guide"
 RXR_FOLLOWER_FORMAT = "rxr_follower"
-KINDS: dict[str, RecordKind] = {R2R: R2R_RECORD, RXR_GUIDE_FORMAT: RXR_GUIDE, RXR_FOLLOWER_FORMAT: RXR_FOLLOWER}
+KINDS: dict[str, RecordKind] = {
+    R2R: R2R_RECORD,
+    RXR_GUIDE_FORMAT: RXR_GUIDE,
+    RXR_FOLLOWER_FORMAT: RXR_FOLLOWER,
+    CVDN_FORMAT: NDH_INSTANCE,
+    REVERIE_FORMAT: REVERIE_RECORD,
+    REVERIE_TEST_FORMAT: R2R_RECORD,  # never validated record by record: the file is refused as a whole
+}
+# The refusal of a CVDN/NDH instance file where R2R records or RxR guide lines belong: the file as a whole, once.
+NDH_AS_DATASET = (
+    "a CVDN/NDH instance file (inst_idx, planner_path, player_path, end_panos): only the score job reads it "
+    "(python -m pipelines.score --dataset=<file>)"
+)
 # The refusal of a follower file where a dataset belongs: the file as a whole, once.
 FOLLOWER_AS_DATASET = (
     "an RxR follower file (instruction_id, path, metrics), not a dataset of guide lines or R2R records: "
     "give it as --predictions (e.g. --predictions=human=<file>) and the guide file as --dataset"
 )
+# The files `parse_dataset` refuses as a whole, by format, each with its one line.
+WHOLE_FILE_REFUSALS = {
+    RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET,
+    REVERIE_TEST_FORMAT: TEST_SPLIT_REFUSED,
+    CVDN_FORMAT: NDH_AS_DATASET,
+}
 
 
 def record_format(obj) -> str:
@@ -61,7 +82,15 @@ def record_format(obj) -> str:
     'rxr_follower'
     >>> record_format({"instruction_id": 26, "path": ["a"]}), record_format([1])
     ('rxr_guide', 'r2r')
+    >>> record_format({"path_id": 1, "objId": 66, "instructions": ["go"]}), record_format({"id": "7", "instructions": []})
+    ('reverie', 'reverie_test')
+    >>> record_format({"inst_idx": 108, "planner_path": ["a"], "player_path": ["a"], "end_panos": ["a"]})
+    'cvdn'
     """
+    if is_reverie(obj):
+        return REVERIE_FORMAT if "objId" in obj else REVERIE_TEST_FORMAT
+    if is_ndh(obj):
+        return CVDN_FORMAT
     if not isinstance(obj, dict) or "instructions" in obj or "instruction_id" not in obj:
         return R2R
     if "instruction" not in obj and ("metrics" in obj or "demonstration_id" in obj):
@@ -182,8 +211,9 @@ def _validate(obj) -> str | None:
 
 
 def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = False) -> Iterator[dict | RecordError]:
-    """Each valid record of an R2R-format or RxR guide file (the format of its first record) as a dict,
-    or a RecordError per unusable record; a follower file is one RecordError for the whole file.
+    """Each valid record of an R2R-format, REVERIE or RxR guide file (the format of its first record) as a
+    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN/NDH file is
+    one RecordError for the whole file.
 
     R2R records come as `vlnkit.datasets.r2r.parse_r2r` gives them; guide lines as `rxr_guide_record`
     (`require_distance` concerns R2R records only: a guide line has no distance).
@@ -196,10 +226,10 @@ def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = Fa
         index, obj = item
         if fmt is None:
             fmt = record_format(obj)
-            if fmt == RXR_FOLLOWER_FORMAT:
-                yield RecordError(source, "", FOLLOWER_AS_DATASET)
+            if fmt in WHOLE_FILE_REFUSALS:
+                yield RecordError(source, "", WHOLE_FILE_REFUSALS[fmt])
                 return
-        if fmt == R2R:
+        if fmt in (R2R, REVERIE_FORMAT):  # a REVERIE record is an R2R record with its target (`objId`)
             yield r2r_record(obj, source, index, require_distance)
         else:
             yield rxr_guide_record(obj, source, index)
@@ -218,11 +248,16 @@ def is_rxr(record: dict) -> bool:
 
 def path_key(record: dict) -> tuple:
     """What makes records share one path: the same path_id within one format (an R2R record is one path;
-    several RxR guide lines, one per instruction, share their path_id).
+    several RxR guide lines, one per instruction, share their path_id; a REVERIE record is one path to one
+    target object, so its key holds the objId too).
 
     >>> path_key({"instruction_id": 26, "path_id": 11}), path_key({"path_id": 11, "instructions": []})
     ((True, 11), (False, 11))
+    >>> path_key({"path_id": 11, "objId": 5, "instructions": []})
+    (False, 11, 5)
     """
+    if "objId" in record:
+        return False, record["path_id"], record["objId"]
     return is_rxr(record), record["path_id"]
 
 
@@ -232,9 +267,13 @@ def episode_ids(record: dict) -> list[str]:
 
     >>> episode_ids({"instruction_id": 26, "instruction": "go"}), episode_ids({"path_id": 4, "instructions": ["a", "b"]})
     (['26'], ['4_0', '4_1'])
+    >>> episode_ids({"path_id": 4, "objId": 66, "instructions": ["a"]})
+    ['4_66_0']
     """
     if is_rxr(record):
         return [str(record["instruction_id"])]
+    if "objId" in record:  # REVERIE: "<path_id>_<objId>_<k>"
+        return [f"{record['path_id']}_{record['objId']}_{k}" for k in range(len(record.get("instructions") or ()))]
     return [f"{record['path_id']}_{k}" for k in range(len(record.get("instructions") or ()))]
 
 

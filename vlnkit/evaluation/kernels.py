@@ -110,12 +110,16 @@ def _add_cover(cover, rmin, th):
 
 
 @njit(cache=True)
-def pair_scores(dist, r, lr, q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, out):
+def pair_scores(
+    dist, r, lr, q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, out, given_sr, given_osr
+):
     """Every metric of one (reference, query) pair into out[0:15]; q already collapsed if wanted.
 
     Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= 2 lq + lr ints).
     need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
     strict: success is NE < d_th (R2R eval.py) instead of NE <= d_th (the R4R/nDTW papers' code).
+    given_sr, given_osr: a benchmark's own success and oracle success (0 or 1; negative: the distance
+    rule), which then gate SPL, SED and SDTW (`vlnkit.scoring.benchmark`: REVERIE's object visibility).
     """
     g = r[lr - 1]
     pl = path_length(dist, q, lq)
@@ -125,6 +129,8 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, strict, need_grid, need_ed, ro
     for j in range(lq):
         one = min(one, dist[q[j], g])
     sr = 1.0 if (ne < th if strict else ne <= th) else 0.0
+    if given_sr >= 0:
+        sr = given_sr
     ref = pl_ref if spl_path else dist[q[0], g]
     longest = max(pl, ref)
     ratio = ref / longest if longest > 0 else 1.0
@@ -135,6 +141,8 @@ def pair_scores(dist, r, lr, q, lq, th, spl_path, strict, need_grid, need_ed, ro
     out[ONE] = one
     out[SR] = sr
     out[OSR] = 1.0 if (one < th if strict else one <= th) else 0.0
+    if given_osr >= 0:
+        out[OSR] = given_osr
     out[SPL] = ratio if sr > 0 else 0.0
     sed = 0.0
     if need_ed and sr > 0:
@@ -246,7 +254,7 @@ def score_one(dist, nodes, split, th, flags, out):
     colmin = np.empty(lq)
     ed_work = np.empty(2 * lq + len(r), dtype=np.int64)
     grid, ed, spl_path, strict = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH, flags & SUCCESS_LT
-    pair_scores(dist, r, len(r), qq, lq, th, spl_path, strict, grid, ed, row, colmin, ed_work, out)
+    pair_scores(dist, r, len(r), qq, lq, th, spl_path, strict, grid, ed, row, colmin, ed_work, out, -1.0, -1.0)
     return 0
 
 
@@ -279,8 +287,9 @@ def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, stric
     for b in range(B):
         lq = collapse_into(qs[b], q_len[b], keep_repeats, qq)
         pair_scores(
-            dist, refs[b], ref_len[b], qq, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals
-        )
+            dist, refs[b], ref_len[b], qq, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals,
+            -1.0, -1.0,
+        )  # fmt: skip
         for k in range(N_OUT):
             out[k, b] = vals[k]
     return 0, -1
@@ -289,7 +298,7 @@ def score_many(dist, refs, ref_len, qs, q_len, th, keep_repeats, spl_path, stric
 @njit(cache=True, nogil=True)  # releases the GIL: threads score disjoint pair ranges (vlnkit.parallel)
 def score_flat_pairs(
     dist_flat, dist_start, sizes, adj_flat, pair_slot, r_off, r_nodes, q_off, q_nodes, th, keep_repeats,
-    spl_path, strict, need_grid, need_ed, first, stop, out, jumps, q_len, q_out, ref_length,
+    spl_path, strict, need_grid, need_ed, first, stop, out, jumps, q_len, q_out, ref_length, given_sr, given_osr,
 ):  # fmt: skip
     """Pairs first..stop-1 of many scans in one call, paths flat with offsets (no padding, no Python per scan).
 
@@ -298,7 +307,9 @@ def score_flat_pairs(
     `adj_flat`. Per pair: the query collapsed unless keep_repeats (into q_out at the query's own offsets,
     its length into q_len), the steps that are neither a repeat nor an edge (jumps), every metric through
     `pair_scores` (into out[:, b]: the same call, so the same bits, as `score_many`) and the reference
-    path's length. Nodes must be valid indices of their scan (the caller resolved them).
+    path's length. Nodes must be valid indices of their scan (the caller resolved them). `given_sr` and
+    `given_osr` (one per pair, or empty for the distance rule) are a benchmark's own success and oracle
+    success (see `pair_scores`).
     """
     width = 1
     ref_width = 1
@@ -323,7 +334,11 @@ def score_flat_pairs(
             if q[t] != q[t + 1] and not adj[q[t], q[t + 1]]:
                 j += 1
         jumps[b] = j
-        pair_scores(dist, r, len(r), q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals)
+        gs = given_sr[b] if len(given_sr) else -1.0
+        go = given_osr[b] if len(given_osr) else -1.0
+        pair_scores(
+            dist, r, len(r), q, lq, th, spl_path, strict, need_grid, need_ed, row, colmin, ed_work, vals, gs, go
+        )
         for k in range(N_OUT):
             out[k, b] = vals[k]
         ref_length[b] = path_length(dist, r, len(r))

@@ -46,6 +46,13 @@ LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown p
 EUCLIDEAN = "_euclidean"
 EUCLIDEAN_METRICS = tuple(m + EUCLIDEAN for m in ("sr", "spl", "sdtw", "ne", "osr"))
 COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts (or shares), shown as given
+# Object grounding (REVERIE: the predicted object is the target; RGSPL weighs it by path efficiency): columns
+# of their own, shown (with their intervals) only when some agent has them.
+GROUNDING_METRICS = ("rgs", "rgspl")
+# CVDN/NDH (vlnkit.evaluation.ndh): oracle path success and goal progress, shown (with intervals) when some
+# agent has them.
+NDH_SHOWN = ("ops", "gp")
+OWN_METRICS = (*GROUNDING_METRICS, *NDH_SHOWN)  # a benchmark's own metrics, beside the shared ones
 
 
 def _is_rate(metric: str) -> bool:
@@ -87,7 +94,8 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     (['y', 'x'], 0.0, None)
     """
     languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
-    bounds = [m for m in EUCLIDEAN_METRICS if any(b["metrics"].get(m) is not None for b in blocks.values())]
+    optional = (*OWN_METRICS, *EUCLIDEAN_METRICS)
+    bounds = [m for m in optional if any(b["metrics"].get(m) is not None for b in blocks.values())]
 
     def key(item):
         name, b = item
@@ -170,6 +178,17 @@ def success_line(options: dict) -> str:
     "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
     """
     d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
+    if options.get("benchmark") == "cvdn":
+        return (
+            f"Success: NE < 3 m to the goal of the {options.get('target_path', 'planner')} path (CVDN/NDH, "
+            "tasks/NDH/eval.py); OPS: oracle success against the planner's goal; GP: goal progress (m) towards "
+            "the dialog's end panos."
+        )
+    if options.get("benchmark") == "reverie":
+        return (
+            "Success: the target object is visible from the stop (REVERIE, no distance test); RGS: the predicted "
+            f"object is the target; SPL and RGSPL by the {options.get('evaluator', 'official')} evaluator's rule."
+        )
     if "ce_reference" in options:  # a continuous dataset: the geodesic rates are the simulator's own
         line = (
             "Success: SR, OSR and SPL are each agent's own simulator results (geodesic NE, under its codebase's "
@@ -199,7 +218,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     '| 1 | a | 4 | 0 | 50.00 | n/a | n/a | n/a | n/a | 2.00 | n/a | n/a |'
     """
     first = rows[0] if rows else {}
-    bounds = [m for m in EUCLIDEAN_METRICS if m in first]
+    bounds = [m for m in (*OWN_METRICS, *EUCLIDEAN_METRICS) if m in first]
     head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS, *bounds]
     with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
     cis = [f"{m}_ci" for m in (*LEADERBOARD_METRICS, *bounds)] if with_ci else []
@@ -224,7 +243,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
             f"{TIE_METRIC.upper()} does not differ significantly from the agent ranked above (paired, Holm-corrected).",
             "",
         ]
-    if bounds:
+    if any(m in EUCLIDEAN_METRICS for m in bounds):
         md += [
             "*_EUCLIDEAN: straight-line bounds (--goal_distance=euclidean): NE a lower bound, SR, OSR, SPL and SDTW "
             "upper bounds, not comparable with geodesic numbers; agents without a geodesic SPL are ranked after "
@@ -236,7 +255,11 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     for r in rows:
         agent = str(r["agent"]).replace("|", "\\|")
         cells = [
-            cell(m, r.get(m), r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in HEADLINE_CI else None)
+            cell(
+                m,
+                r.get(m),
+                r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in (*HEADLINE_CI, *OWN_METRICS) else None,
+            )
             for m in (*LEADERBOARD_METRICS, *bounds)
         ]
         cells += [cell(c, r.get(c)) for c in extra]

@@ -66,7 +66,7 @@ def language_key(language: str, name: str) -> str:
     return f"{BY_LANGUAGE}{SEP}{language}{SEP}{name}"
 
 
-def agent_summary(totals: dict, agent: str, metrics=METRICS) -> dict:
+def agent_summary(totals: dict, agent: str, metrics=METRICS, counters=()) -> dict:
     """One agent's block of the summary from the summed totals, with `by_language` (RxR: each language's
     count and metric means from its own exact sums; empty for a dataset without languages).
 
@@ -93,7 +93,7 @@ def agent_summary(totals: dict, agent: str, metrics=METRICS) -> dict:
         "count": int(own.get("count", 0)),
         "metrics": mean,
         "null_counts": nulls,
-        **{name: int(own.get(name, 0)) for name in AGENT_COUNTS},
+        **{name: int(own.get(name, 0)) for name in (*AGENT_COUNTS, *counters)},
         "by_language": by_language,
     }
 
@@ -105,11 +105,13 @@ def score_summary(
     bootstrap: dict | None = None,
     bootstrap_options: dict | None = None,
     metrics=METRICS,
+    counters=(),
 ) -> dict:
     """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
 
     `metrics` are the metric names the totals hold (`METRICS`; a continuous dataset's job has more,
-    `vlnkit.continuous.schemas.CE_METRICS`): means, null counts, intervals and comparisons cover them.
+    `vlnkit.continuous.schemas.CE_METRICS`, and so has a benchmark with its own rule, REVERIE's): means,
+    null counts, intervals and comparisons cover them. `counters` are a benchmark's own per-agent counts.
 
     With `bootstrap` (the merged `vlnkit.comparison.accumulate` sums of the job), every leaderboard row
     gains "<metric>_ci" and "tied_with_above", and the summary gains "comparisons" and "breakdowns".
@@ -123,7 +125,7 @@ def score_summary(
     (None, True)
     """
     agents = list(agents) if agents is not None else [""]
-    blocks = {a: agent_summary(totals, a, metrics) for a in agents}
+    blocks = {a: agent_summary(totals, a, metrics, counters) for a in agents}
     references = int(totals.get("reference_episodes", 0))
     single = int(totals.get("single_viewpoint_episodes", 0))
     unscorable = None
@@ -154,6 +156,7 @@ def score_summary(
                 "missing_predictions": only["missing_predictions"],
                 "without_usable_prediction": only["without_usable_prediction"],
                 "dead_letters": shared["dead_letters"],
+                "file_dead_letters": only["file_dead_letters"],
                 "non_adjacent_steps": only["non_adjacent_steps"],
                 "trajectories_with_jumps": only["trajectories_with_jumps"],
                 "repeats_collapsed": only["repeats_collapsed"],

@@ -14,14 +14,22 @@ The rules, checked in this order for each episode id, with the one wording of ea
    when a dataset record with its key was refused at reading (`RefusedReferences`), that record's
    (`refused_record`); an RxR instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an
    R2R record;
-2. no prediction for an episode: the episode is missing (and without a usable prediction);
+2. no prediction for an episode: the episode is without a usable prediction, and missing unless the agent
+   gave one that was refused at reading (`RefusedPredictions`: a prediction was given);
 3. several predictions for an episode: the first (file rank, then record index) is kept, the others are
    "match" dead letters naming the one kept;
 4. the scan's graph does not load ("graph"); the reference path leaves the graph ("reference"); a
    viewpoint of the trajectory is not in the scan ("viewpoint"); the trajectory starts elsewhere than the
    reference ("start"). Such an episode has no usable prediction.
 
-    >>> from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+    >>> from vlnkit.datasets.columns import (
+    Paths,
+    PredictionBatch,
+    ReferenceBatch,
+    RefusedReferences,
+    Vocabulary,
+    take_extras,
+)
     >>> from vlnkit.navigation.graph import GraphStore, NavGraph
     >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
     >>> graphs, vocab = GraphStore("", {"s": line}), Vocabulary(["s"], [["a", "b", "c"]])
@@ -44,7 +52,15 @@ import numpy as np
 import pyarrow as pa
 
 from vlnkit.compiled import njit
-from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import (
+    Paths,
+    PredictionBatch,
+    ReferenceBatch,
+    RefusedPredictions,
+    RefusedReferences,
+    Vocabulary,
+    take_extras,
+)
 from vlnkit.datasets.first_wins import first_of_each
 from vlnkit.datasets.prediction_batches import BARE_K
 from vlnkit.io.dead_letters import RecordError
@@ -52,18 +68,23 @@ from vlnkit.navigation.graph import GraphError
 from vlnkit.scoring.reading import MATCH, unknown_id
 
 
-def instr_ids(path_id: np.ndarray, k: np.ndarray) -> pa.Array:
+def instr_ids(path_id: np.ndarray, k: np.ndarray, middle: np.ndarray | None = None) -> pa.Array:
     """ "<path_id>_<k>" strings as an Arrow array, written by one compiled pass; "<path_id>" alone where k is -1
-    (an RxR instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`).
+    (an RxR instruction_id, see `vlnkit.datasets.columns.ReferenceBatch`); "<path_id>_<middle>_<k>" with
+    `middle` (REVERIE's objId).
 
     >>> instr_ids(np.array([4, 26, -3, -9223372036854775808]), np.array([1, -1, 0, 12])).to_pylist()
     ['4_1', '26', '-3_0', '-9223372036854775808_12']
+    >>> instr_ids(np.array([1357]), np.array([2]), np.array([66])).to_pylist()
+    ['1357_66_2']
     """
     path_id = np.ascontiguousarray(path_id, np.int64)
     k = np.ascontiguousarray(k, np.int64)
+    three = middle is not None
+    middle = np.ascontiguousarray(middle if three else np.zeros(0), np.int64)
     offsets = np.zeros(len(path_id) + 1, np.int32)
-    data = np.empty(41 * len(path_id), np.uint8)  # two 20-character integers and "_"
-    used = _format_ids(path_id, k, BARE_K, offsets, data)
+    data = np.empty((62 if three else 41) * len(path_id), np.uint8)  # 20-character integers and "_"
+    used = _format_ids(path_id, k, BARE_K, middle, three, offsets, data)
     return pa.StringArray.from_buffers(len(path_id), pa.py_buffer(offsets), pa.py_buffer(data[:used]))
 
 
@@ -90,10 +111,13 @@ def _write_int(value, data, at):
 
 
 @njit(cache=True, nogil=True)
-def _format_ids(path_id, k, bare, offsets, data):
+def _format_ids(path_id, k, bare, middle, three, offsets, data):
     at = 0
     for i in range(len(path_id)):
         at = _write_int(path_id[i], data, at)
+        if three:
+            data[at] = 95
+            at = _write_int(middle[i], data, at + 1)
         if k[i] != bare:
             data[at] = 95
             at = _write_int(k[i], data, at + 1)
@@ -151,6 +175,10 @@ class AgentMatch:
     missing: np.ndarray  # episodes with no prediction at all
     unusable: np.ndarray  # episodes with no scored prediction (missing ones included)
     dead: list[RecordError] = field(default_factory=list)
+    extras: dict = field(default_factory=dict)  # the prediction batch's extra columns, one entry per pair
+    rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # file rank of each pair's prediction
+    index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its record index in that file
+    sources: list[str] = field(default_factory=list)  # the agent's files, by rank
 
 
 @dataclass
@@ -165,28 +193,34 @@ class BucketJoin:
     episode_k: np.ndarray
     agents: dict[str, AgentMatch]
     dead: list[RecordError]  # dataset duplicates
+    format_ids: object = None  # (keys, k) -> instr_id strings (`instr_ids`, or a benchmark's own)
 
     def episode_ids(self, episodes: np.ndarray) -> pa.Array:
-        return instr_ids(self.references.path_id[self.episode_ref[episodes]], self.episode_k[episodes])
+        keys, k = self.references.path_id[self.episode_ref[episodes]], self.episode_k[episodes]
+        return (self.format_ids or instr_ids)(keys, k)
 
 
-def _instr_id(batch: PredictionBatch, row: int) -> str:
+def _instr_id(batch: PredictionBatch, row: int, format_ids=instr_ids) -> str:
     """One prediction's instr_id, for a dead letter (never made for the pairs that are scored)."""
-    return instr_ids(batch.path_id[row : row + 1], batch.k[row : row + 1])[0].as_py()
+    return format_ids(batch.path_id[row : row + 1], batch.k[row : row + 1])[0].as_py()
 
 
-def _dedupe_references(refs: ReferenceBatch, dataset_files: list[str]) -> tuple[ReferenceBatch, list[RecordError]]:
+def _dedupe_references(
+    refs: ReferenceBatch, dataset_files: list[str], format_ids=instr_ids
+) -> tuple[ReferenceBatch, list[RecordError]]:
     order, first, kept = first_of_each(refs.path_id, refs.rank, refs.index)
     dead = []
     for pos in np.flatnonzero(~first).tolist():
         dup, keep = int(order[pos]), int(kept[pos])
         what = "instruction_id" if refs.first_k[dup] == BARE_K else "path_id"
+        key = repr(int(refs.path_id[dup]))
+        if format_ids is not instr_ids:  # a benchmark's own key (REVERIE: "<path_id>_<objId>")
+            what, key = "record", repr(format_ids(refs.path_id[dup : dup + 1], np.array([BARE_K]))[0].as_py())
         dead.append(
             RecordError(
                 dataset_files[int(refs.rank[dup])],
                 f"#{int(refs.index[dup])}",
-                f"duplicate {what} {int(refs.path_id[dup])!r} "
-                f"(kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
+                f"duplicate {what} {key} (kept {dataset_files[int(refs.rank[keep])]} #{int(refs.index[keep])})",
                 "dedupe",
             )
         )
@@ -199,7 +233,18 @@ def refused_record(source: str, index: int, instr_id: str, where: str) -> Record
     return RecordError(source, f"#{index} (instr_id={instr_id})", why, MATCH)
 
 
-def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str], refused: dict):
+def _episodes_of(path_id: np.ndarray, k: np.ndarray, refs: ReferenceBatch, ep_start: np.ndarray) -> np.ndarray:
+    """The episodes that (path_id, k) keys name, for the keys the references hold."""
+    pos = np.minimum(np.searchsorted(refs.path_id, path_id), max(len(refs) - 1, 0))
+    if not len(refs):
+        return np.zeros(0, np.int64)
+    found = (refs.path_id[pos] == path_id) & (k >= refs.first_k[pos]) & (k < refs.first_k[pos] + refs.instructions[pos])
+    return ep_start[pos[found]] + k[found] - refs.first_k[pos[found]]
+
+
+def _match(
+    preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str], refused: dict, format_ids
+):
     """Rules 1 and 3: (kept prediction rows, their episodes, dead letters). `refused` maps (path_id, is an
     RxR instruction_id) to where a refused dataset record with that key was."""
     pos = np.searchsorted(refs.path_id, preds.path_id)
@@ -212,7 +257,7 @@ def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, s
     dead = []
     unknown = np.flatnonzero(~found)
     if len(unknown):
-        ids = instr_ids(preds.path_id[unknown], preds.k[unknown]).to_pylist()
+        ids = format_ids(preds.path_id[unknown], preds.k[unknown]).to_pylist()
         for row, iid in zip(unknown.tolist(), ids):
             source, index = sources[int(preds.rank[row])], int(preds.index[row])
             where = refused.get((int(preds.path_id[row]), bool(preds.k[row] == BARE_K)))
@@ -222,7 +267,7 @@ def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, s
     order, first, kept = first_of_each(ep, preds.rank[rows], preds.index[rows])
     if not first.all():
         dups = np.flatnonzero(~first)
-        ids = instr_ids(preds.path_id[rows[order[dups]]], preds.k[rows[order[dups]]]).to_pylist()
+        ids = format_ids(preds.path_id[rows[order[dups]]], preds.k[rows[order[dups]]]).to_pylist()
         for d, iid in zip(dups.tolist(), ids):
             row, keep = int(rows[order[d]]), int(rows[kept[d]])
             where = f"{sources[int(preds.rank[keep])]} #{int(preds.index[keep])}"
@@ -240,16 +285,16 @@ def _match(preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, s
 
 
 def join_bucket(
-    pieces, agents: dict[str, list[str]], dataset_files: list[str], vocab: Vocabulary, graphs
+    pieces, agents: dict[str, list[str]], dataset_files: list[str], vocab: Vocabulary, graphs, format_ids=instr_ids
 ) -> BucketJoin:
     """A bucket's pieces -> BucketJoin (see the module docstring for the rules).
 
     `agents` maps each agent to its prediction files (rank -> source path, for dead letters);
     `dataset_files` maps reference ranks to paths (`vlnkit.scoring.reading.dataset_ranks`). `graphs` is
-    a `GraphStore`.
+    a `GraphStore`. `format_ids(keys, k)` writes instr_ids (a benchmark's own form: REVERIE's).
     """
     refs = ReferenceBatch.concat([b for b in pieces if isinstance(b, ReferenceBatch)])
-    refs, dataset_dead = _dedupe_references(refs, dataset_files)
+    refs, dataset_dead = _dedupe_references(refs, dataset_files, format_ids)
     refused: dict[tuple[int, bool], str] = {}
     for part in (b for b in pieces if isinstance(b, RefusedReferences)):
         for pid, k, where in zip(part.path_id.tolist(), part.first_k.tolist(), part.where):
@@ -289,10 +334,15 @@ def join_bucket(
     for agent, files in agents.items():
         mine = [b for b in pieces if isinstance(b, PredictionBatch) and b.agent == agent]
         p = PredictionBatch.concat(agent, mine)
-        rows, ep, dead = _match(p, refs, ep_start, files, refused)
+        rows, ep, dead = _match(p, refs, ep_start, files, refused, format_ids)
         has = np.zeros(n_episodes, dtype=bool)
         has[ep] = True
-        missing = np.flatnonzero(~has)
+        given = RefusedPredictions.concat(
+            agent, [b for b in pieces if isinstance(b, RefusedPredictions) and b.agent == agent]
+        )
+        tried = np.zeros(n_episodes, dtype=bool)  # given a prediction that was refused at reading: not missing
+        tried[_episodes_of(given.path_id, given.k, refs, ep_start)] = True
+        missing = np.flatnonzero(~has & ~tried)
         ref_rows = episode_ref[ep]
         reasons: list[tuple[int, str, str]] = []  # (pair, stage, reason)
         for i in np.flatnonzero(~loads[ref_rows]).tolist():
@@ -300,7 +350,8 @@ def join_bucket(
         for i in np.flatnonzero(loads[ref_rows] & ~usable[ref_rows]).tolist():
             r = int(ref_rows[i])
             why = f"viewpoint {ref_bad[r]!r} is not an included viewpoint of scan {str(refs.scan[r])!r}"
-            reasons.append((i, "reference", f"reference path of {_instr_id(p, int(rows[i]))!r} is unusable: {why}"))
+            iid = _instr_id(p, int(rows[i]), format_ids)
+            reasons.append((i, "reference", f"reference path of {iid!r} is unusable: {why}"))
         cand = np.flatnonzero(usable[ref_rows])
         queries, q_bad = to_scan_nodes(
             p.paths.take(rows[cand]), scan_ids[ref_rows[cand]], refs.scan[ref_rows[cand]], vocab, graphs
@@ -332,14 +383,27 @@ def join_bucket(
             row = int(rows[i])
             dead.append(
                 RecordError(
-                    files[int(p.rank[row])], f"#{int(p.index[row])} (instr_id={_instr_id(p, row)})", reason, stage
+                    files[int(p.rank[row])],
+                    f"#{int(p.index[row])} (instr_id={_instr_id(p, row, format_ids)})",
+                    reason,
+                    stage,
                 )
             )
         good = ~(vp_bad | start_bad)
         keep = cand[good]
         scored = np.zeros(n_episodes, dtype=bool)
         scored[ep[keep]] = True
+        kept = rows[keep]
         matches[agent] = AgentMatch(
-            rows[keep], ep[keep], queries.take(np.flatnonzero(good)), missing, np.flatnonzero(~scored), dead
+            kept,
+            ep[keep],
+            queries.take(np.flatnonzero(good)),
+            missing,
+            np.flatnonzero(~scored),
+            dead,
+            take_extras(p.extras, kept),
+            p.rank[kept],
+            p.index[kept],
+            list(files),
         )
-    return BucketJoin(refs, reference_nodes, usable, episode_ref, episode_k, matches, dataset_dead)
+    return BucketJoin(refs, reference_nodes, usable, episode_ref, episode_k, matches, dataset_dead, format_ids)

@@ -33,11 +33,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import (
+    PredictionBatch,
+    ReferenceBatch,
+    RefusedPredictions,
+    RefusedReferences,
+    Vocabulary,
+)
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
-from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
+from vlnkit.datasets.prediction_batches import (
+    parquet_prediction_items,
+    prediction_batch,
+    refused_predictions,
+    submission_chunk,
+)
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch
+from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
 from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
 from vlnkit.io import fileio
@@ -50,6 +63,8 @@ PARQUET_BATCH = 65536
 # 262,144 is no faster and takes 50 MB more.
 BATCH_ROWS = 1 << 17
 MATCH = "match"  # the dead-letter stage of a prediction that matches no episode
+# Dataset files refused as a whole, by their format (the first record): one dead letter each.
+WHOLE_FILE_REFUSALS = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET, REVERIE_TEST_FORMAT: TEST_SPLIT_REFUSED}
 
 
 def dataset_ranks(files: list[str]) -> list[tuple[int, str]]:
@@ -93,7 +108,7 @@ def _json_pieces(path: str, line_range, what: str, typed=None, scan=None):
             yield from json_line_range(f, line_range, path, typed=typed, scan=scan)
 
 
-def _prediction_chunks(path: str, line_range, vocab: Vocabulary):
+def _prediction_chunks(path: str, line_range, vocab: Vocabulary, parts: int = 2):
     if is_parquet(path):
         table = prediction_table(lambda: _read_parquet(path), path)
         if isinstance(table, RecordError):
@@ -101,27 +116,35 @@ def _prediction_chunks(path: str, line_range, vocab: Vocabulary):
             return
         yield from _table_chunks(table.select(list(PREDICTION_COLUMNS)), parquet_prediction_items, False)
         return
-    scan = lambda block: scan_submissions(block, vocab)  # noqa: E731
-    yield from _json_pieces(path, line_range, "predictions", submission_chunk, scan)
+    if parts == 2:
+        scan = lambda block: scan_submissions(block, vocab)  # noqa: E731
+    else:
+        scan = lambda block: scan_submissions(block, vocab, parts)  # noqa: E731
+    yield from _json_pieces(path, line_range, "predictions", submission_chunk if parts == 2 else None, scan)
 
 
 def read_predictions(
-    path: str, agent: str, rank: int, vocab: Vocabulary, line_range=None
+    path: str, agent: str, rank: int, vocab: Vocabulary, line_range=None, parts: int = 2
 ) -> Iterator[PredictionBatch | RecordError]:
     """The usable predictions of one file (or byte range) of `agent`, as batches, and a dead letter for
-    every other record: unreadable ("read"), or with an instr_id no dataset holds ("match")."""
+    every other record: unreadable ("read"), or with an instr_id no dataset holds ("match"). `parts` is the
+    benchmark's instr_id form (`vlnkit.scoring.benchmark.Benchmark.id_parts`; 3: REVERIE's)."""
     try:
         # The cyclic collector stays off while a file is read: a chunk's parsed objects form no cycles
         # and are freed by reference counting, but a collection while a chunk is alive would scan every
         # one of them (3.7 s of a 32 s run on a million predictions, measured).
         with gc_paused():
-            for chunk in _prediction_chunks(path, line_range, vocab):
+            for chunk in _prediction_chunks(path, line_range, vocab, parts):
                 if isinstance(chunk, RecordError):
                     yield chunk
                     continue
                 start, items, strict = chunk
-                batch, errors, unknown = prediction_batch(items, start, path, agent, rank, vocab, strict)
+                batch, errors, unknown = prediction_batch(items, start, path, agent, rank, vocab, strict, parts)
                 yield from errors
+                if errors:  # the episodes they name were given a prediction: without a usable one, not missing
+                    refused = refused_predictions(agent, errors)
+                    if len(refused):
+                        yield refused
                 for index, instr_id in unknown:
                     yield unknown_id(path, index, instr_id)
                 if len(batch):
@@ -151,24 +174,35 @@ def _reference_chunks(path: str, line_range, fmt: FileFormat, vocab: Vocabulary)
         yield RecordError(path, "", f"cannot read file ({exc})")
 
 
-def read_references(path: str, rank: int, vocab: Vocabulary, line_range=None) -> Iterator[ReferenceBatch | RecordError]:
+def read_references(
+    path: str,
+    rank: int,
+    vocab: Vocabulary,
+    line_range=None,
+    instruction_set: str = "instructions",
+    target_path: str = DEFAULT_TARGET_PATH,
+) -> Iterator[ReferenceBatch | RecordError]:
     """The valid reference paths of one dataset file (or byte range), as batches, and a dead letter for
     every other record (with the keys of refused records that still name one: `RefusedReferences`). R2R/R4R
-    records and RxR guide lines are told apart by the file's first record; an RxR follower file is refused
-    as a whole (once, by the range that holds its start)."""
+    records, RxR guide lines and REVERIE records are told apart by the file's first record; an RxR follower
+    file and a REVERIE test split are refused as a whole (once, by the range that holds its start).
+    `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`; `target_path`: a
+    CVDN/NDH instance's reference path is its planner's, its player's or the trusted one (`vlnkit.datasets.ndh`)."""
     parquet = is_parquet(path)
-    fmt = FileFormat()
+    fmt = FileFormat(instruction_set=instruction_set, target_path=target_path)
     with gc_paused():
         for chunk in _reference_chunks(path, line_range, fmt, vocab):
             if isinstance(chunk, RecordError):
                 yield chunk
                 continue
             start, items, strict = chunk
-            if fmt.fmt_of(items) == RXR_FOLLOWER_FORMAT:
+            if fmt.fmt_of(items) in WHOLE_FILE_REFUSALS:
                 if start == 0:
-                    yield RecordError(path, "", FOLLOWER_AS_DATASET)
+                    yield RecordError(path, "", WHOLE_FILE_REFUSALS[fmt.fmt_of(items)])
                 return
-            batch, errors = reference_batch(items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items))
+            batch, errors = reference_batch(
+                items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items), instruction_set, target_path
+            )
             yield from errors
             refused = RefusedReferences.of(errors)
             if len(refused):
@@ -203,6 +237,6 @@ def in_buckets(pieces, buckets: int, rows: int = BATCH_ROWS) -> Iterator[tuple[i
 
 
 def _concat_args(parts: list) -> tuple:
-    if isinstance(parts[0], PredictionBatch):
+    if isinstance(parts[0], (PredictionBatch, RefusedPredictions)):
         return parts[0].agent, parts
     return (parts,)

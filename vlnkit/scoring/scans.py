@@ -63,6 +63,16 @@ class ScanTables:
         self._slots[scan] = slot
         return slot
 
+    def vocabulary_bases(self, vocab) -> np.ndarray:
+        """Per slot, the global number (`vlnkit.datasets.columns.Vocabulary`) of its scan's node 0 (a scan's
+        viewpoints are numbered consecutively, in node order), or -1 when the vocabulary lacks the scan."""
+        bases = np.full(len(self.scans), -1, np.int64)
+        for slot, scan in enumerate(self.scans):
+            scan_id = vocab.scan_ids.get(scan, -1)
+            if scan_id >= 0:
+                bases[slot] = int(np.searchsorted(vocab.scan_of, scan_id))
+        return bases
+
     def slots(self, scans: np.ndarray) -> np.ndarray:
         """Slots of many scan names (each distinct name looked up once)."""
         names, which = np.unique(scans, return_inverse=True)

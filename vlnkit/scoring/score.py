@@ -17,24 +17,37 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from vlnkit.datasets.columns import Paths
+from vlnkit.datasets.columns import Paths, concat_extras
 from vlnkit.evaluation import kernels
 from vlnkit.evaluation.batch import add_group_sums
 from vlnkit.evaluation.bucket_scores import BucketScores
 from vlnkit.evaluation.common import ALL, METRICS
-from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
+from vlnkit.io.dead_letters import RecordError
 from vlnkit.parallel import parts, run_in_parallel, thread_count
+from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, RulePairs
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables
 
 PAIR_WORK = 1 << 12  # about how many pairs cost one unit of `thread_count` work (a few us each)
+NO_VALUE = np.iinfo(np.int64).min  # an integer column's null, in a rule's columns
+RULE = "rule"  # the dead-letter stage of a pair a benchmark's rule refuses
 
 
-def metric_columns(scores: dict[str, np.ndarray]) -> dict[str, pa.Array]:
-    """Metric arrays as Arrow columns; +inf (unreachable) becomes null."""
-    return {m: pa.array(scores[m], type=pa.float64(), mask=~np.isfinite(scores[m])) for m in METRICS}
+def metric_columns(scores: dict[str, np.ndarray], metrics=METRICS) -> dict[str, pa.Array]:
+    """Metric arrays as Arrow columns; +inf (unreachable) and NaN (undefined) become null."""
+    return {m: pa.array(scores[m], type=pa.float64(), mask=~np.isfinite(scores[m])) for m in metrics}
+
+
+def _column(values, field: pa.Field) -> pa.Array:
+    """A rule's extra column as the schema types it (a float NaN, or an integer NO_VALUE, is null)."""
+    values = np.asarray(values)
+    if pa.types.is_floating(field.type):
+        return pa.array(values, field.type, mask=~np.isfinite(values))
+    if pa.types.is_integer(field.type):
+        return pa.array(values, field.type, mask=values == NO_VALUE)
+    return pa.array(values, field.type)
 
 
 def _lines(join: BucketJoin, agent: str, episodes: np.ndarray, label: bool) -> list[str]:
@@ -59,10 +72,20 @@ class PairScores:
         return self.query_nodes[keep < np.repeat(self.query_lengths, given)]
 
 
-def score_pairs(scans: ScanTables, pair_slot: np.ndarray, references: Paths, queries: Paths, config: ScoringConfig):
+def score_pairs(
+    scans: ScanTables,
+    pair_slot: np.ndarray,
+    references: Paths,
+    queries: Paths,
+    config: ScoringConfig,
+    success: np.ndarray | None = None,
+    oracle: np.ndarray | None = None,
+):
     """Score pairs of many scans in one compiled call per thread: `PairScores`. Pair b is scored on the scan in
     slot `pair_slot[b]`; both paths are node indices of that scan. A pair's scores do not depend on the pairs
     it is scored with, bit for bit (each is `pair_scores` of `vlnkit.evaluation.kernels` on its own).
+    `success` and `oracle` (0/1 per pair) replace the distance rule for SR and OSR and gate SPL, SED and
+    SDTW (a benchmark's own success rule, `vlnkit.scoring.benchmark`).
 
         >>> import numpy as np
         >>> from vlnkit.navigation.graph import GraphStore, NavGraph
@@ -79,6 +102,14 @@ def score_pairs(scans: ScanTables, pair_slot: np.ndarray, references: Paths, que
     q_len = np.empty(n, np.int64)
     q_out = np.empty(len(queries.values), np.int64)
     ref_length = np.empty(n)
+    given_sr = np.zeros(0) if success is None else np.ascontiguousarray(success, np.float64)
+    given_osr = np.zeros(0) if oracle is None else np.ascontiguousarray(oracle, np.float64)
+    if len(given_sr) != (n if success is not None else 0) or len(given_osr) != (n if oracle is not None else 0):
+        raise ValueError(f"success and oracle must hold one value per pair ({n})")
+    if success is not None and oracle is None:
+        given_osr = np.full(n, -1.0)
+    if oracle is not None and success is None:
+        given_sr = np.full(n, -1.0)
     args = (
         scans.distances, scans.starts, scans.sizes, scans.adjacent, np.asarray(pair_slot, np.int64),
         references.offsets, references.values.astype(np.int64, copy=False),
@@ -88,16 +119,40 @@ def score_pairs(scans: ScanTables, pair_slot: np.ndarray, references: Paths, que
     )  # fmt: skip
 
     def run(first: int, stop: int) -> None:
-        kernels.score_flat_pairs(*args, first, stop, out, jumps, q_len, q_out, ref_length)
+        kernels.score_flat_pairs(*args, first, stop, out, jumps, q_len, q_out, ref_length, given_sr, given_osr)
 
     run_in_parallel(run, parts(n, thread_count(n * (1 << 24) // PAIR_WORK)))
     return PairScores({m: out[ALL.index(m)] for m in METRICS}, jumps, q_len, ref_length, q_out)
 
 
+def _refuse(join: BucketJoin, agents, who, episodes, output, dead, unusable, totals, label_agents) -> np.ndarray:
+    """The pairs a rule refused become dead letters (stage "rule") and their episodes unusable; returns the
+    mask of the pairs kept."""
+    refused = output.refused
+    first = np.concatenate([[0], np.cumsum([len(join.agents[a].episodes) for a in agents])])
+    for pair in np.flatnonzero(refused).tolist():
+        a = int(who[pair])
+        match = join.agents[agents[a]]
+        row = pair - int(first[a])
+        iid = join.episode_ids(episodes[pair : pair + 1])[0].as_py()
+        source = match.sources[int(match.rank[row])] if match.sources else ""
+        dead.append(RecordError(source, f"#{int(match.index[row])} (instr_id={iid})", output.reasons[pair], RULE))
+        unusable += _lines(join, agents[a], episodes[pair : pair + 1], label_agents)
+        for name in ("dead_letters", "without_usable_prediction"):
+            totals[agent_key(agents[a], name)] = totals.get(agent_key(agents[a], name), 0) + 1
+    return ~refused
+
+
 def score_bucket(
-    join: BucketJoin, scans: ScanTables, config: ScoringConfig, label_agents: bool = False
+    join: BucketJoin,
+    scans: ScanTables,
+    config: ScoringConfig,
+    label_agents: bool = False,
+    benchmark: Benchmark = R2R_BENCHMARK,
+    context=None,
 ) -> BucketScores:
-    """Score a joined bucket (see the module docstring). `label_agents`: prefix episode lines with the agent."""
+    """Score a joined bucket (see the module docstring) by `benchmark`'s rule (`context`: the rule's
+    per-worker data, `Benchmark.context`). `label_agents`: prefix episode lines with the agent."""
     refs = join.references
     totals = {
         "reference_episodes": len(join.episode_ref),
@@ -130,28 +185,60 @@ def score_bucket(
     references = join.reference_nodes.take(ref_rows)
     queries = Paths.concat([join.agents[a].queries for a in agents])
 
-    pairs = score_pairs(scans, pair_slot, references, queries, config)
-    scores, jumps, q_len, ref_length = pairs.scores, pairs.jumps, pairs.query_lengths, pairs.reference_length
-    n, given = len(episodes), queries.lengths
+    rule_pairs = RulePairs(
+        agents,
+        who,
+        episodes,
+        ref_rows,
+        pair_slot,
+        references,
+        queries,
+        {name: (c.take(ref_rows) if isinstance(c, Paths) else c[ref_rows]) for name, c in refs.extras.items()},
+        concat_extras([join.agents[a].extras for a in agents]),
+        scans,
+        config,
+        scorer=lambda success, oracle: score_pairs(scans, pair_slot, references, queries, config, success, oracle),
+    )
+    output = benchmark.rule(rule_pairs, context, config)
+    pairs = rule_pairs.scored
+    if pairs is None:
+        raise ValueError(f"the {benchmark.name} rule did not score its pairs (RulePairs.score)")
+    scores, jumps, q_len, ref_length = output.columns, pairs.jumps, pairs.query_lengths, pairs.reference_length
+    given = queries.lengths
+    scored_nodes = pairs.scored_nodes(queries)
+    for name, which in output.counts.items():
+        for a, count in enumerate(np.bincount(np.asarray(which, np.int64), minlength=len(agents)).tolist()):
+            totals[agent_key(agents[a], name)] = totals.get(agent_key(agents[a], name), 0) + count
+    if output.refused is not None and output.refused.any():
+        keep = _refuse(join, agents, who, episodes, output, dead, unusable, totals, label_agents)
+        scored_nodes = scored_nodes[np.repeat(keep, q_len)]
+        who, episodes, ref_rows, pair_slot = who[keep], episodes[keep], ref_rows[keep], pair_slot[keep]
+        scores = {m: v[keep] for m, v in scores.items()}
+        jumps, q_len, ref_length, given = jumps[keep], q_len[keep], ref_length[keep], given[keep]
+        if not len(who):
+            return BucketScores(None, totals, missing, unusable, dead)
+    n = len(episodes)
 
     # The rows: the scored (collapsed) trajectory as viewpoint ids, flat, in one take.
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(q_len, out=offsets[1:])
-    path_names = scans.names(np.repeat(pair_slot, q_len), pairs.scored_nodes(queries))
+    path_names = scans.names(np.repeat(pair_slot, q_len), scored_nodes)
     codes = refs.language[ref_rows]
     languages = pa.array(list(refs.languages), pa.string())
+    shared = {
+        "agent": pa.array(agents, pa.string()).take(pa.array(who)),
+        "instr_id": join.episode_ids(episodes),
+        "scan": pa.array(scans.scans, pa.string()).take(pa.array(pair_slot)),
+        "language": languages.take(pa.array(codes, pa.int32(), mask=codes < 0)),
+        **metric_columns(scores, benchmark.metrics),
+        "non_adjacent_steps": pa.array(jumps, pa.int64()),
+        "path": pa.ListArray.from_arrays(pa.array(offsets), path_names),
+    }
+    schema = benchmark.schema
     table = pa.table(
-        {
-            "agent": pa.array(agents, pa.string()).take(pa.array(who)),
-            "instr_id": join.episode_ids(episodes),
-            "scan": pa.array(scans.scans, pa.string()).take(pa.array(pair_slot)),
-            "language": languages.take(pa.array(codes, pa.int32(), mask=codes < 0)),
-            **metric_columns(scores),
-            "non_adjacent_steps": pa.array(jumps, pa.int64()),
-            "path": pa.ListArray.from_arrays(pa.array(offsets), path_names),
-        },
-        schema=EPISODE_SCORES,
+        [shared[f.name] if f.name in shared else _column(scores[f.name], f) for f in schema], schema=schema
     )
+    scores = {m: scores[m] for m in benchmark.metrics}
 
     # Exact sums per agent, and per agent and language (RxR); the counters of each agent.
     add_group_sums(totals, scores, who, [agent_key(a, "") for a in agents])

@@ -1,0 +1,174 @@
+"""REVERIE's rule: success is seeing the target object from where the agent stops; grounding is naming it.
+
+As the official evaluator (`tasks/REVERIE/eval_release.py` of YuankaiQi/REVERIE, `_score_item` and `score`)
+computes them, per episode:
+
+- `sr`: the target is visible (`vlnkit.datasets.reverie`: non-empty `visible_pos`) from the trajectory's last
+  viewpoint; no distance test (the visibility files hold objects within 3 m).
+- `osr`: visible from any viewpoint of the trajectory.
+- `spl`: `sr * s / max(l, s)`, l the trajectory's length, s the shortest distance from the start to the
+  reference path's last viewpoint (`--reverie_evaluator=official`); DUET (`map_nav_src/reverie/env.py`,
+  `_eval_item`) takes s as the reference path's own length and floors the denominator at 0.01
+  (`--reverie_evaluator=duet`).
+- `rgs`: the predicted object id equals the target (`str(pred) == str(objId)`), whatever the navigation;
+  `rgspl`: `rgs * s / max(l, s)` (same s and floor).
+- `pl`, `ne` (distance from the stop to the reference path's last viewpoint: R2R's, not in either
+  evaluator), `steps` (moves of the trajectory as given, DUET's `steps`), and the path-fidelity metrics of
+  R2R (nDTW, CLS, DTW, AD, MD against the reference path; SED and SDTW gated by this success).
+
+Every difference between the two evaluators, with file and line, is in docs/jobs/score.md ("REVERIE").
+A prediction without a usable object id (`predicted_object`) is a grounding failure, counted per agent
+(`object_id_unusable`); an episode whose target no viewpoint sees is counted (`targets_never_visible`:
+DUET's evaluator stops on an assertion there, the official one scores it as a failure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from vlnkit.datasets.reverie import (
+    NO_OBJECT,
+    PREDICTED_OBJECT,
+    REVERIE_FORMAT,
+    TARGET_OBJECT,
+    read_visibility,
+    unpack_keys,
+    visibility_keys,
+)
+from vlnkit.evaluation.common import METRICS
+from vlnkit.io.schemas import versioned_schema
+from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
+from vlnkit.scoring.join import instr_ids
+
+EVALUATORS = ("official", "duet")
+OBJECT_METRICS = ("rgs", "rgspl", "steps")
+REVERIE_METRICS = (*METRICS, *OBJECT_METRICS)
+DUET_FLOOR = 0.01  # env.py: max(trajectory_lengths, gt_lengths, 0.01)
+TARGET, PREDICTED = TARGET_OBJECT, PREDICTED_OBJECT
+
+REVERIE_EPISODE_SCORES = versioned_schema(
+    "reverie_episode_scores",
+    1,
+    [
+        pa.field("agent", pa.string(), nullable=False),
+        pa.field("instr_id", pa.string(), nullable=False),
+        pa.field("scan", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=True),
+        *[pa.field(m, pa.float64(), nullable=True) for m in REVERIE_METRICS],
+        pa.field(TARGET, pa.int64(), nullable=False),
+        pa.field(PREDICTED, pa.int64(), nullable=True),
+        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
+        pa.field("path", pa.list_(pa.string()), nullable=False),
+    ],
+)
+
+
+@dataclass
+class Visibility:
+    """A worker's object visibility: a bit per (global viewpoint, object id) seen (`bits`, row `stride` wide:
+    one gather answers a whole batch; 3 MB for REVERIE v1), sorted (scan, object) keys of objects seen from
+    somewhere, the vocabulary that numbers viewpoints, and the benchmark's options."""
+
+    bits: np.ndarray
+    stride: int
+    objects: np.ndarray
+    vocab: object
+    options: BenchmarkOptions
+
+    def seen(self, viewpoint: np.ndarray, obj: np.ndarray) -> np.ndarray:
+        """Whether object obj[i] is visible from global viewpoint viewpoint[i] (-1: no viewpoint)."""
+        ok = (viewpoint >= 0) & (obj >= 0) & (obj < self.stride)
+        at = np.where(ok, viewpoint * self.stride + obj, 0)
+        return ok & ((self.bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
+
+
+def load_visibility(options: BenchmarkOptions, vocab) -> Visibility:
+    if not options.visibility:
+        raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
+    seen, objects = read_visibility(options.visibility, vocab)
+    viewpoint, obj = unpack_keys(seen)
+    stride = int(obj.max()) + 1 if len(obj) else 1
+    flags = np.zeros(len(vocab.strings) * stride, bool)
+    flags[viewpoint * stride + obj] = True
+    return Visibility(np.packbits(flags, bitorder="little"), stride, objects, vocab, options)
+
+
+def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    if not len(sorted_keys):
+        return np.zeros(len(keys), bool)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
+
+
+def visible(pairs: RulePairs, vis: Visibility, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(target visible from the last viewpoint, from any viewpoint of the trajectory), per pair."""
+    q = pairs.queries
+    last = pairs.global_nodes(pairs.last_nodes(), vis.vocab)
+    success = vis.seen(last, target)
+    owner = np.repeat(np.arange(len(q), dtype=np.int64), q.lengths)
+    every = pairs.global_nodes(q.values, vis.vocab, owner)
+    hit = vis.seen(every, target[owner])
+    oracle = np.zeros(len(pairs), bool)
+    oracle[owner[hit]] = True
+    return success, oracle
+
+
+def reverie_rule(pairs: RulePairs, vis: Visibility, config) -> RuleOutput:
+    """REVERIE's metrics of a bucket's pairs (see the module docstring)."""
+    options = vis.options
+    target = pairs.ref_extra[TARGET]
+    predicted = pairs.pred_extra.get(PREDICTED, np.full(len(pairs), NO_OBJECT, np.int64))
+    success, oracle = visible(pairs, vis, target)
+    scored = pairs.score(success.astype(np.float64), oracle.astype(np.float64))
+    columns = dict(scored.scores)
+    pl = columns["pl"]
+    if options.evaluator == "duet":
+        shortest = scored.reference_length
+        ratio = shortest / np.maximum(np.maximum(pl, shortest), DUET_FLOOR)
+        columns["spl"] = success * ratio
+    else:
+        starts = pairs.queries.values[pairs.queries.offsets[:-1]]
+        goals = pairs.reference_nodes.values[pairs.reference_nodes.offsets[1:] - 1]
+        shortest = pairs.distance(starts, goals)
+        longest = np.maximum(pl, shortest)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(longest > 0, shortest / longest, 1.0)  # R2R's SPL: 1 where both are 0
+    columns["spl"] = success * ratio
+    rgs = (predicted == target) & (predicted != NO_OBJECT)
+    columns["rgs"] = rgs.astype(np.float64)
+    columns["rgspl"] = rgs * ratio
+    columns["steps"] = (pairs.queries.lengths - 1).astype(np.float64)
+    columns[TARGET] = target
+    columns[PREDICTED] = predicted
+    scan_ids = np.asarray([vis.vocab.scan_ids.get(s, -1) for s in pairs.scans.scans], np.int64)[pairs.slot]
+    never = ~_member(visibility_keys(scan_ids, target), vis.objects)
+    return RuleOutput(
+        columns,
+        counts={
+            "object_id_unusable": pairs.agent[predicted == NO_OBJECT],
+            "targets_never_visible": pairs.agent[never],
+        },
+    )
+
+
+def reverie_ids(keys: np.ndarray, k: np.ndarray) -> pa.Array:
+    """REVERIE instr_ids "<path_id>_<objId>_<k>" of packed record keys."""
+    path_id, obj = unpack_keys(keys)
+    return instr_ids(path_id, k, obj)
+
+
+REVERIE = Benchmark(
+    "reverie",
+    (REVERIE_FORMAT,),
+    REVERIE_EPISODE_SCORES,
+    REVERIE_METRICS,
+    rule=reverie_rule,
+    load=load_visibility,
+    id_parts=3,
+    counters=("object_id_unusable", "targets_never_visible"),
+    leaderboard_extra=("rgs", "rgspl"),
+    format_ids=reverie_ids,
+)
