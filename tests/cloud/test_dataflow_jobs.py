@@ -195,6 +195,11 @@ def test_workers_ran_only_the_staged_files_from_a_read_only_package_folder(publi
         assert "package folder read-only" in (run.folder / "logs" / "pool.log").read_text()
         assert (run.folder / "site" / "vlnkit").is_dir()
         assert run.state.name == "JOB_STATE_DONE"
+    # Compiled kernels were built and cached on the workers (the score jobs' at least), outside the read-only
+    # package folder: numba's cache went to the workers' home.
+    cached = [run for run in jobs[:5] if list((run.folder / "home").rglob("*.nbi"))]
+    assert len(cached) >= 2, [run.folder for run in jobs[:5]]
+    assert not any(list((run.folder / "site").rglob("*.nbi")) for run in jobs[:5])
 
 
 def snapshot(b, prefix: str) -> dict[str, bytes]:

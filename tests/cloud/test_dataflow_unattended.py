@@ -42,6 +42,7 @@ def test_a_launcher_killed_while_its_job_runs_still_gets_a_complete_verified_ver
     b = gcs_emulator
     flags, rows = reference
     prefix = "unattended/killed_launcher"
+    count = len(dataflow_standin.jobs) + 1
     proc = launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"])
 
     def kill_launcher(run):  # the job's workers are up and its pipeline about to run: the launcher dies
@@ -50,7 +51,7 @@ def test_a_launcher_killed_while_its_job_runs_still_gets_a_complete_verified_ver
 
     dataflow_standin.before_run = kill_launcher
     try:
-        run = dataflow_standin.wait_for_job(len(dataflow_standin.jobs) + 1)
+        run = dataflow_standin.wait_for_job(count)
         finished = dataflow_standin.wait(run.id)
     finally:
         dataflow_standin.before_run = None

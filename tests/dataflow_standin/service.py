@@ -23,7 +23,14 @@ else of the launcher's:
 
 Nothing leaves the loopback: the launcher, the job service and the workers get `NO_GCE_CHECK=true`,
 `GCE_METADATA_HOST`/`GCE_METADATA_IP` on a dead loopback port, and an HTTP(S) proxy on a dead port
-for every host but the loopback, so any other request fails at once instead of going out.
+for every host but the loopback, so any other request fails at once instead of going out. They find
+credentials as on Google Cloud (`GOOGLE_APPLICATION_CREDENTIALS`: a service account key made for the
+session, whose `token_uri` is the stand-in's own token endpoint), so the launch takes Beam's and
+google-auth's ordinary credential path, without its 25 s of retries and without Google's token server.
+
+The service listens on port 443, as Beam requires of a gRPC endpoint (`--dataflow_endpoint` takes no
+port), on the first loopback address from 127.0.0.1 that is free (parallel test processes each get
+one; SO_REUSEPORT is off, so a second server cannot silently share an address).
 """
 
 from __future__ import annotations
