@@ -195,6 +195,11 @@ def test_workers_ran_only_the_staged_files_from_a_read_only_package_folder(publi
         assert "package folder read-only" in (run.folder / "logs" / "pool.log").read_text()
         assert (run.folder / "site" / "vlnkit").is_dir()
         assert run.state.name == "JOB_STATE_DONE"
+    # Compiled kernels were built and cached on the workers (the score jobs' at least), outside the read-only
+    # package folder: numba's cache went to the workers' home.
+    cached = [run for run in jobs[:5] if list((run.folder / "home").rglob("*.nbi"))]
+    assert len(cached) >= 2, [run.folder for run in jobs[:5]]
+    assert not any(list((run.folder / "site").rglob("*.nbi")) for run in jobs[:5])
 
 
 def snapshot(b, prefix: str) -> dict[str, bytes]:
@@ -221,28 +226,32 @@ def one_line_failure(code: int, err: str) -> str:
     return lines[0]
 
 
-def test_a_job_whose_workers_fail_exits_3_in_one_line_and_keeps_the_published_version(
+def test_a_job_its_last_step_judges_failed_exits_3_in_one_line_and_keeps_the_published_version(
     gcs_emulator, dataflow_standin, published_version
 ):
+    """The dataset is cut short once the launcher has checked it: the workers read a broken file, the job's
+    last step (on the workers) judges the run failed and publishes nothing; the service sees a job that
+    finished, the launcher reads the verdict and says it in one line."""
     b = gcs_emulator
     prefix, flags, before = published_version
     dataset = "inputs/R2R_val_seen_small.json"
     original = b.get(dataset)
-
-    def corrupt(run):  # the dataset is replaced once the launcher has checked it: the workers cannot parse it
-        b.put(dataset, b'[{"path_id": 1, "scan": "x", "instructions": ["go"], "path": ["a"]}, {"path_id": ')
-
-    dataflow_standin.before_run = corrupt
+    dataflow_standin.before_run = lambda run: b.put(dataset, original[: len(original) // 2])
     try:
         code, out, err = finish(launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"]))
     finally:
         dataflow_standin.before_run = None
         b.put(dataset, original)
-    run = list(dataflow_standin.jobs.values())[-1]
     line = one_line_failure(code, err)
-    assert run.state.name == "JOB_STATE_FAILED"
-    assert "R2R_val_seen_small.json" in line, line  # the worker's error, naming the file it could not read
-    assert snapshot(b, prefix) == before
+    assert list(dataflow_standin.jobs.values())[-1].state.name == "JOB_STATE_DONE"
+    assert "dead-lettered" in line, line  # the verdict the last step wrote in the manifest
+    assert {n: v for n, v in snapshot(b, prefix).items() if not n.startswith("versions/")} == {
+        n: v for n, v in before.items() if not n.startswith("versions/")
+    }
+    published = current(b, prefix)[len(prefix) + 1 :] + "/"
+    assert {n: v for n, v in snapshot(b, prefix).items() if n.startswith(published)} == {
+        n: v for n, v in before.items() if n.startswith(published)
+    }
 
 
 def test_a_cancelled_job_exits_3_in_one_line_and_keeps_the_published_version(
@@ -261,10 +270,12 @@ def test_a_cancelled_job_exits_3_in_one_line_and_keeps_the_published_version(
     assert snapshot(b, prefix) == before
 
 
-def test_workers_without_the_staged_package_fail_the_job_saying_why_in_one_line(
+def test_a_job_whose_workers_raise_exits_3_in_one_line_and_keeps_the_published_version(
     gcs_emulator, dataflow_standin, published_version, tmp_path
 ):
-    """A profile without --setup_file stages no package: the workers cannot import the project."""
+    """A profile without --setup_file stages no package: the workers raise as they unpickle the job's steps
+    (they cannot import the project), the service fails the job with the workers' error, and the launcher
+    says it in one line."""
     b = gcs_emulator
     prefix, flags, before = published_version
     profile = tmp_path / "dataflow_without_package.yaml"
@@ -283,5 +294,6 @@ def test_workers_without_the_staged_package_fail_the_job_saying_why_in_one_line(
     line = one_line_failure(code, err)
     assert re.search(r"ModuleNotFoundError: No module named '(vlnkit|transforms|pipelines)'", line), line
     run = list(dataflow_standin.jobs.values())[-1]
+    assert run.state.name == "JOB_STATE_FAILED" and "the job ended in state FAILED: " in line
     assert "workflow.tar.gz" not in [p.name for p in (run.folder / "semi" / "staged").iterdir()]
     assert snapshot(b, prefix) == before

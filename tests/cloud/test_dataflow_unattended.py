@@ -1,7 +1,7 @@
 """Runs nobody waits for, on the Dataflow stand-in (tests/dataflow_standin): a launcher killed while its job
 runs, and a Flex Template launch (the way Cloud Scheduler runs a job), each publish a complete version by
-the job alone: rows equal to an in-process run's, and `vlnkit verify` passes. Launches the service
-refuses before anything is staged end in one line and never reach it.
+the job alone: rows equal to an in-process run's, and `vlnkit verify` passes. A classic template
+launch is refused in one line and never reaches the service.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def test_a_launcher_killed_while_its_job_runs_still_gets_a_complete_verified_ver
     b = gcs_emulator
     flags, rows = reference
     prefix = "unattended/killed_launcher"
+    count = len(dataflow_standin.jobs) + 1
     proc = launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"])
 
     def kill_launcher(run):  # the job's workers are up and its pipeline about to run: the launcher dies
@@ -50,7 +51,7 @@ def test_a_launcher_killed_while_its_job_runs_still_gets_a_complete_verified_ver
 
     dataflow_standin.before_run = kill_launcher
     try:
-        run = dataflow_standin.wait_for_job(len(dataflow_standin.jobs) + 1)
+        run = dataflow_standin.wait_for_job(count)
         finished = dataflow_standin.wait(run.id)
     finally:
         dataflow_standin.before_run = None
@@ -129,39 +130,16 @@ def test_a_flex_template_launch_publishes_by_the_pipeline_alone(gcs_emulator, da
     channel.close()
 
 
-def test_launches_refused_before_anything_is_staged_end_in_one_line(
-    gcs_emulator, dataflow_standin, reference, tmp_path
-):
-    """A classic template, and a launch without credentials: one line each, exit 2, no request to the service,
-    nothing staged."""
+def test_a_classic_template_is_refused_in_one_line_before_anything_is_staged(gcs_emulator, dataflow_standin, reference):
+    """The issue's first attempt, made again: --template_location on the real DataflowRunner path stops in one
+    line naming Flex Templates (exit 2), with no request to the service and nothing staged or written."""
     b = gcs_emulator
     flags, _ = reference
-    jobs = len(dataflow_standin.jobs)
-    staged = b.list("dataflow/staging")
-    classic = launch(
-        dataflow_standin,
-        b,
-        "build_r4r",
-        [
-            *flags,
-            f"--output_dir={b.url('unattended/classic')}",
-            f"--template_location={b.url('templates/classic.json')}",
-        ],
+    jobs, staged = len(dataflow_standin.jobs), b.list("dataflow/staging")
+    out, template = b.url("unattended/classic"), b.url("templates/classic.json")
+    code, _, err = finish(
+        launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={out}", f"--template_location={template}"])
     )
-    code, out, err = finish(classic)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Flex Template" in err, err
-    started = time.time()
-    env_without = {"GOOGLE_APPLICATION_CREDENTIALS": "", "CLOUDSDK_CONFIG": str(tmp_path)}
-    proc = launch(
-        dataflow_standin,
-        b,
-        "build_r4r",
-        [*flags, f"--output_dir={b.url('unattended/no_credentials')}"],
-        env=env_without,
-    )
-    code, out, err = finish(proc)
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "credentials" in err, err
-    assert time.time() - started < 20
-    assert len(dataflow_standin.jobs) == jobs
-    assert b.list("dataflow/staging") == staged
-    assert not b.list("unattended/classic") and not b.list("unattended/no_credentials")
+    assert len(dataflow_standin.jobs) == jobs and b.list("dataflow/staging") == staged
+    assert not b.list("unattended/classic") and "classic.json" not in b.list("templates")

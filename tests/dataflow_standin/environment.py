@@ -100,6 +100,23 @@ def base_environment(beam_version: str, sdist: Path | None) -> Path:
         return folder
 
 
+def build_sdist(project: Path, to: Path, log: Path) -> None:
+    """An sdist of the project folder `project` (holding setup.py) at `to`, as Beam's stager builds one."""
+    folder = to.parent / "sdist-build"
+    with open(log, "ab") as out:
+        done = subprocess.run(
+            [sys.executable, "setup.py", "-q", "sdist", "-d", str(folder)],
+            cwd=project,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    built = sorted(folder.glob("*.tar.gz"))
+    if done.returncode or len(built) != 1:
+        raise RuntimeError(f"building an sdist of {project} failed (log {log})")
+    built[0].rename(to)
+    shutil.rmtree(folder)
+
+
 def install_staged(python: Path, staged: Path, target: Path, log: Path) -> None:
     """Install the staged requirements, extra packages and package into `target`, without dependencies.
 

@@ -111,6 +111,8 @@ def launch(service, request: dataflow.LaunchFlexTemplateRequest, context) -> dat
         ),
     ]
     env = {**service.launcher_env(), **image.env, "PYTHONPATH": str(image.workdir)}
+    if "NUMBA_CACHE_DIR" in env:  # the image's folder for compiled kernels, here one of the launch's own
+        env["NUMBA_CACHE_DIR"] = str(run.folder / "numba-cache")
     log = open(run.folder / "logs" / "launcher.log", "wb")  # noqa: SIM115 -- kept by the child
     proc = subprocess.Popen(
         [sys.executable, str(image.py_file), *flags],

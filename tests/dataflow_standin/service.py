@@ -23,7 +23,14 @@ else of the launcher's:
 
 Nothing leaves the loopback: the launcher, the job service and the workers get `NO_GCE_CHECK=true`,
 `GCE_METADATA_HOST`/`GCE_METADATA_IP` on a dead loopback port, and an HTTP(S) proxy on a dead port
-for every host but the loopback, so any other request fails at once instead of going out.
+for every host but the loopback, so any other request fails at once instead of going out. They find
+credentials as on Google Cloud (`GOOGLE_APPLICATION_CREDENTIALS`: a service account key made for the
+session, whose `token_uri` is the stand-in's own token endpoint), so the launch takes Beam's and
+google-auth's ordinary credential path, without its 25 s of retries and without Google's token server.
+
+The service listens on port 443, as Beam requires of a gRPC endpoint (`--dataflow_endpoint` takes no
+port), on the first loopback address from 127.0.0.1 that is free (parallel test processes each get
+one; SO_REUSEPORT is off, so a second server cannot silently share an address).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ import http.server
 import itertools
 import json
 import os
+import pwd
+import shutil
 import signal
 import socket
 import subprocess
@@ -143,6 +152,31 @@ def _download(location: str, to: Path) -> None:
     storage.Client.create_anonymous_client().bucket(bucket).blob(name).download_to_filename(str(to))
 
 
+def _worker_image(env: dataflow.Environment) -> str:
+    """The SDK container image a job's workers run (the Runner v2 way, or the legacy field)."""
+    for pool in env.worker_pools:
+        for image in pool.sdk_harness_container_images:
+            return image.container_image
+        if pool.worker_harness_container_image:
+            return pool.worker_harness_container_image
+    return ""
+
+
+def _isolation() -> tuple[list[str], dict]:
+    """How the worker pool starts so that the installed package folder is read-only to the workers: as root,
+    in a mount namespace of its own with a read-only bind mount (root writes anywhere else), or, where no
+    namespace may be made (a container without CAP_SYS_ADMIN), as the unprivileged user `nobody`; not as
+    root, the folder's files are already the tests' user's, made read-only by `install_staged`'s caller.
+    Returns (the command's prefix, Popen's user arguments)."""
+    if os.geteuid() != 0:
+        return [], {}
+    wrap = ["unshare", "--mount", "--propagation", "private"]
+    if subprocess.run([*wrap, "true"], capture_output=True).returncode == 0:
+        return wrap, {}
+    entry = pwd.getpwnam("nobody")
+    return [], {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
 def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -222,9 +256,11 @@ class DataflowStandin:
         subprocess.run([... "--runner=DataflowRunner", *service.launcher_flags()], env=service.launcher_env())
     """
 
-    def __init__(self, workdir: Path, port: int = 443):
+    def __init__(self, workdir: Path | None = None, port: int = 443):
+        # The workers' user (below) must reach the job folders: under the system's temporary folder by default.
         self.workdir = Path(tempfile.mkdtemp(prefix="dataflow-standin-", dir=workdir))
-        self.workdir.chmod(0o755)  # the workers' user reads the job folders
+        self.workdir.chmod(0o755)
+        self._isolation = _isolation()
         self.port = port
         self.jobs: dict[str, JobRun] = {}
         self.flex_images: dict = {}  # a Flex Template image -> what it runs (flex.FlexImage)
@@ -283,6 +319,13 @@ class DataflowStandin:
             self._server.stop(grace=None).wait()
         if self._tokens is not None:
             self._tokens.shutdown()
+        if not os.environ.get("VLNKIT_DATAFLOW_STANDIN_KEEP"):  # set it to keep the jobs' folders and logs
+
+            def writable(fn, path, _):
+                os.chmod(path, 0o755)
+                fn(path)
+
+            shutil.rmtree(self.workdir, onerror=writable)
 
     def __enter__(self) -> DataflowStandin:
         return self.start()
@@ -431,6 +474,21 @@ class DataflowStandin:
         bucket, name = _gcs_path(location)
         return storage.Client.create_anonymous_client().bucket(bucket).blob(name).download_as_text()
 
+    def public(self, run: JobRun) -> dataflow.Job:
+        """What the API shows of a job (GetJob's default view: no steps, no environment)."""
+        with run.lock:
+            return dataflow.Job(
+                id=run.job.id,
+                name=run.job.name,
+                project_id=run.job.project_id,
+                location=run.job.location,
+                type_=run.job.type_,
+                current_state=run.job.current_state,
+                current_state_time=run.job.current_state_time,
+                create_time=run.job.create_time,
+                client_request_id=run.job.client_request_id,
+            )
+
     def _get_job(self, request: dataflow.GetJobRequest, context) -> dataflow.Job:
         return self.public(self._find(request.job_id, context))
 
@@ -515,11 +573,25 @@ class DataflowStandin:
             names.append(package.name)
         run.say(f"Staged files: {', '.join(names) or 'none'}")
         beam_version = env.user_agent["version"]
-        sdist = staged / environment.SDIST
+        # A Flex Template image is also its workers' container: it holds the project (the Dockerfile installs
+        # its folder), so its workers get the project from the image's folder, as a package built from it.
+        image = self.flex_images.get(_worker_image(env))
+        installed = staged
+        if image is not None:
+            installed = run.folder / "image"
+            installed.mkdir()
+            environment.build_sdist(image.workdir, installed / environment.SDIST, run.folder / "logs" / "install.log")
+            run.say(f"Workers use the image {_worker_image(env)}, which holds the project")
+        sdist = installed / environment.SDIST
         base = environment.base_environment(beam_version, sdist if sdist.exists() else None)
         python = base / "bin" / "python"
         site = run.folder / "site"
         environment.install_staged(python, staged, site, run.folder / "logs" / "install.log")
+        if image is not None:
+            environment.install_staged(python, installed, site, run.folder / "logs" / "install.log")
+        if os.geteuid() != 0:  # the tests' own user owns the files: read-only to it as well
+            for path in [site, *site.rglob("*")]:
+                path.chmod(path.stat().st_mode & ~0o222)
         if run.cancel_requested.is_set():
             raise _Cancelled()
 
@@ -536,10 +608,13 @@ class DataflowStandin:
         pool_port = free_port()
         pool = run.folder / "pool.sh"
         pool.write_text(_POOL_SCRIPT.format(site=site, python=python, port=pool_port, boot=boot))
-        # As root, only a read-only mount makes a folder read-only: the pool gets a mount namespace of its own.
-        wrap = ["unshare", "--mount", "--propagation", "private"] if os.geteuid() == 0 else []
+        wrap, user = self._isolation
+        if user:  # the workers' user writes only its own folders
+            for sub in ("semi", "home", "logs"):
+                for path in [run.folder / sub, *(run.folder / sub).rglob("*")]:
+                    os.chown(path, user["user"], user["group"])
         pool_proc = self._spawn(
-            run, [*wrap, "/bin/sh", str(pool)], "pool.log", env=worker_env, cwd=str(run.folder / "home")
+            run, [*wrap, "/bin/sh", str(pool)], "pool.log", env=worker_env, cwd=str(run.folder / "home"), **user
         )
         _wait_for_port(pool_port, pool_proc, run.folder / "logs" / "pool.log")
         job_port = free_port()
@@ -584,7 +659,7 @@ class _TokenHandler(http.server.BaseHTTPRequestHandler):
 # The worker pool's start: the installed package folder made read-only (a read-only bind mount when root),
 # checked, then Beam's worker pool, which runs the boot for every SDK worker.
 _POOL_SCRIPT = """set -e
-if [ "$(id -u)" = 0 ]; then mount --bind "{site}" "{site}" && mount -o remount,ro,bind "{site}"; else chmod -R a-w "{site}"; fi
+if [ "$(id -u)" = 0 ]; then mount --bind "{site}" "{site}" && mount -o remount,ro,bind "{site}"; fi
 if touch "{site}/.write-probe" 2>/dev/null; then echo "the package folder {site} is writable" >&2; exit 97; fi
 echo "package folder read-only: {site}"
 exec "{python}" -m apache_beam.runners.worker.worker_pool_main --service_port={port} --container_executable="{boot}"
