@@ -22,8 +22,9 @@ from apache_beam.metrics import Metrics
 from transforms.deadletter import DEAD_LETTER
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.trajectories import is_parquet
@@ -135,8 +136,9 @@ class CountedRead(beam.DoFn):
             self.records_bad.inc(dead)
 
 
-def _reference_rows(piece) -> int:
-    return 0 if isinstance(piece[1], RefusedReferences) else len(piece[1])
+def _rows_read(piece) -> int:
+    """The records a piece holds (refused keys hold none: their dead letters count them)."""
+    return 0 if isinstance(piece[1], (RefusedReferences, RefusedPredictions)) else len(piece[1])
 
 
 class _ReadFile(CountedRead):
@@ -150,6 +152,7 @@ class _ReadFile(CountedRead):
         self.options = options
         self.id_parts = benchmark.id_parts
         self.instruction_set = options.instruction_set
+        self.target_path = options.get("target_path", DEFAULT_TARGET_PATH)
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
@@ -161,8 +164,8 @@ class _ReadFile(CountedRead):
         if predictions:
             pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set)
-        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _reference_rows)
+            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set, self.target_path)
+        yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _rows_read)
 
 
 @dataclass
@@ -174,7 +177,7 @@ class ReadScoringInputs(beam.PTransform):
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
     is the size of the byte ranges plain JSON Lines files are read in by several workers. `benchmark` and
     its `options` (`vlnkit.scoring.benchmark`) set how ids and records read (REVERIE's instr_ids have 3
-    parts); a worker starts loading the benchmark's per-worker data while it reads.
+    parts; CVDN's target path); a worker starts loading the benchmark's per-worker data while it reads.
     """
 
     agents: list[tuple[str, list[str]]]

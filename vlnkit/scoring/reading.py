@@ -33,10 +33,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import (
+    PredictionBatch,
+    ReferenceBatch,
+    RefusedPredictions,
+    RefusedReferences,
+    Vocabulary,
+)
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
-from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
+from vlnkit.datasets.prediction_batches import (
+    parquet_prediction_items,
+    prediction_batch,
+    refused_predictions,
+    submission_chunk,
+)
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch
 from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
 from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
@@ -129,6 +141,10 @@ def read_predictions(
                 start, items, strict = chunk
                 batch, errors, unknown = prediction_batch(items, start, path, agent, rank, vocab, strict, parts)
                 yield from errors
+                if errors:  # the episodes they name were given a prediction: without a usable one, not missing
+                    refused = refused_predictions(agent, errors)
+                    if len(refused):
+                        yield refused
                 for index, instr_id in unknown:
                     yield unknown_id(path, index, instr_id)
                 if len(batch):
@@ -159,15 +175,21 @@ def _reference_chunks(path: str, line_range, fmt: FileFormat, vocab: Vocabulary)
 
 
 def read_references(
-    path: str, rank: int, vocab: Vocabulary, line_range=None, instruction_set: str = "instructions"
+    path: str,
+    rank: int,
+    vocab: Vocabulary,
+    line_range=None,
+    instruction_set: str = "instructions",
+    target_path: str = DEFAULT_TARGET_PATH,
 ) -> Iterator[ReferenceBatch | RecordError]:
     """The valid reference paths of one dataset file (or byte range), as batches, and a dead letter for
     every other record (with the keys of refused records that still name one: `RefusedReferences`). R2R/R4R
     records, RxR guide lines and REVERIE records are told apart by the file's first record; an RxR follower
     file and a REVERIE test split are refused as a whole (once, by the range that holds its start).
-    `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`."""
+    `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`; `target_path`: a
+    CVDN/NDH instance's reference path is its planner's, its player's or the trusted one (`vlnkit.datasets.ndh`)."""
     parquet = is_parquet(path)
-    fmt = FileFormat(instruction_set=instruction_set)
+    fmt = FileFormat(instruction_set=instruction_set, target_path=target_path)
     with gc_paused():
         for chunk in _reference_chunks(path, line_range, fmt, vocab):
             if isinstance(chunk, RecordError):
@@ -179,7 +201,7 @@ def read_references(
                     yield RecordError(path, "", WHOLE_FILE_REFUSALS[fmt.fmt_of(items)])
                 return
             batch, errors = reference_batch(
-                items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items), instruction_set
+                items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items), instruction_set, target_path
             )
             yield from errors
             refused = RefusedReferences.of(errors)
@@ -215,6 +237,6 @@ def in_buckets(pieces, buckets: int, rows: int = BATCH_ROWS) -> Iterator[tuple[i
 
 
 def _concat_args(parts: list) -> tuple:
-    if isinstance(parts[0], PredictionBatch):
+    if isinstance(parts[0], (PredictionBatch, RefusedPredictions)):
         return parts[0].agent, parts
     return (parts,)
