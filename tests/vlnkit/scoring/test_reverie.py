@@ -53,7 +53,7 @@ def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     batches = [b for _, b in in_buckets(pieces, 1)]
     join = join_bucket(batches, {"a": [str(predictions)]}, [str(dataset)], vocab, graphs, REVERIE.format_ids)
     if options not in CONTEXTS:  # loaded once per worker in the job
-        CONTEXTS[options] = REVERIE.context(options, vocab)
+        CONTEXTS[options] = REVERIE.context(options, vocab, graphs)
     context = CONTEXTS[options]
     return score_bucket(join, scans, ScoringConfig(), benchmark=REVERIE, context=context).table
 
