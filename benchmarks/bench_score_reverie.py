@@ -20,9 +20,8 @@ import numpy as np
 import orjson
 
 from benchmarks.bench_score_scale import job_cmd
-from benchmarks.make_scale_data import make
+from benchmarks.make_scale_data import make, random_walks
 from benchmarks.measure import interleaved_rounds
-from vlnkit.evaluation.random_baseline import neighbour_table, walk
 from vlnkit.navigation.graph import GraphStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,12 +51,7 @@ def make_reverie(folder: str, n: int, data: str, seed: int = 0) -> tuple[str, st
             fd.write(b"\n".join(lines_d) + b"\n")
             lines_p = []
             for scan, eps in by_scan.items():
-                g = store.get(scan)
-                if scan not in tables:
-                    tables[scan] = (neighbour_table(g), np.asarray(g.viewpoints, dtype=object))
-                (table, degree), names = tables[scan]
-                starts = np.asarray([g.index[s] for _, s, _ in eps])
-                paths, lengths = walk(table, degree, starts, rng.integers(3, 8, len(eps)), rng.random((len(eps), 7)))
+                paths, lengths, names = random_walks(store, tables, scan, [s for _, s, _ in eps], rng)
                 right = rng.random(len(eps)) < 0.5
                 for (iid, _, obj), row, length, ok in zip(eps, paths.tolist(), lengths.tolist(), right.tolist()):
                     traj = [[names[v], 0.0, 0.0] for v in row[:length]]

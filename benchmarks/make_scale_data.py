@@ -26,6 +26,19 @@ from vlnkit.navigation.graph import GraphStore
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def random_walks(store: GraphStore, tables: dict, scan: str, starts: list[str], rng):
+    """Walks of 3 to 7 moves (uniform neighbours) from each start viewpoint of `scan`: (node rows, lengths,
+    viewpoint names); `tables` keeps each scan's neighbour table between calls."""
+    g = store.get(scan)
+    if scan not in tables:
+        tables[scan] = (neighbour_table(g), np.asarray(g.viewpoints, dtype=object))
+    (table, degree), names = tables[scan]
+    nodes = np.asarray([g.index[s] for s in starts])
+    steps = rng.integers(3, 8, len(nodes))
+    paths, lengths = walk(table, degree, nodes, steps, rng.random((len(nodes), 7)))
+    return paths, lengths, names
+
+
 def make(folder: str, n: int, data: str, seed: int = 0) -> tuple[str, str]:
     """Write the two files (if not already there with this N) and return their paths."""
     os.makedirs(folder, exist_ok=True)
@@ -54,13 +67,7 @@ def make(folder: str, n: int, data: str, seed: int = 0) -> tuple[str, str]:
                         break
                     by_scan.setdefault(r["scan"], []).append((f"{rec['path_id']}_{k}", r["path"][0]))
             for scan, eps in by_scan.items():
-                g = store.get(scan)
-                if scan not in tables:
-                    tables[scan] = (neighbour_table(g), np.asarray(g.viewpoints, dtype=object))
-                (table, degree), names = tables[scan]
-                starts = np.asarray([g.index[s] for _, s in eps])
-                steps = rng.integers(3, 8, len(eps))
-                paths, lengths = walk(table, degree, starts, steps, rng.random((len(eps), 7)))
+                paths, lengths, names = random_walks(store, tables, scan, [s for _, s in eps], rng)
                 headings = np.round(rng.uniform(-math.pi, math.pi, paths.shape), 4).tolist()
                 for (instr_id, _), row, length, head in zip(eps, paths.tolist(), lengths.tolist(), headings):
                     traj = [[names[v], h, 0.0] for v, h in zip(row[:length], head)]

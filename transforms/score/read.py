@@ -20,6 +20,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER
+from transforms.graphs import worker_graph_store
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
 from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
@@ -47,9 +48,9 @@ def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
 
 def worker_context(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str):
     """A benchmark's per-worker data (`Benchmark.context`: REVERIE's object visibility), once per worker."""
-    vocab = worker_vocabulary(connectivity_dir)
+    vocab, graphs = worker_vocabulary(connectivity_dir), worker_graph_store(connectivity_dir)
     key = (benchmark.name, options, connectivity_dir)
-    return per_worker("benchmark_context", key, lambda: benchmark.context(options, vocab))
+    return per_worker("benchmark_context", key, lambda: benchmark.context(options, vocab, graphs))
 
 
 def load_context_in_background(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str) -> None:

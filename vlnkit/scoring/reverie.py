@@ -85,7 +85,7 @@ class Visibility:
         return ok & ((self.bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
 
 
-def load_visibility(options: BenchmarkOptions, vocab) -> Visibility:
+def load_visibility(options: BenchmarkOptions, vocab, graphs=None) -> Visibility:
     if not options.visibility:
         raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
     seen, objects = read_visibility(options.visibility, vocab)

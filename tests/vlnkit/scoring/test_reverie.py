@@ -4,6 +4,7 @@ implementation of the two evaluators' rules (tests/oracles/reverie_rules.py) on 
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import numpy as np
@@ -13,7 +14,14 @@ import pytest
 from tests.oracles import reverie_rules
 from vlnkit.datasets.columns import Vocabulary
 from vlnkit.datasets.line_scan import scan_records, scan_submissions
-from vlnkit.datasets.reverie import NO_OBJECT, predicted_object, record_reason, split_reverie_ids
+from vlnkit.datasets.reverie import (
+    NO_OBJECT,
+    predicted_object,
+    read_visibility,
+    record_reason,
+    split_reverie_ids,
+    visibility_entries,
+)
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.scoring.benchmark import BenchmarkOptions
@@ -53,7 +61,7 @@ def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     batches = [b for _, b in in_buckets(pieces, 1)]
     join = join_bucket(batches, {"a": [str(predictions)]}, [str(dataset)], vocab, graphs, REVERIE.format_ids)
     if options not in CONTEXTS:  # loaded once per worker in the job
-        CONTEXTS[options] = REVERIE.context(options, vocab)
+        CONTEXTS[options] = REVERIE.context(options, vocab, graphs)
     context = CONTEXTS[options]
     return score_bucket(join, scans, ScoringConfig(), benchmark=REVERIE, context=context).table
 
@@ -223,3 +231,26 @@ def test_records_and_predictions_read_alike_by_the_scanners_and_the_general_read
     for x, y in zip(*got):
         assert x.path_id.tolist() == y.path_id.tolist() and x.paths.values.tolist() == y.paths.values.tolist()
         assert x.extras["predicted_object"].tolist() == y.extras["predicted_object"].tolist() == list(range(60))
+
+
+def test_duets_merged_file_gives_the_visibility_of_the_release_folder(reverie, world, tmp_path):
+    """DUET's BBoxes.json ({"<scan>_<viewpoint>": {objId: {...}}}) made from some of the release's files reads
+    as those files do; an object with an empty visible_pos is seen from nowhere in either layout."""
+    vocab = world[0]
+    folder = tmp_path / "BBox"
+    folder.mkdir()
+    merged = {}
+    for name in sorted(os.listdir(reverie / "BBox"))[:300]:
+        data = json.loads((reverie / "BBox" / name).read_text())
+        (folder / name).write_text(json.dumps(data))
+        merged[name[: -len(".json")]] = next(iter(data.values()))
+    (tmp_path / "BBoxes.json").write_text(json.dumps(merged))
+    a, b = read_visibility(str(folder), vocab), read_visibility(str(tmp_path / "BBoxes.json"), vocab)
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist() and len(a[0]) > 100
+    want = {
+        (name.split("_", 1)[0], name.split("_", 1)[1], int(o))
+        for name, objects in merged.items()
+        for o, info in objects.items()
+        if info["visible_pos"]
+    }
+    assert set(visibility_entries(str(tmp_path / "BBoxes.json"))) == want
