@@ -57,7 +57,7 @@ from pipelines.provenance import (
     intact,
     metrics_table,
 )
-from pipelines.runners import local_runner
+from pipelines.runners import JobFailed, job_failure, local_runner, one_worker_process, runs_here
 from pipelines.verdict import (
     BEFORE_READ,
     JobError,
@@ -230,11 +230,13 @@ class Run:
             if any(same_file(output, path) for path, _ in inputs):
                 raise JobError(f"{output} is both an input and an output of this run; name another output file")
         runner = local_runner(self.options)
-        in_process = runner is not None  # the job runs in this process: it ends when this process ends
-        # The digests are needed for the manifest (and first by --skip_if_unchanged). A job that runs here
-        # hashes its inputs on a thread while the pipeline runs (hashlib and file reads release the GIL);
-        # any other job hashes them in a branch of its pipeline, on its workers.
-        digests = in_background(describe_inputs, inputs) if in_process or self.args.skip_if_unchanged else None
+        in_process = runs_here(self.options)  # the job ends when this process ends
+        # The digests are needed for the manifest (and first by --skip_if_unchanged). A job whose last step
+        # runs in this process hashes its inputs on a thread while the pipeline runs (hashlib and file reads
+        # release the GIL); any other job hashes them in a branch of its pipeline, on its workers.
+        step_here = runner is not None and one_worker_process(self.options)
+        hashing = step_here or self.args.skip_if_unchanged
+        digests = in_background(describe_inputs, inputs) if hashing else None
         if self.args.skip_if_unchanged:
             this_run = fingerprint(self.job, job_settings, redact(digests.result()))
             previous = self._previous_run()
@@ -273,11 +275,11 @@ class Run:
                 code=code_identity(),
                 outcome=outcome,
                 declared=declared,
-                digests=digests.result() if digests is not None and not in_process else None,
+                digests=digests.result() if digests is not None and not step_here else None,
                 waited=wait,
                 started=started,
             )
-            if in_process:
+            if step_here:
                 hashing_here(publication.version, digests)
             return self._run_pipeline(build, out, ending, runner, in_process, wait)
         except RunFailed:
@@ -287,12 +289,11 @@ class Run:
             full = out_of_space(exc)
             if full:
                 raise RunFailed(f"the output ran out of space: {full}; the published output is unchanged") from None
+            if isinstance(exc, JobFailed):
+                raise RunFailed(f"{exc}; the published output is unchanged") from None
             raise
         finally:
-            if wait:
-                publication.end()
-            else:
-                publication.hand_over()
+            publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
 
     def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
@@ -300,23 +301,32 @@ class Run:
         import apache_beam as beam
         from apache_beam.runners.runner import PipelineState
 
-        from transforms.publish import publish
+        from transforms.publish import hold_lock, publish
 
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(self._inputs), out.folder)
         pipeline = beam.Pipeline(runner=runner, options=self.options)
+        if not in_process:
+            hold_lock(pipeline, ending)  # first, so the job renews its lock from its start
         build(pipeline, out)
-        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests is None and not in_process)
+        step_here = runner is not None and one_worker_process(self.options)
+        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests is None and not step_here)
         layout.fault_point("pipeline")
         resume_collection()
         result = pipeline.run()
         if not wait:
+            ending.publication.hand_over()
             print(
                 f"{self.job}: submitted without waiting; the job publishes {out.folder} into {self.output_dir} "
                 f"when it finishes (check it with: vlnkit verify {self.output_dir})",
                 flush=True,
             )
             return {"detached": True, "version": out.version, "folder": out.folder}
-        state = result.wait_until_finish()
+        try:
+            state = result.wait_until_finish()
+        except Exception as exc:  # the runner has logged the job's messages (a worker's traceback among them)
+            if in_process:
+                raise
+            raise job_failure(exc) from None
         if state not in (PipelineState.DONE, None):
             raise RunFailed(f"pipeline ended in state {state}; nothing was published")
         counters = metrics_table(result)

@@ -169,9 +169,8 @@ def build(
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
-        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark.id_parts,
-        options.instruction_set, options.get("target_path", DEFAULT_TARGET_PATH),
-    )  # fmt: skip
+        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark, options
+    )
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
     score = ScoreBuckets(
         connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers, benchmark, options

@@ -24,11 +24,11 @@ def write_episodes(scored, output_dir: str, schema, num_shards: int, bootstrap: 
     of the summary (when the bootstrap is on). Shared by the graph and the continuous wiring."""
     import apache_beam as beam
 
-    from transforms.score.outputs import MergeBootstrap, WriteEpisodeLists, WriteEpisodeTables
+    from transforms.score.outputs import MergeBootstrap, WriteEpisodeLists
     from transforms.score.score import BOOTSTRAP, LINES, MISSING, UNUSABLE
+    from transforms.write import WriteTables
 
-    episodes = WriteEpisodeTables(fileio.join(output_dir, "episodes"), schema, num_shards)
-    scored["tables"] | "WriteEpisodes" >> episodes
+    scored["tables"] | "WriteEpisodes" >> WriteTables(fileio.join(output_dir, "episodes"), schema, num_shards)
     lists = {MISSING: fileio.join(output_dir, MISSING_FILE), UNUSABLE: fileio.join(output_dir, UNUSABLE_FILE)}
     scored[LINES] | "WriteEpisodeLists" >> WriteEpisodeLists(lists)
     side = {}

@@ -8,8 +8,8 @@ read back, verdict, manifest, `_SUCCESS`, pointer, pruning, lock released. So th
 any runner, whether or not its launcher waits.
 
 When the job does not run in the launcher's process, its workers keep the run's lock alive
-(`vlnkit.io.lock.keep_alive`, started in the `setup` of the steps that end each write and of a step
-at the pipeline's start), and the inputs' checksums are computed by a branch of the pipeline unless
+(`vlnkit.io.lock.keep_alive`, started in the `setup` of the steps that end each write, of the last
+step and of a first step, `hold_lock`), and the inputs' checksums are computed by a branch of the pipeline unless
 the launcher already has them.
 """
 
@@ -73,6 +73,12 @@ class _Finish(beam.DoFn):
         yield verdict
 
 
+def hold_lock(pipeline: beam.Pipeline, ending: Ending) -> None:
+    """A first step whose workers start renewing the run's lock (before the job's own steps are applied,
+    so a runner that orders independent stages as they were applied runs it first)."""
+    _ = pipeline | "KeepLock" >> beam.Impulse() | "KeepLockAlive" >> beam.ParDo(_KeepLock(ending, True))
+
+
 def publish(pipeline: beam.Pipeline, ending: Ending, keep_lock: bool, hash_inputs: bool):
     """Make publishing the run the last step of `pipeline` (after everything the job's `build` applied).
     `keep_lock`: the job's workers renew the lock; `hash_inputs`: a branch computes the inputs' checksums.
@@ -82,8 +88,6 @@ def publish(pipeline: beam.Pipeline, ending: Ending, keep_lock: bool, hash_input
     if not done:
         done = [pipeline | "NothingWritten" >> beam.Create([])]
     side = {"written": beam.pvalue.AsList(done | "AllWritten" >> beam.Flatten(pipeline=pipeline))}
-    if keep_lock:
-        _ = pipeline | "KeepLock" >> beam.Impulse() | "KeepLockAlive" >> beam.ParDo(_KeepLock(ending, keep_lock))
     if hash_inputs:
         inputs = ending.inputs
         digests = (

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import apache_beam as beam
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -17,8 +20,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 from transforms.gather import GatherToOne
 from transforms.tally import SumDicts
 from vlnkit.io import fileio
+from vlnkit.io.parquet_encoding import WRITER_OPTIONS, parquet_writer
 
-SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+SHARD = "{prefix}-{index:05d}-of-{count:05d}.parquet"
 
 
 @dataclass
@@ -31,21 +35,15 @@ class _ToArrowTables(beam.DoFn):
     """
 
     schema: pa.Schema
-    name: str  # the output's name: the counter of rows written
     rows: int = 16384
-
-    def setup(self):
-        self.written = Metrics.counter("write", self.name)
 
     def start_bundle(self):
         self._buffer = []
 
     def _table(self):
         rows = self._buffer
-        table = pa.table({name: [r[name] for r in rows] for name in self.schema.names}, schema=self.schema)
-        self.written.inc(len(rows))
         self._buffer = []
-        return table
+        return pa.table({name: [r[name] for r in rows] for name in self.schema.names}, schema=self.schema)
 
     def process(self, batch):
         self._buffer.extend(batch)
@@ -59,7 +57,7 @@ class _ToArrowTables(beam.DoFn):
 
 @dataclass
 class WriteParquetShards(beam.PTransform):
-    """Records (or, with `batched=True`, lists of records) -> `<prefix>-SSSSS-of-NNNNN.parquet`."""
+    """Records (or, with `batched=True`, lists of records) -> `<prefix>-SSSSS-of-NNNNN.parquet` (`WriteTables`)."""
 
     file_path_prefix: str
     schema: pa.Schema
@@ -70,28 +68,124 @@ class WriteParquetShards(beam.PTransform):
         batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
         return (
             batches
-            | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema, self.file_path_prefix.rsplit("/", 1)[-1]))
+            | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema))
             | "WriteParquet" >> WriteTables(self.file_path_prefix, self.schema, self.num_shards)
         )
 
 
+class _WriteTableFiles(beam.DoFn):
+    """Tables (or, after a shuffle into shards, (shard, tables)) -> one temporary Parquet file per bundle or
+    shard, written on one background thread: while a table is encoded and compressed (Arrow releases the
+    GIL), the fused step before this one computes the next. At most one table waits, so memory stays that
+    of two tables. Yields (temporary path, rows) when the bundle or shard ends."""
+
+    def __init__(self, prefix: str, schema: pa.Schema):
+        super().__init__()
+        self.prefix = prefix
+        self.schema = schema
+        self.rows = Metrics.counter("write", prefix.rsplit("/", 1)[-1])
+
+    def setup(self):
+        self._pool = ThreadPoolExecutor(1)
+
+    def teardown(self):
+        self._pool.shutdown(wait=True)
+
+    def start_bundle(self):
+        self._file = self._writer = self._pending = None
+        self._written = 0
+
+    def _write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._path = f"{self.prefix}.tmp-{uuid.uuid4().hex}.parquet"
+            self._file = fileio.open_write(self._path)
+            self._writer = parquet_writer(self._file, self.schema, table)
+        self._writer.write_table(table)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()  # a failed write fails the bundle here
+            self._pending = None
+
+    def process(self, element):
+        tables = element[1] if isinstance(element, tuple) else [element]
+        for table in tables:
+            self._wait()
+            self._pending = self._pool.submit(self._write, table)
+            self._written += table.num_rows
+        if isinstance(element, tuple):  # a shard is one file of its own
+            yield from self._close()
+
+    def _close(self):
+        self._wait()
+        if self._writer is not None:
+            self._writer.close()
+            self._file.close()
+            self.rows.inc(self._written)
+            yield self._path, self._written
+        self._file = self._writer = None
+        self._written = 0
+
+    def finish_bundle(self):
+        for found in self._close():
+            yield WindowedValue(found, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+def _name_shards(written: list, prefix: str, schema: pa.Schema, shards: int) -> int:
+    """Rename the temporary files to their shard names (in a stable order) and remove every other temporary
+    file (of a retried bundle); with no table at all, or fewer files than `shards`, empty files with the
+    schema stand for the rest, so a reader always finds the declared shards. Returns the rows written."""
+    done = sorted(written)
+    count = max(len(done), shards, 1)
+    for index, (path, _) in enumerate(done):
+        fileio.rename(path, SHARD.format(prefix=prefix, index=index, count=count))
+    for index in range(len(done), count):
+        with fileio.open_write(SHARD.format(prefix=prefix, index=index, count=count)) as f:
+            pq.write_table(schema.empty_table(), f, **WRITER_OPTIONS)
+    kept = {path for path, _ in done}
+    for path, _ in fileio.match(f"{prefix}.tmp-*.parquet"):
+        if path not in kept:
+            fileio.remove_tree(path)
+    return sum(rows for _, rows in done)
+
+
+class _ShardKeys(beam.DoFn):
+    """Tables -> (shard, table), dealt round the `shards` in turn from a random start per bundle (as Beam's
+    file sinks deal records), so shards get about as many tables each."""
+
+    def __init__(self, shards: int):
+        super().__init__()
+        self.shards = shards
+
+    def start_bundle(self):
+        self._next = random.randrange(self.shards)
+
+    def process(self, table):
+        yield self._next, table
+        self._next = (self._next + 1) % self.shards
+
+
 @dataclass
 class WriteTables(beam.PTransform):
-    """pyarrow Tables -> `<prefix>-SSSSS-of-NNNNN.parquet` (tables are written as they come, no per-row work)."""
+    """pyarrow Tables of `schema` -> `<prefix>-SSSSS-of-NNNNN.parquet`; the PCollection of the rows written.
+
+    Each bundle's tables go into one file, written on a background thread while the step before goes on
+    computing the next table (the two steps run fused), with a dictionary only for the columns whose
+    values repeat (`vlnkit.io.parquet_encoding`); the files get their shard names once every bundle is
+    done. `num_shards` > 0 asks for exactly that many files: the tables are shuffled into as many groups
+    first. Against Beam's own Parquet sink on the score job's episode rows: benchmarks/RESULTS.md.
+    """
 
     file_path_prefix: str
     schema: pa.Schema
     num_shards: int = 0
 
     def expand(self, tables):
-        return tables | "WriteParquet" >> beam.io.WriteToParquetBatched(
-            self.file_path_prefix,
-            schema=self.schema,
-            codec="snappy",
-            file_name_suffix=".parquet",
-            num_shards=self.num_shards,
-            shard_name_template=SHARD_TEMPLATE,
-        )
+        prefix, n = self.file_path_prefix, self.num_shards
+        if n:
+            tables = tables | "KeyShards" >> beam.ParDo(_ShardKeys(n)) | "GroupShards" >> beam.GroupByKey()
+        written = tables | "WriteFiles" >> beam.ParDo(_WriteTableFiles(prefix, self.schema))
+        return written | "GatherFiles" >> GatherToOne() | "NameShards" >> beam.Map(_name_shards, prefix, self.schema, n)
 
 
 def write_json(path: str, obj, indent: bool = False) -> None:

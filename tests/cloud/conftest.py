@@ -129,3 +129,15 @@ def gcs_emulator():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def dataflow_standin(gcs_emulator, tmp_path_factory):
+    """The Dataflow stand-in (tests/dataflow_standin) on https://127.0.0.1, its jobs reading and writing the bucket.
+
+    One per test session: the workers' environment it builds from the first job's staged files is
+    cached on disk and shared by every later job (and session)."""
+    from tests.dataflow_standin import DataflowStandin
+
+    with DataflowStandin(tmp_path_factory.mktemp("dataflow")) as standin:
+        yield standin

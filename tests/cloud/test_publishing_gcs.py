@@ -93,3 +93,26 @@ def test_sigkill_while_staging_or_publishing_on_gcs_keeps_the_published_version(
     assert len(versions) == 2 and all(f"versions/{v}/_SUCCESS" in names for v in versions)
     assert not [n for n in names if "beam-temp" in n]
     assert json.loads(published(b, prefix)["summary.json"])["records_read"] == 6
+
+
+def test_a_lock_on_gcs_is_renewed_by_any_process_of_its_run_and_never_brought_back(gcs_emulator):
+    """What a job's workers do with a gs:// lock: renew it by its token (a write conditional on the
+    generation just read), release it, and never write it again once released or taken over."""
+    import pickle
+
+    from vlnkit.io.lock import OutputLock
+
+    root = gcs_emulator.url("publishing/lock_renewals")
+    lock = OutputLock(root, "run-1", lease_seconds=60, in_process=False)
+    lock.acquire()
+    lock.stop_heartbeat()
+    worker = pickle.loads(pickle.dumps(lock))
+    first = json.loads(gcs_emulator.get("publishing/lock_renewals/lock.json"))
+    worker.heartbeat()
+    renewed = json.loads(gcs_emulator.get("publishing/lock_renewals/lock.json"))
+    assert renewed["token"] == first["token"] and renewed["heartbeat"] > first["heartbeat"] and not worker.lost
+    assert gcs_emulator.list("publishing/lock_renewals") == ["lock.json"]
+    worker.release()
+    assert gcs_emulator.list("publishing/lock_renewals") == []
+    lock.heartbeat()
+    assert lock.lost and gcs_emulator.list("publishing/lock_renewals") == []

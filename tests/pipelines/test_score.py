@@ -217,10 +217,46 @@ def test_unscored_episodes_are_counted_and_listed(env, tmp_path):
     episodes_total = 2 * len(records)
     assert s["count"] == 1 and s["reference_episodes"] == episodes_total and s["dead_letters"] == 2
     assert s["without_usable_prediction"] == episodes_total - 1
-    assert s["missing_predictions"] == episodes_total - 2  # 1_0's empty trajectory never reached the join
+    assert s["missing_predictions"] == episodes_total - 3  # 1_0 was given a prediction (refused at reading)
+    assert s["predictions_read"] == 3 == s["count"] + s["dead_letters"]
     unusable = (out / score.UNUSABLE_FILE).read_text().split()
     assert "0_1" in unusable and "1_0" in unusable and "0_0" not in unusable and len(unusable) == episodes_total - 1
     assert s["agents"] == {"p": {k: s[k] for k in s["agents"]["p"]} | {"dead_letters": 2}}
+
+
+def test_counts_add_up_on_every_refusal_path(tmp_path, shared_data, connectivity_dir):
+    """Per agent: records read = scored + dead letters of records (dead letters - file_dead_letters), and
+    missing = the reference episodes no record named, computed here from the files' lines on their own."""
+    import gzip
+    import re
+
+    from tests.oracles.score_digest import dirty_predictions
+
+    dataset = str(shared_data / "r2r" / "R2R_val_unseen.json")
+    dirty = dirty_predictions(str(tmp_path / "dirty.jsonl"), dataset, str(connectivity_dir))
+    cut = tmp_path / "cut.jsonl.gz"
+    data = gzip.compress(open(dirty, "rb").read())
+    cut.write_bytes(data[: len(data) // 3])
+    s = run(tmp_path / "o", f"--predictions=dirty={dirty},{cut}", f"--dataset={dataset}",
+            f"--connectivity_dir={connectivity_dir}", "--bootstrap=0")  # fmt: skip
+    records = [line for line in open(dirty).read().splitlines() if line.strip()]
+    block = s["agents"]["dirty"]
+    assert block["file_dead_letters"] == 1  # the cut file: refused whole, no record read from it
+    assert block["predictions_read"] == len(records) == block["count"] + block["dead_letters"] - 1
+    named = set()
+    for line in records:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        iid = obj.get("instr_id") if isinstance(obj, dict) else None
+        if isinstance(iid, str) and re.fullmatch(r"-?[1-9][0-9]*_(0|[1-9][0-9]*)|0_(0|[1-9][0-9]*)", iid):
+            named.add(iid)
+    episodes = {f"{r['path_id']}_{k}" for r in json.load(open(dataset)) for k in range(len(r["instructions"]))}
+    missing = (tmp_path / "o" / score.MISSING_FILE).read_text().split()
+    assert set(missing) == episodes - named and block["missing_predictions"] == len(missing)
+    unusable = set((tmp_path / "o" / score.UNUSABLE_FILE).read_text().split())
+    assert block["without_usable_prediction"] == len(unusable) == len(episodes) - block["count"]
 
 
 def test_a_start_only_dataset_is_refused(env, tmp_path):

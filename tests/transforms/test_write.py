@@ -13,7 +13,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary, write_json
+from transforms.write import WriteJsonFile, WriteParquetShards, WriteSummary, WriteTables, write_json
 from vlnkit.io.schemas import schema_version, versioned_schema
 
 SCHEMA = versioned_schema(
@@ -52,6 +52,44 @@ def test_parquet_batched_input(tmp_path):
         _ = p | beam.Create([_rows(3), [], _rows(2)]) | WriteParquetShards(prefix, SCHEMA, num_shards=1, batched=True)
     (f,) = glob.glob(prefix + "-*.parquet")
     assert sorted(pq.read_table(f).column("id").to_pylist()) == [0, 0, 1, 1, 2]
+
+
+def test_parquet_files_keep_a_dictionary_only_where_values_repeat(tmp_path):
+    """The encoding rule of `vlnkit.io.parquet_encoding` holds for every job's Parquet, not one job's."""
+    prefix = str(tmp_path / "rows")
+    rows = [{"id": i, "name": "same", "path": [f"v{i}", "w"]} for i in range(500)]
+    with TestPipeline() as p:
+        _ = p | beam.Create([rows]) | WriteParquetShards(prefix, SCHEMA, batched=True)
+    (f,) = glob.glob(prefix + "-*.parquet")
+    group = pq.ParquetFile(f).metadata.row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    dictionary = {path for path, used in encodings.items() if "RLE_DICTIONARY" in used}
+    assert dictionary == {"name"}, encodings  # ids and path items are distinct; names repeat
+
+
+@pytest.mark.parametrize("num_shards", [0, 2])
+def test_parquet_without_rows_still_writes_the_shards_with_the_schema(tmp_path, num_shards):
+    prefix = str(tmp_path / "rows")
+    with TestPipeline() as p:
+        _ = p | beam.Create([]) | WriteParquetShards(prefix, SCHEMA, num_shards=num_shards)
+    count = max(num_shards, 1)
+    assert sorted(os.listdir(tmp_path)) == [f"rows-{i:05d}-of-{count:05d}.parquet" for i in range(count)]
+    for name in os.listdir(tmp_path):
+        table = pq.read_table(tmp_path / name)
+        assert table.num_rows == 0 and table.schema.equals(SCHEMA, check_metadata=False)
+
+
+def test_parquet_tables_in_shards_count_their_rows(tmp_path):
+    prefix = str(tmp_path / "rows")
+    tables = [pa.Table.from_pylist(_rows(n), schema=SCHEMA) for n in (3, 0, 5, 2)]
+    with TestPipeline() as p:
+        written = p | beam.Create(tables) | WriteTables(prefix, SCHEMA, num_shards=3)
+        assert_that(written, equal_to([10]))
+    files = sorted(glob.glob(prefix + "-*"))
+    assert [os.path.basename(f) for f in files] == [f"rows-{i:05d}-of-00003.parquet" for i in range(3)]
+    assert sorted(pq.read_table(files[0]).schema.names) == sorted(SCHEMA.names)
+    ids = sorted(i for f in files for i in pq.read_table(f).column("id").to_pylist())
+    assert ids == [0, 0, 0, 1, 1, 1, 2, 2, 3, 4]  # 3, 0, 5 and 2 rows
 
 
 def test_parquet_wrong_type_fails_the_pipeline(tmp_path):

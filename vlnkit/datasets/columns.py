@@ -449,3 +449,33 @@ class RefusedReferences(_Compact):
             np.asarray([e.key[1] for e in keyed], np.int64),
             [f"{e.source} {e.record}".strip() for e in keyed],
         )
+
+
+@dataclass
+class RefusedPredictions(_Compact):
+    """Predictions of one agent refused at reading that still name their episode (`path_id`, `k` as in a
+    `PredictionBatch`): they travel to the join so that the episode counts as given a prediction (without a
+    usable one), not as missing."""
+
+    agent: str
+    path_id: np.ndarray
+    k: np.ndarray
+
+    COLUMNS = ("path_id", "k")
+    WIDE = dict.fromkeys(COLUMNS, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.path_id)
+
+    def take(self, rows) -> RefusedPredictions:
+        rows = np.asarray(rows, np.int64)
+        return RefusedPredictions(self.agent, self.path_id[rows], self.k[rows])
+
+    def slice(self, start: int, stop: int) -> RefusedPredictions:
+        return RefusedPredictions(self.agent, self.path_id[start:stop], self.k[start:stop])
+
+    @classmethod
+    def concat(cls, agent: str, parts: list[RefusedPredictions]) -> RefusedPredictions:
+        if not parts:
+            return cls(agent, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return cls(agent, np.concatenate([p.path_id for p in parts]), np.concatenate([p.k for p in parts]))

@@ -22,7 +22,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from vlnkit.datasets.columns import Paths, PredictionBatch, Vocabulary, flat_paths
+from vlnkit.datasets.columns import Paths, PredictionBatch, RefusedPredictions, Vocabulary, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedPredictions
 from vlnkit.datasets.records import INSTRUCTION_PREDICTION, SUBMISSION, prediction
@@ -211,6 +211,22 @@ def prediction_batch(
     extras = {PREDICTED_OBJECT: np.asarray(objects, np.int64).reshape(-1)[rows]} if parts == 3 else {}
     batch = PredictionBatch(agent, np.full(len(rows), rank, np.int64), keep[rows], pid[rows], k[rows], paths_ok, extras)
     return batch, errors, unknown
+
+
+_REFUSED_LABEL = re.compile(r"#-?[0-9]+ \(instr_id=(.*)\)")  # `records.prediction`'s label of a named record
+
+
+def refused_predictions(agent: str, errors: list[RecordError]) -> RefusedPredictions:
+    """The read errors among `errors` whose record names a canonical instr_id (`records.prediction` labels
+    it "#index (instr_id=...)"), as the episodes the agent gave a prediction for that could not be used.
+
+    >>> e = [RecordError("p", "#1 (instr_id=7_2)", "empty trajectory"), RecordError("p", "#2", "not an object")]
+    >>> r = refused_predictions("a", e); r.path_id.tolist(), r.k.tolist()
+    ([7], [2])
+    """
+    ids = [m.group(1) for e in errors if e.stage == "read" for m in [_REFUSED_LABEL.fullmatch(e.record)] if m]
+    ok, pid, k = canonical_instr_ids(ids)
+    return RefusedPredictions(agent, pid[ok], k[ok])
 
 
 def parquet_prediction_items(table_batch) -> list[dict]:

@@ -201,6 +201,8 @@ class FileFormat:
         if self.fmt is None:  # from the first line (a longer one than 64 KB is left to the typed decoder)
             first = next((line for line in bytes(block[: 1 << 16]).split(b"\n") if line.strip()), None)
             self.fmt = line_format(first) if first is not None else None
+        if self.fmt == REVERIE_FORMAT:
+            return scan_records(block, vocab, 2 if self.instruction_set == "instructions_l" else 1)
         return scan_records(block, vocab) if self.fmt == R2R else None
 
     def fmt_of(self, items) -> str:
@@ -241,6 +243,11 @@ def reference_batch(
     if isinstance(items, ScannedReferences):  # a compiled scanner's block (R2R records): already numbered
         n = len(items)
         ranks, index = np.full(n, rank, np.int64), np.arange(start, start + n, dtype=np.int64)
+        if items.objects is not None:  # REVERIE's records: keyed by (path_id, objId), the target as an extra
+            counts = items.instructions_l if instruction_set == "instructions_l" else items.instructions
+            keys = pack_keys(items.path_id, items.objects)
+            extras = {TARGET_OBJECT: items.objects}
+            return ReferenceBatch(ranks, index, keys, items.scans, counts, items.paths, extras=extras), []
         return ReferenceBatch(ranks, index, items.path_id, items.scans, items.instructions, items.paths), []
     if isinstance(items, ReferenceChunk):
         fast = items

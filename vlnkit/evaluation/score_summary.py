@@ -156,6 +156,7 @@ def score_summary(
                 "missing_predictions": only["missing_predictions"],
                 "without_usable_prediction": only["without_usable_prediction"],
                 "dead_letters": shared["dead_letters"],
+                "file_dead_letters": only["file_dead_letters"],
                 "non_adjacent_steps": only["non_adjacent_steps"],
                 "trajectories_with_jumps": only["trajectories_with_jumps"],
                 "repeats_collapsed": only["repeats_collapsed"],

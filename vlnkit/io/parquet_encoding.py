@@ -15,6 +15,10 @@ with), not assumed from a column's name, so it holds for any dataset.
     ['sr', 'path.list.element']
     >>> dictionary_columns(table, use_compliant_nested_type=False)  # the names follow the writer's options
     ['sr', 'path.list.item']
+
+`parquet_writer(sink, schema, first)` opens a writer with the project's options (`WRITER_OPTIONS`) and
+this rule applied to `first`, the first table it will write: every Parquet file the jobs write goes
+through it.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["dictionary_columns", "REPEATS"]
+__all__ = ["dictionary_columns", "parquet_writer", "REPEATS", "WRITER_OPTIONS"]
 
 REPEATS = 0.5  # a column gets a dictionary when its distinct values are at most this share of its values
+# Snappy (fast to write and read, what Parquet tools expect); lists keep the child name "item" that
+# pyarrow's list type declares (not the compliant "element"), so a file reads back as its declared schema.
+WRITER_OPTIONS = {"compression": "snappy", "use_compliant_nested_type": False}
 
 
 _LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
@@ -87,3 +94,11 @@ def dictionary_columns(table: pa.Table, repeats: float = REPEATS, **writer_optio
         leaves = _leaf_values(column)
         chosen += mine if leaves is None else [p for p, v in zip(mine, leaves, strict=True) if _repeats(v, repeats)]
     return chosen
+
+
+def parquet_writer(sink, schema: pa.Schema, first: pa.Table, repeats: float = REPEATS) -> pq.ParquetWriter:
+    """A `pq.ParquetWriter` of `schema` into `sink` (a path or a binary file object) with `WRITER_OPTIONS`
+    and a dictionary for the columns whose values repeat in `first`, the first table it will write."""
+    return pq.ParquetWriter(
+        sink, schema, use_dictionary=dictionary_columns(first, repeats, **WRITER_OPTIONS), **WRITER_OPTIONS
+    )

@@ -14,7 +14,8 @@ The rules, checked in this order for each episode id, with the one wording of ea
    when a dataset record with its key was refused at reading (`RefusedReferences`), that record's
    (`refused_record`); an RxR instruction_id ("26") matches only an RxR guide line, "<path_id>_<k>" only an
    R2R record;
-2. no prediction for an episode: the episode is missing (and without a usable prediction);
+2. no prediction for an episode: the episode is without a usable prediction, and missing unless the agent
+   gave one that was refused at reading (`RefusedPredictions`: a prediction was given);
 3. several predictions for an episode: the first (file rank, then record index) is kept, the others are
    "match" dead letters naming the one kept;
 4. the scan's graph does not load ("graph"); the reference path leaves the graph ("reference"); a
@@ -55,6 +56,7 @@ from vlnkit.datasets.columns import (
     Paths,
     PredictionBatch,
     ReferenceBatch,
+    RefusedPredictions,
     RefusedReferences,
     Vocabulary,
     take_extras,
@@ -231,6 +233,15 @@ def refused_record(source: str, index: int, instr_id: str, where: str) -> Record
     return RecordError(source, f"#{index} (instr_id={instr_id})", why, MATCH)
 
 
+def _episodes_of(path_id: np.ndarray, k: np.ndarray, refs: ReferenceBatch, ep_start: np.ndarray) -> np.ndarray:
+    """The episodes that (path_id, k) keys name, for the keys the references hold."""
+    pos = np.minimum(np.searchsorted(refs.path_id, path_id), max(len(refs) - 1, 0))
+    if not len(refs):
+        return np.zeros(0, np.int64)
+    found = (refs.path_id[pos] == path_id) & (k >= refs.first_k[pos]) & (k < refs.first_k[pos] + refs.instructions[pos])
+    return ep_start[pos[found]] + k[found] - refs.first_k[pos[found]]
+
+
 def _match(
     preds: PredictionBatch, refs: ReferenceBatch, ep_start: np.ndarray, sources: list[str], refused: dict, format_ids
 ):
@@ -326,7 +337,12 @@ def join_bucket(
         rows, ep, dead = _match(p, refs, ep_start, files, refused, format_ids)
         has = np.zeros(n_episodes, dtype=bool)
         has[ep] = True
-        missing = np.flatnonzero(~has)
+        given = RefusedPredictions.concat(
+            agent, [b for b in pieces if isinstance(b, RefusedPredictions) and b.agent == agent]
+        )
+        tried = np.zeros(n_episodes, dtype=bool)  # given a prediction that was refused at reading: not missing
+        tried[_episodes_of(given.path_id, given.k, refs, ep_start)] = True
+        missing = np.flatnonzero(~has & ~tried)
         ref_rows = episode_ref[ep]
         reasons: list[tuple[int, str, str]] = []  # (pair, stage, reason)
         for i in np.flatnonzero(~loads[ref_rows]).tolist():

@@ -33,11 +33,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import PredictionBatch, ReferenceBatch, RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import (
+    PredictionBatch,
+    ReferenceBatch,
+    RefusedPredictions,
+    RefusedReferences,
+    Vocabulary,
+)
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
 from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
-from vlnkit.datasets.prediction_batches import parquet_prediction_items, prediction_batch, submission_chunk
+from vlnkit.datasets.prediction_batches import (
+    parquet_prediction_items,
+    prediction_batch,
+    refused_predictions,
+    submission_chunk,
+)
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch
 from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
 from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
@@ -130,6 +141,10 @@ def read_predictions(
                 start, items, strict = chunk
                 batch, errors, unknown = prediction_batch(items, start, path, agent, rank, vocab, strict, parts)
                 yield from errors
+                if errors:  # the episodes they name were given a prediction: without a usable one, not missing
+                    refused = refused_predictions(agent, errors)
+                    if len(refused):
+                        yield refused
                 for index, instr_id in unknown:
                     yield unknown_id(path, index, instr_id)
                 if len(batch):
@@ -222,6 +237,6 @@ def in_buckets(pieces, buckets: int, rows: int = BATCH_ROWS) -> Iterator[tuple[i
 
 
 def _concat_args(parts: list) -> tuple:
-    if isinstance(parts[0], PredictionBatch):
+    if isinstance(parts[0], (PredictionBatch, RefusedPredictions)):
         return parts[0].agent, parts
     return (parts,)

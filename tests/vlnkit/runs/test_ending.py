@@ -1,0 +1,75 @@
+"""The last step of a run, without Beam: a hand-made version folder judged, recorded and published (or
+kept as failed), and a step run again (a runner's retry) leaving a published version as it is."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.internal.cloudpickle import cloudpickle
+
+from vlnkit.io import integrity, layout
+from vlnkit.io.lock import LOCK
+from vlnkit.provenance import code_identity
+from vlnkit.runs.ending import Ending, expected_outputs, finish, read_ending
+from vlnkit.runs.publication import Publication
+
+
+def _run(root, rows: int, counted: int, read: int = 3) -> Ending:
+    root.mkdir()
+    publication = Publication(str(root))
+    publication.begin()
+    out = publication.staging([str(root.parent / "extra.json")])
+    pq.write_table(pa.table({"x": list(range(rows))}), out.join("paths-00000-of-00001.parquet"))
+    open(out.join("dead_letter-00000-of-00001.jsonl"), "w").close()
+    (root.parent / "in.json").write_text("[]")
+    with open(out.join("summary.json"), "w") as f:
+        json.dump({"records_read": read, "dead_letters": 0, "joined": counted}, f)
+    with open(out.staged(str(root.parent / "extra.json")), "w") as f:
+        f.write("{}")
+    publication.lock.stop_heartbeat()  # the launcher hands over: the step below releases the lock
+    ending = Ending(
+        job="demo",
+        publication=publication,
+        prefixes=["paths", "dead_letter"],
+        staged={str(root.parent / "extra.json"): out.staged(str(root.parent / "extra.json"))},
+        max_failure_fraction=0.5,
+        settings={"seed": 0},
+        options={},
+        inputs=[(str(root.parent / "in.json"), 2)],
+        code=code_identity(),
+        declared=lambda summary: {"paths": summary["joined"], str(root.parent / "extra.json"): None},
+    )
+    return cloudpickle.loads(cloudpickle.dumps(ending))  # as a worker gets it (Beam pickles with cloudpickle)
+
+
+def test_a_good_run_is_published_and_a_retried_step_leaves_it_as_it_is(tmp_path):
+    root = tmp_path / "D"
+    ending = _run(root, rows=4, counted=4)
+    assert expected_outputs(ending, {"joined": 4, "dead_letters": 0}) == {
+        "dead_letter-*-of-*": 0,
+        "summary.json": None,
+        "paths-*-of-*": 4,
+        "extra.json": None,
+    }
+    assert finish(ending) is None
+    assert layout.current_version(str(root)) == ending.publication.version and not (root / LOCK).exists()
+    assert integrity.verify(str(root)) == []
+    record = read_ending(ending.folder)
+    assert record["status"] == "complete" and record["inputs"][0]["sha256"].startswith("4f53cda18c2baa0c")
+    assert record["code"] == code_identity() and "counters" not in record
+    before = (root / "current" / "manifest.json").read_bytes()
+    assert finish(ending) is None  # the same step again: nothing changes
+    assert (root / "current" / "manifest.json").read_bytes() == before
+    assert (tmp_path / "extra.json").read_text() == "{}"
+
+
+def test_a_short_output_fails_the_run_and_keeps_its_folder(tmp_path):
+    root = tmp_path / "D"
+    ending = _run(root, rows=3, counted=4)
+    verdict = finish(ending)
+    assert verdict.startswith("an output does not hold what the run counted") and "holds 3 row(s)" in verdict
+    assert layout.current_version(str(root)) is None and not (root / LOCK).exists()
+    record = json.loads((root / "failed" / "manifest.json").read_text())
+    assert record["status"] == "failed" and record["failure"] == verdict and record["output_problems"]
