@@ -30,6 +30,7 @@ from vlnkit.datasets.columns import Paths, Vocabulary
 from vlnkit.datasets.ndh import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL
 from vlnkit.evaluation.common import METRICS
 from vlnkit.evaluation.ndh import first_non_edges, ndh_extras, ndh_success, nearest
+from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.io.schemas import versioned_schema
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
 from vlnkit.scoring.join import to_scan_nodes
@@ -38,18 +39,13 @@ NDH_OWN = ("ops", "gp", "sgp")
 CVDN_METRICS = (*METRICS, *NDH_OWN)
 TARGET_PATH = "target_path"  # the benchmark option (`BenchmarkOptions.get`)
 
+# The rows of every graph dataset (`EPISODE_SCORES`), with NDH's own metrics after the shared ones.
+_SHARED = list(EPISODE_SCORES)
+_AT = [f.name for f in _SHARED].index(METRICS[-1]) + 1
 CVDN_EPISODE_SCORES = versioned_schema(
     "cvdn_episode_scores",
     1,
-    [
-        pa.field("agent", pa.string(), nullable=False),
-        pa.field("instr_id", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        pa.field("language", pa.string(), nullable=True),
-        *[pa.field(m, pa.float64(), nullable=True) for m in CVDN_METRICS],
-        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
-        pa.field("path", pa.list_(pa.string()), nullable=False),
-    ],
+    [*_SHARED[:_AT], *(pa.field(m, pa.float64(), nullable=True) for m in NDH_OWN), *_SHARED[_AT:]],
 )
 
 
