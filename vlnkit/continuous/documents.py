@@ -436,11 +436,14 @@ _LIST_OF_OBJECTS = re.compile(rb"\[\s*\{")
 def wrapped_records(head: bytes) -> tuple[str, str] | None:
     """(the top-level key, what its list holds) when a file starting with `head` is one JSON object that
     wraps a list of records (`{"data": [{"path_id": ..., "scan": ..., "path": [...]}, ...]}`) rather than
-    being records or one of KINDS; None otherwise. Its first key is not an episode id, and its value is a
-    list whose first item is a record of a known kind (a record's own list of objects, such as an RxR
-    `timed_instruction`, is not one).
+    being records or one of KINDS; None otherwise. The key is not an episode id, and its value is a list
+    whose first item is a record of a known kind (a record's own list of objects, such as an RxR
+    `timed_instruction`, is not one). Every key is looked at when the head holds the whole object; only
+    the first when the object goes on past it.
 
     >>> wrapped_records(b'{"data": [{"path_id": 4, "scan": "s", "path": ["a"]}]}')
+    ('data', 'R2R records')
+    >>> wrapped_records(b'{"version": 2, "split": "val", "data": [{"path_id": 4, "scan": "s", "path": ["a"]}]}')
     ('data', 'R2R records')
     >>> wrapped_records(b'{"7": [{"position": [0, 0, 0]}]}'), wrapped_records(b'{"path_id": 4, "scan": "s", "path": ["a"]}')
     (None, None)
@@ -448,19 +451,25 @@ def wrapped_records(head: bytes) -> tuple[str, str] | None:
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if text[:1] != b"{":
         return None
-    m = _KEY.match(text)
-    if m is None:
-        return None
-    key = m.group(1).decode("utf-8", "replace")
-    rest = text[m.end() :]
-    if key == "episodes" or _INTEGER_KEY.fullmatch(key) or not _LIST_OF_OBJECTS.match(rest):
-        return None
-    item = _first_value(rest[rest.index(b"{") :])
-    if not isinstance(item, dict):
-        return None
-    for keys, what in _RECORDS:
-        if all(k in item for k in keys):
-            return key, what
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        candidates = list(whole.items())
+    else:
+        m = _KEY.match(text)
+        rest = text[m.end() :] if m is not None else b""
+        if m is None or not _LIST_OF_OBJECTS.match(rest):
+            return None
+        candidates = [(m.group(1).decode("utf-8", "replace"), [_first_value(rest[rest.index(b"{") :])])]
+    for key, value in candidates:
+        if key == "episodes" or _INTEGER_KEY.fullmatch(key) or not isinstance(value, list) or not value:
+            continue
+        item = value[0]
+        for keys, what in _RECORDS if isinstance(item, dict) else ():
+            if all(k in item for k in keys):
+                return key, what
     return None
 
 

@@ -22,14 +22,7 @@ The rules, checked in this order for each episode id, with the one wording of ea
    viewpoint of the trajectory is not in the scan ("viewpoint"); the trajectory starts elsewhere than the
    reference ("start"). Such an episode has no usable prediction.
 
-    >>> from vlnkit.datasets.columns import (
-    Paths,
-    PredictionBatch,
-    ReferenceBatch,
-    RefusedReferences,
-    Vocabulary,
-    take_extras,
-)
+    >>> from vlnkit.datasets.columns import Paths, PredictionBatch, ReferenceBatch, Vocabulary
     >>> from vlnkit.navigation.graph import GraphStore, NavGraph
     >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
     >>> graphs, vocab = GraphStore("", {"s": line}), Vocabulary(["s"], [["a", "b", "c"]])

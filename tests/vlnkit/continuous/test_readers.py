@@ -153,6 +153,8 @@ def test_an_object_wrapping_records_is_no_continuous_layout_and_says_what_it_wra
         assert kind_of(json.loads(text)) is None
         assert head_kind(text[:65536]) is None
         assert wrapped_records(text[:65536]) == ("data", "R2R records")
+    later_key = json.dumps({"version": 2, "split": "val_seen", "data": [r2r]}).encode()  # not the first key
+    assert wrapped_records(later_key) == ("data", "R2R records") and head_kind(later_key) is None
     assert wrapped_records(json.dumps({"version": [{"instr_id": "4_0", "trajectory": []}]}).encode()) == (
         "version",
         "predictions (R2R submission layout)",
