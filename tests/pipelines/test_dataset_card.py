@@ -27,6 +27,7 @@ from vlnkit.io.dataset_card import README
 from vlnkit.io.schemas import meaning
 from vlnkit.paraphrases.schemas import PARAPHRASES
 from vlnkit.perturbations.schemas import COMPAT, PERTURBATIONS
+from vlnkit.probes.schemas import PROBE_EPISODES, PROBE_SCORES
 from vlnkit.scoring.reverie import REVERIE_EPISODE_SCORES
 
 # Each job: (its main table, the declared schema).
@@ -93,7 +94,8 @@ def _manifest(folder: Path) -> dict:
 
 
 def test_load_dataset_reads_the_main_rows_in_the_declared_types(published, tmp_path):
-    folders = [str(published[job] / "current") for job in TABLES]
+    # Each published version, and one output folder itself (its top-level links lead to the current version).
+    folders = [str(published[job] / "current") for job in TABLES] + [str(published["build_r4r"])]
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-c", LOAD, *folders], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -117,6 +119,7 @@ def test_load_dataset_reads_the_main_rows_in_the_declared_types(published, tmp_p
         declared = sum(o["rows"] for o in _manifest(published[job])["outputs"] if o["name"].startswith(f"{table}-"))
         assert rows["rows"] == counted == declared > 0, job
         assert rows["first_column"] == keys
+    assert found[str(published["build_r4r"])] == found[str(published["build_r4r"] / "current")]
 
 
 def test_the_card_describes_each_column_and_names_inputs_with_checksums(published):
@@ -168,6 +171,8 @@ def test_the_card_is_a_verified_output(published, tmp_path):
         PERTURBATIONS,
         COMPAT,
         PARAPHRASES,
+        PROBE_EPISODES,
+        PROBE_SCORES,
     ],
     ids=lambda s: s.metadata[b"vlnkit.schema"].decode(),
 )

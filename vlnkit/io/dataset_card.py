@@ -127,7 +127,7 @@ def _cell(value) -> str:
 
 
 def _type(kind: pa.DataType) -> str:
-    return str(kind).replace("<item: ", "<").replace("|", "\\|")
+    return re.sub(r"<(item|element): ", "<", str(kind))  # list<string>, however the writer named the child
 
 
 def card_text(
@@ -155,7 +155,7 @@ def card_text(
         "license_name": name,
         "license_link": link,
         "tags": ["vision-and-language-navigation", "vlnkit"],
-        "configs": configs,
+        **({"configs": configs} if configs else {}),  # a job without tables (the report) is no dataset
     }
     lines = ["---", yaml.safe_dump(front, sort_keys=True).rstrip(), "---", ""]
     lines += [
