@@ -57,7 +57,7 @@ from pipelines.provenance import (
     intact,
     metrics_table,
 )
-from pipelines.runners import local_runner, one_worker_process, runs_here
+from pipelines.runners import JobFailed, job_failure, local_runner, one_worker_process, runs_here
 from pipelines.verdict import (
     BEFORE_READ,
     JobError,
@@ -289,6 +289,8 @@ class Run:
             full = out_of_space(exc)
             if full:
                 raise RunFailed(f"the output ran out of space: {full}; the published output is unchanged") from None
+            if isinstance(exc, JobFailed):
+                raise RunFailed(f"{exc}; the published output is unchanged") from None
             raise
         finally:
             publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
@@ -319,7 +321,12 @@ class Run:
                 flush=True,
             )
             return {"detached": True, "version": out.version, "folder": out.folder}
-        state = result.wait_until_finish()
+        try:
+            state = result.wait_until_finish()
+        except Exception as exc:  # the runner has logged the job's messages (a worker's traceback among them)
+            if in_process:
+                raise
+            raise job_failure(exc) from None
         if state not in (PipelineState.DONE, None):
             raise RunFailed(f"pipeline ended in state {state}; nothing was published")
         counters = metrics_table(result)

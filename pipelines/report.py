@@ -81,7 +81,13 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
     agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
     from vlnkit.reports.comparison_inputs import is_continuous, missing_columns
-    from vlnkit.reports.report_inputs import agent_names, parquet_columns, scored_on, scored_with_ground_truth
+    from vlnkit.reports.report_inputs import (
+        agent_names,
+        parquet_columns,
+        scored_on,
+        scored_target_path,
+        scored_with_ground_truth,
+    )
     from vlnkit.reports.stats import SCORES
 
     scored = {i.path: (i, parquet_columns(i.path)) for i in inputs if i.kind == SCORES and not i.compare}
@@ -124,7 +130,10 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         if gt != AUTO:
             ctx.inputs("ce_gt", gt)
     options = {"bootstrap": bootstrap, "title": f"{opts.title}: agents compared"}
+    with user_error():
+        target_path = None if continuous else scored_target_path(folders)
     plan = {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
+    plan["target_path"] = target_path  # CVDN/NDH: each episode's reference is its target path
     return {**plan, "continuous": bool(continuous), "ground_truth": ground_truth}
 
 
@@ -211,8 +220,9 @@ def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, 
     elif plan:
         path = fileio.join(out, COMPARISON)
         page = pipeline | "Comparison" >> ComparisonPage(
-            plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["names"]
-        )
+            plan["files"], plan["dataset"], opts.connectivity_dir, path, plan["options"], plan["names"],
+            plan["target_path"],
+        )  # fmt: skip
         dead.append(page[DEAD_LETTER])
         pages = beam.pvalue.AsList(page["page"])
     else:

@@ -2,11 +2,13 @@
 
 `local_runner` builds it (with a shorter state-sampling period, `shorter_state_sampling`);
 `one_worker_process` tells a job whether every step runs in one process (work that only pays with
-parallel workers can then be skipped); `runs_here` whether the job ends with the launching process.
+parallel workers can then be skipped); `runs_here` whether the job ends with the launching process;
+`job_failure` says in one line why a job run elsewhere failed.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # Beam is imported only to run
@@ -116,3 +118,34 @@ def runs_here(options: PipelineOptions) -> bool:
     if _runner_name(options) in _DIRECT_RUNNERS:
         return True
     return options.view_as(PortableOptions).job_endpoint == "embed"
+
+
+class JobFailed(Exception):
+    """A job its runner ran elsewhere ended failed or cancelled; the message is one line saying why."""
+
+
+# The line of a worker's traceback that names the exception (`ModuleNotFoundError: No module named 'x'`).
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b.*")
+
+
+def job_failure(exc: BaseException) -> JobFailed:
+    """One line for a job a remote runner reports as ended without success, from the runner's report.
+
+    Dataflow's runner raises with the job's state and the service's last error message, whose text is a
+    worker's whole traceback ("Error message from worker: Traceback ... ValueError: ..."); a user needs
+    the state and the exception the worker raised, which is the last line naming an exception. The
+    traceback stays in the launcher's log.
+
+    >>> report = "Dataflow pipeline failed. State: FAILED, Error:\\nError message from worker: Traceback ...\\n"
+    >>> str(job_failure(RuntimeError(report + "  File 'x.py'\\nModuleNotFoundError: No module named 'vlnkit'\\n")))
+    "the job ended in state FAILED: ModuleNotFoundError: No module named 'vlnkit'"
+    >>> str(job_failure(RuntimeError("Dataflow pipeline failed. State: CANCELLED, Error:\\nNone")))
+    'the job ended in state CANCELLED'
+    """
+    text = str(exc)
+    state = re.search(r"\bState: (\w+)|\bin state (\w+)", text)
+    where = f"the job ended in state {(state.group(1) or state.group(2)) if state else 'FAILED'}"
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "None"]
+    named = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    detail = named[-1] if named else (lines[-1] if len(lines) > 1 else "")
+    return JobFailed(f"{where}: {detail}" if detail else where)

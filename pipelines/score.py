@@ -31,6 +31,7 @@ from pipelines.runners import one_worker_process
 from pipelines.score_outputs import JOB_NAME, MISSING_FILE, UNUSABLE_FILE, declared_outputs, outcome, write_episodes
 from pipelines.verdict import JobError, user_error
 from vlnkit.continuous.documents import DESCRIPTIONS
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH, TARGET_PATHS
 from vlnkit.datasets.reverie import INSTRUCTION_SETS
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
@@ -98,6 +99,14 @@ def declare_flags(parser) -> None:
         default="instructions",
         help="REVERIE: the episodes are the records' instructions or their instructions_l (eval_release.py's instrType)",
     )
+    parser.add_argument(
+        "--target_path",
+        choices=TARGET_PATHS,
+        default=DEFAULT_TARGET_PATH,
+        help="CVDN/NDH: the path SR, OSR, SPL and NE are measured against: the planner's (the official evaluator's "
+        "default), the player's, or trusted (the player's when it reaches the planner's goal, else the planner's; "
+        "tasks/NDH/eval.py path_type)",
+    )
 
 
 def warm_up():
@@ -160,9 +169,8 @@ def build(
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
-        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark.id_parts,
-        options.instruction_set,
-    )  # fmt: skip
+        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark, options
+    )
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
     score = ScoreBuckets(
         connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers, benchmark, options
@@ -181,7 +189,11 @@ def build(
         )
         side["follower_lines"] = beam.pvalue.AsDict(checked["counts"])
         dead_letters += (checked[DEAD_LETTER],)
-    own = {"benchmark": benchmark.name, **options.to_dict()} if benchmark is not R2R_BENCHMARK else {}
+    own = {}
+    if benchmark.name == "cvdn":  # the one setting CVDN takes (REVERIE's do not apply to it)
+        own = {"benchmark": benchmark.name, **dict(options.extra)}
+    elif benchmark is not R2R_BENCHMARK:
+        own = {"benchmark": benchmark.name, **options.to_dict()}
     static = {
         "job": JOB.name,
         "schema_version": schema_version(benchmark.schema),
@@ -228,6 +240,15 @@ def print_summary(summary: dict, ctx: Run) -> None:
         f"keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
     shown = METRICS
+    if "benchmark" in o:  # a benchmark with its own rule: its metrics (vlnkit.scoring.benchmarks)
+        from vlnkit.scoring.benchmarks import BENCHMARKS
+
+        shown = BENCHMARKS[o["benchmark"]].metrics
+    if o.get("benchmark") == "cvdn":
+        title = (
+            f"Scores (CVDN/NDH: success NE < {o['success_distance']} m to the {o['target_path']} path's goal, "
+            f"keep_repeats={o['keep_repeats']})"
+        )
     if "ce_reference" in o:  # a continuous dataset: its own conventions, and the metrics some agent has
         title = (
             f"Scores (continuous: dtw={o['dtw']}, reference={o['ce_reference']}, d_th={o['success_distance']} m, "
@@ -298,6 +319,12 @@ def benchmark_of(opts, data_files: list[str]):
 
     with user_error():
         benchmark = benchmark_for(file_format(f) for f in data_files if not is_parquet(f))
+    if benchmark.name == "cvdn":
+        if opts.spl_reference != "shortest":
+            raise JobError("--spl_reference does not apply to CVDN: its SPL's reference is d(start, goal) (eval.py)")
+        if opts.success_distance != 3.0:
+            raise JobError("--success_distance does not apply to CVDN: NDH's success is NE < 3 m (eval.py)")
+        return benchmark, BenchmarkOptions(extra=(("target_path", opts.target_path),))
     if benchmark.name != "reverie":
         return benchmark, BenchmarkOptions()
     if opts.spl_reference != "shortest":
@@ -340,6 +367,10 @@ def run(ctx: Run) -> dict:
                 )
     followers = follower_agents(agent_files)
     benchmark, options = benchmark_of(opts, data_files)
+    if benchmark.name == "cvdn":  # NDH's success is NE < 3 m (eval.py): its rule decides it, the summary says so
+        import dataclasses
+
+        config = dataclasses.replace(config, success_rule="lt")
     ctx.graphs(opts.connectivity_dir)
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 

@@ -399,6 +399,21 @@ class _WriteComparisonPage(GraphDoFn):
 
 
 @dataclass
+class _NDHReferences(beam.DoFn):
+    """An NDH instance file -> one {instr_id: target path} dict, and a dead letter per unusable instance."""
+
+    target_path: str
+
+    def process(self, path: str):
+        from vlnkit.datasets.ndh import reference_paths
+
+        refs, errors = reference_paths(fileio.read_bytes(path), path, self.target_path)
+        for e in errors:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, e.to_dict())
+        yield refs
+
+
+@dataclass
 class ComparisonPage(beam.PTransform):
     """Score episode files + the dataset they were scored on -> `path` (comparison.html).
 
@@ -413,10 +428,20 @@ class ComparisonPage(beam.PTransform):
     path: str
     options: dict
     names: list[dict] | None = None  # per file, {agent: its name on the page}; None: agents keep their names
+    target_path: str | None = None  # CVDN/NDH instance files: each episode's reference is this target path
 
     def expand(self, pbegin):
-        read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
-        references = read["records"] | "ReferencePaths" >> beam.Map(_reference_paths)
+        if self.target_path is not None:
+            read = (
+                pbegin
+                | "NDHFiles" >> beam.Create(self.dataset_files)
+                | "ReadReferences"
+                >> beam.ParDo(_NDHReferences(self.target_path)).with_outputs(DEAD_LETTER, main="records")
+            )
+            references = read.records
+        else:
+            read = pbegin | "ReadReferences" >> ReadDataset(self.dataset_files, batched=True)
+            references = read["records"] | "ReferencePaths" >> beam.Map(_reference_paths)
         page = (
             pbegin
             | "One" >> beam.Create([None])

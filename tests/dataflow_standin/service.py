@@ -33,7 +33,6 @@ import http.server
 import itertools
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -83,7 +82,7 @@ def _certificate(host: str, folder: Path) -> tuple[bytes, bytes, Path]:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -125,7 +124,12 @@ def _service_account(token_port: int) -> dict:
 
 def _gcs_path(location: str) -> tuple[str, str]:
     """(bucket, object) of a staged location: `gs://b/o` or `storage.googleapis.com/b/o`."""
-    for prefix in ("gs://", "https://storage.googleapis.com/", "http://storage.googleapis.com/", "storage.googleapis.com/"):
+    for prefix in (
+        "gs://",
+        "https://storage.googleapis.com/",
+        "http://storage.googleapis.com/",
+        "storage.googleapis.com/",
+    ):
         if location.startswith(prefix):
             bucket, _, name = location[len(prefix) :].partition("/")
             return bucket, name
@@ -174,6 +178,7 @@ class JobRun:
     lock: threading.Lock = field(default_factory=threading.Lock)
     thread: threading.Thread | None = None
     metrics: list[dataflow.MetricUpdate] = field(default_factory=list)
+    launcher: subprocess.Popen | None = None  # a Flex Template launch's launcher program
 
     @property
     def id(self) -> str:
@@ -188,14 +193,14 @@ class JobRun:
             if self.job.current_state in TERMINAL:
                 return
             self.job.current_state = state
-            self.job.current_state_time = datetime.datetime.now(datetime.timezone.utc)
+            self.job.current_state_time = datetime.datetime.now(datetime.UTC)
 
     def say(self, text: str, importance=dataflow.JobMessageImportance.JOB_MESSAGE_BASIC) -> None:
         with self.lock:
             self.messages.append(
                 dataflow.JobMessage(
                     id=str(len(self.messages) + 1),
-                    time=datetime.datetime.now(datetime.timezone.utc),
+                    time=datetime.datetime.now(datetime.UTC),
                     message_text=text,
                     message_importance=importance,
                 )
@@ -213,8 +218,8 @@ class JobRun:
 class DataflowStandin:
     """The service on `https://HOST` (port 443, TLS), HOST the first free loopback address from 127.0.0.1.
 
-        with DataflowStandin(workdir) as service:
-            subprocess.run([... "--runner=DataflowRunner", *service.launcher_flags()], env=service.launcher_env())
+    with DataflowStandin(workdir) as service:
+        subprocess.run([... "--runner=DataflowRunner", *service.launcher_flags()], env=service.launcher_env())
     """
 
     def __init__(self, workdir: Path, port: int = 443):
@@ -222,7 +227,7 @@ class DataflowStandin:
         self.workdir.chmod(0o755)  # the workers' user reads the job folders
         self.port = port
         self.jobs: dict[str, JobRun] = {}
-        self.flex_launchers: dict[str, list[str]] = {}  # template image -> the launcher command it runs
+        self.flex_images: dict = {}  # a Flex Template image -> what it runs (flex.FlexImage)
         self.launched: list[subprocess.Popen] = []
         # Called with the JobRun when its workers are up, just before the pipeline starts (tests inject faults).
         self.before_run = None
@@ -385,42 +390,49 @@ class DataflowStandin:
             context.abort(grpc.StatusCode.NOT_FOUND, f"(job {job_id}) not found")
         return run
 
-    def _create_job(self, request: dataflow.CreateJobRequest, context) -> dataflow.Job:
-        job = dataflow.Job(request.job)
+    def new_job(self, job: dataflow.Job) -> JobRun:
+        """Register `job` (queued, with an id and a folder); `start_job` runs it."""
         with self._lock:
             number = next(self._ids)
-            job.id = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d_%H_%M_%S}-{number}"
-        job.project_id = request.project_id
-        job.location = request.location
+            job.id = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d_%H_%M_%S}-{number}"
         job.current_state = dataflow.JobState.JOB_STATE_QUEUED
-        now = datetime.datetime.now(datetime.timezone.utc)
-        job.create_time = job.current_state_time = now
+        job.create_time = job.current_state_time = datetime.datetime.now(datetime.UTC)
         folder = self.workdir / f"job-{number}"
-        for sub in ("staged", "logs", "semi", "home"):
+        for sub in ("logs", "semi", "home"):
             (folder / sub).mkdir(parents=True)
         run = JobRun(job=job, folder=folder)
         self.jobs[job.id] = run
-        run.say(f"Staged job {job.name} ({job.id}) accepted")
-        run.thread = threading.Thread(target=self._run, args=(run,), name=f"dataflow-job-{number}", daemon=True)
-        run.thread.start()
-        return self._public(run)
+        return run
 
-    def _public(self, run: JobRun) -> dataflow.Job:
-        with run.lock:
-            return dataflow.Job(
-                id=run.job.id,
-                name=run.job.name,
-                project_id=run.job.project_id,
-                location=run.job.location,
-                type_=run.job.type_,
-                current_state=run.job.current_state,
-                current_state_time=run.job.current_state_time,
-                create_time=run.job.create_time,
-                client_request_id=run.job.client_request_id,
-            )
+    def start_job(self, run: JobRun) -> None:
+        run.say(f"Staged job {run.job.name} ({run.id}) accepted")
+        run.thread = threading.Thread(target=self._run, args=(run,), name=f"dataflow-{run.id}", daemon=True)
+        run.thread.start()
+
+    def _create_job(self, request: dataflow.CreateJobRequest, context) -> dataflow.Job:
+        job = dataflow.Job(request.job)
+        job.project_id = request.project_id
+        job.location = request.location
+        run = self.new_job(job)
+        self.start_job(run)
+        return self.public(run)
+
+    @staticmethod
+    def exists(location: str) -> bool:
+        from google.cloud import storage
+
+        bucket, name = _gcs_path(location)
+        return storage.Client.create_anonymous_client().bucket(bucket).blob(name).exists()
+
+    @staticmethod
+    def read(location: str) -> str:
+        from google.cloud import storage
+
+        bucket, name = _gcs_path(location)
+        return storage.Client.create_anonymous_client().bucket(bucket).blob(name).download_as_text()
 
     def _get_job(self, request: dataflow.GetJobRequest, context) -> dataflow.Job:
-        return self._public(self._find(request.job_id, context))
+        return self.public(self._find(request.job_id, context))
 
     def _update_job(self, request: dataflow.UpdateJobRequest, context) -> dataflow.Job:
         run = self._find(request.job_id, context)
@@ -428,10 +440,10 @@ class DataflowStandin:
             self._cancel(run, "cancel requested")
         elif request.job.requested_state:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"requested state {request.job.requested_state.name}")
-        return self._public(run)
+        return self.public(run)
 
     def _list_jobs(self, request: dataflow.ListJobsRequest, context) -> dataflow.ListJobsResponse:
-        return dataflow.ListJobsResponse(jobs=[self._public(r) for r in self.jobs.values()])
+        return dataflow.ListJobsResponse(jobs=[self.public(r) for r in self.jobs.values()])
 
     def _list_messages(self, request: dataflow.ListJobMessagesRequest, context) -> dataflow.ListJobMessagesResponse:
         run = self._find(request.job_id, context)
@@ -526,7 +538,9 @@ class DataflowStandin:
         pool.write_text(_POOL_SCRIPT.format(site=site, python=python, port=pool_port, boot=boot))
         # As root, only a read-only mount makes a folder read-only: the pool gets a mount namespace of its own.
         wrap = ["unshare", "--mount", "--propagation", "private"] if os.geteuid() == 0 else []
-        pool_proc = self._spawn(run, [*wrap, "/bin/sh", str(pool)], "pool.log", env=worker_env, cwd=str(run.folder / "home"))
+        pool_proc = self._spawn(
+            run, [*wrap, "/bin/sh", str(pool)], "pool.log", env=worker_env, cwd=str(run.folder / "home")
+        )
         _wait_for_port(pool_port, pool_proc, run.folder / "logs" / "pool.log")
         job_port = free_port()
         self._spawn(
@@ -542,6 +556,8 @@ class DataflowStandin:
         run.say(f"Workers started from apache-beam[gcp]=={beam_version} and the staged files")
         if self.before_run is not None:
             self.before_run(run)
+        if run.cancel_requested.is_set():
+            raise _Cancelled()
         run_on_job_service(run, pipeline_file.read_bytes(), options, f"localhost:{job_port}", f"localhost:{pool_port}")
 
 

@@ -150,9 +150,9 @@ def test_read_join_and_score_match_the_core(env, tmp_path, buckets):
     got = run_score_job(tmp_path / "out", {"a": [str(pred_path)]}, [r2r_path], conn_dir, ScoringConfig(2.0), buckets)
     rows = [tuple(r.values()) for r in got["rows"]]
     assert sorted(r[:-2] + r[-1:] for r in rows) == sorted(expected)
-    # 2_0's only prediction was empty (a dead letter), so its reference counts as missing too.
-    assert got["missing"] == ["0_1", "2_0"]
-    # ... and 3_0 (unknown viewpoint) and 4_0 (wrong start) have no usable prediction either.
+    # 2_0's only prediction was empty (a dead letter): a prediction was given, so it is not missing...
+    assert got["missing"] == ["0_1"]
+    # ... but without a usable one, like 3_0 (unknown viewpoint) and 4_0 (wrong start).
     assert got["unusable"] == ["0_1", "2_0", "3_0", "4_0"]
     dead = sorted((d["stage"], d["record"].split("instr_id=")[-1].rstrip(")")) for d in got["dead"])
     assert dead == sorted(

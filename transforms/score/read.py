@@ -13,7 +13,8 @@ batch on the portable runners).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -23,12 +24,14 @@ from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
 from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
+from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, BenchmarkOptions
 from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
 
 TOTALS = "totals"
@@ -40,6 +43,28 @@ COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a
 def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
     """One viewpoint vocabulary per connectivity folder per worker process."""
     return per_worker("vocabulary", connectivity_dir, lambda: Vocabulary.load(connectivity_dir))
+
+
+def worker_context(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str):
+    """A benchmark's per-worker data (`Benchmark.context`: REVERIE's object visibility), once per worker."""
+    vocab = worker_vocabulary(connectivity_dir)
+    key = (benchmark.name, options, connectivity_dir)
+    return per_worker("benchmark_context", key, lambda: benchmark.context(options, vocab))
+
+
+def load_context_in_background(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str) -> None:
+    """Start loading a benchmark's per-worker data on a thread while this worker reads its files: the score
+    step's `worker_context` then finds it loaded (or waits for it). A failure is left for that call to raise."""
+    if benchmark.load is None:
+        return
+
+    def load():
+        try:
+            worker_context(benchmark, options, connectivity_dir)
+        except Exception:  # noqa: BLE001 -- the score step loads it again and raises it there
+            pass
+
+    threading.Thread(target=load, name="vlnkit-benchmark-context", daemon=True).start()
 
 
 class _PlanRanges(beam.DoFn):
@@ -119,15 +144,19 @@ def _rows_read(piece) -> int:
 class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
-    def __init__(self, connectivity_dir: str, buckets: int, id_parts: int = 2, instruction_set: str = "instructions"):
+    def __init__(self, connectivity_dir: str, buckets: int, benchmark: Benchmark, options: BenchmarkOptions):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
-        self.id_parts = id_parts
-        self.instruction_set = instruction_set
+        self.benchmark = benchmark
+        self.options = options
+        self.id_parts = benchmark.id_parts
+        self.instruction_set = options.instruction_set
+        self.target_path = options.get("target_path", DEFAULT_TARGET_PATH)
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
+        load_context_in_background(self.benchmark, self.options, self.connectivity_dir)
 
     def process(self, element):
         kind, agent, rank, path, line_range = element
@@ -135,7 +164,7 @@ class _ReadFile(CountedRead):
         if predictions:
             pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set)
+            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set, self.target_path)
         yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _rows_read)
 
 
@@ -146,8 +175,9 @@ class ReadScoringInputs(beam.PTransform):
     `agents` is [(agent name, [file, ...])]: a file's rank within its agent orders duplicates (the first
     file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide JSON
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
-    is the size of the byte ranges plain JSON Lines files are read in by several workers. `id_parts` and
-    `instruction_set` are the benchmark's (`vlnkit.scoring.benchmark`: REVERIE's instr_ids have 3 parts).
+    is the size of the byte ranges plain JSON Lines files are read in by several workers. `benchmark` and
+    its `options` (`vlnkit.scoring.benchmark`) set how ids and records read (REVERIE's instr_ids have 3
+    parts; CVDN's target path); a worker starts loading the benchmark's per-worker data while it reads.
     """
 
     agents: list[tuple[str, list[str]]]
@@ -155,8 +185,8 @@ class ReadScoringInputs(beam.PTransform):
     connectivity_dir: str
     buckets: int
     range_bytes: int | None = RANGE_BYTES
-    id_parts: int = 2
-    instruction_set: str = "instructions"
+    benchmark: Benchmark = R2R_BENCHMARK
+    options: BenchmarkOptions = field(default_factory=BenchmarkOptions)
 
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
@@ -169,7 +199,7 @@ class ReadScoringInputs(beam.PTransform):
                 | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
                 | "SpreadRanges" >> beam.Reshuffle()
             )
-        read = _ReadFile(self.connectivity_dir, self.buckets, self.id_parts, self.instruction_set)
+        read = _ReadFile(self.connectivity_dir, self.buckets, self.benchmark, self.options)
         out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 

@@ -26,7 +26,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
 from transforms.progress import Progress
-from transforms.score.read import TOTALS, worker_vocabulary
+from transforms.score.read import TOTALS, worker_context, worker_vocabulary
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
@@ -118,11 +118,7 @@ class _ScoreBucket(ScoreStep):
         }
         self.progress = Progress("score: episodes scored")
         bench, options = self.step.benchmark, self.step.options
-        self.context = per_worker(
-            "benchmark_context",
-            (bench.name, options, conn),
-            lambda: bench.context(options, self.vocab, self.graphs),
-        )
+        self.context = worker_context(bench, options, conn)
 
     def process(self, element):
         step = self.step

@@ -63,8 +63,9 @@ __all__ = ["ByteTable", "ScannedPredictions", "ScannedReferences", "scan_submiss
 _SUBMISSION_KEYS = np.frombuffer(b"instr_idtrajectorypredObjIdpred_objid", np.uint8)
 _SUBMISSION_OFFSETS = np.array([0, 8, 18, 27, 37], np.int64)
 _NO_OBJECT = np.iinfo(np.int64).min  # `vlnkit.datasets.reverie.NO_OBJECT`
-_RECORD_KEYS = np.frombuffer(b"scanpath_idpathheadingdistanceinstructions", np.uint8)
-_RECORD_OFFSETS = np.array([0, 4, 11, 15, 22, 30, 42], np.int64)
+# R2R's keys, then REVERIE's two (read with reverie=1: the target object and the instructions_l variants)
+_RECORD_KEYS = np.frombuffer(b"scanpath_idpathheadingdistanceinstructionsobjIdinstructions_l", np.uint8)
+_RECORD_OFFSETS = np.array([0, 4, 11, 15, 22, 30, 42, 47, 61], np.int64)
 
 
 @njit(cache=True, inline="always")
@@ -182,9 +183,11 @@ def _scan_submissions(
 @njit(cache=True, nogil=True)
 def _scan_records(
     buf, begin, end, keys, offsets, values, hashes, slots, mask, skeys, soffsets, svalues, shashes, sslots, smask,
-    pid, scan, counts, lengths, vals, starts, scan_spans,
+    reverie, pid, scan, counts, lengths, vals, starts, scan_spans, objects, counts_l,
 ):  # fmt: skip
-    """R2R record lines in buf[begin:end] -> (status, rows, values written, line breaks passed)."""
+    """R2R record lines in buf[begin:end] -> (status, rows, values written, line breaks passed). With
+    reverie = 1 (2: `instructions_l` required), REVERIE's (`vlnkit.datasets.reverie.ReverieRecord`): `objId`
+    in [0, 2**32) into `objects`, `path_id` in [0, 2**31), the number of `instructions_l` into `counts_l`."""
     rows = 0
     nv = 0
     newlines = 0
@@ -206,11 +209,13 @@ def _scan_records(
         seen = 0  # a bit per known key
         first_value = nv
         closed = False
+        known = 8 if reverie else 6
+        counts_l[rows] = 0
         while not closed:
             which, p = _key(buf, p, end, names, name_offsets)
-            if which < 0 or (which < 6 and seen & (1 << which)):
+            if which < 0 or (which < known and seen & (1 << which)):
                 return REJECT, rows, nv, newlines
-            if which < 6:
+            if which < known:
                 seen |= 1 << which
             if which == 0:  # scan: a non-empty string
                 s, q, h = _plain_string(buf, p, end)
@@ -243,7 +248,12 @@ def _scan_records(
                 p = _number(buf, p, end)
             elif which == 4:  # distance: a finite number >= 0 (a minus sign goes to the general reader)
                 p = -1 if p < end and buf[p] == 45 else _number(buf, p, end)
-            elif which == 5:  # instructions: at least one string
+            elif which == 6 and reverie:  # objId: an integer in [0, 2**32)
+                p = _integer(buf, p, end, out)
+                if p < 0 or out[0] < 0 or out[0] >= (1 << 32):
+                    return REJECT, rows, nv, newlines
+                objects[rows] = out[0]
+            elif which == 5 or (which == 7 and reverie):  # instructions(_l): at least one string
                 if p >= end or buf[p] != _LBRACKET:
                     return REJECT, rows, nv, newlines
                 p = _ws(buf, p + 1, end)
@@ -257,7 +267,10 @@ def _scan_records(
                     p, last = _after_item(buf, p, end, _RBRACKET)
                     if p < 0:
                         return REJECT, rows, nv, newlines
-                counts[rows] = n
+                if which == 5:
+                    counts[rows] = n
+                else:
+                    counts_l[rows] = n
             else:
                 p = _skip_value(buf, p, end)
             if p < 0:
@@ -267,7 +280,10 @@ def _scan_records(
                 return REJECT, rows, nv, newlines
         p = _line_end(buf, p, end)
         newlines += p > 0 and buf[p - 1] == 10
-        if p < 0 or (seen & 0b101111) != 0b101111 or nv == first_value:  # all but distance are required
+        need = 0b101111 | (0b1000000 if reverie else 0) | (0b10000000 if reverie == 2 else 0)  # distance optional
+        if p < 0 or (seen & need) != need or nv == first_value:
+            return REJECT, rows, nv, newlines
+        if reverie and (pid[rows] < 0 or pid[rows] >= (1 << 31)):
             return REJECT, rows, nv, newlines
         rows += 1
     return OK, rows, nv, newlines
@@ -302,6 +318,8 @@ class ScannedReferences:
     instructions: np.ndarray
     paths: object  # vlnkit.datasets.columns.Paths
     newlines: int = 0  # line breaks in the block
+    objects: np.ndarray | None = None  # REVERIE's target objects (reverie > 0)
+    instructions_l: np.ndarray | None = None  # REVERIE: how many instructions_l each record has (0: none)
 
     def __len__(self) -> int:
         return len(self.path_id)
@@ -421,9 +439,9 @@ def scan_submissions(block: bytes, vocab, parts: int = 2) -> ScannedPredictions 
     return ScannedPredictions(pid, k, paths, newlines, objects)
 
 
-def scan_records(block: bytes, vocab) -> ScannedReferences | None:
+def scan_records(block: bytes, vocab, reverie: int = 0) -> ScannedReferences | None:
     """The R2R records of `block` (whole JSON Lines, as for `scan_submissions`) when every non-empty line is
-    certainly a valid `R2RRecord`; else None."""
+    certainly a valid `R2RRecord`; else None. `reverie` = 1 (2: with `instructions_l`): REVERIE's records."""
     from vlnkit.datasets.records import R2R_RECORD
 
     viewpoints, scans = vocabulary_tables(vocab)
@@ -433,14 +451,14 @@ def scan_records(block: bytes, vocab) -> ScannedReferences | None:
         rows = size // 60 + 1  # a valid record line has more than 60 bytes (five keys and their values)
         return (np.empty(rows, np.int64), np.empty(rows, np.int32), np.empty(rows, np.int64),
                 np.empty(rows, np.int64), np.empty(size // 4 + 1, np.int32), np.empty(rows, np.int64),
-                np.empty((rows, 2), np.int64))  # fmt: skip
+                np.empty((rows, 2), np.int64), np.empty(rows, np.int64), np.empty(rows, np.int64))  # fmt: skip
 
-    scanned = _scan(buf, _scan_records, outputs, viewpoints.args() + scans.args())
+    scanned = _scan(buf, _scan_records, outputs, (*viewpoints.args(), *scans.args(), reverie))
     if scanned is None:
         return None
     found, newlines = scanned
-    cols = [np.concatenate([o[c][:rows] for rows, _, o in found]) for c in (0, 1, 2, 3, 5, 6)]
-    pid, scan_no, counts, lengths, starts, spans = cols
+    cols = [np.concatenate([o[c][:rows] for rows, _, o in found]) for c in (0, 1, 2, 3, 5, 6, 7, 8)]
+    pid, scan_no, counts, lengths, starts, spans, objects, counts_l = cols
     values = np.concatenate([o[4][:nv] for _, nv, o in found])
     names = np.asarray(vocab.scans, dtype=str) if vocab.scans else np.zeros(0, "U1")
     known = scan_no >= 0
@@ -455,4 +473,6 @@ def scan_records(block: bytes, vocab) -> ScannedReferences | None:
         return list(R2R_RECORD.decode_lines([_line(block, int(starts[row]))])[0].path)
 
     paths = _paths(lengths, values, _unknown_rows(lengths, values), strings_of)
+    if reverie:
+        return ScannedReferences(pid, scan_names, counts, paths, newlines, objects, counts_l)
     return ScannedReferences(pid, scan_names, counts, paths, newlines)

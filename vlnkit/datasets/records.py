@@ -398,28 +398,37 @@ def _instr_id(value) -> str | None:
     return None
 
 
+# The keys of integer episode ids, for benchmarks that number their episodes instead of "<path_id>_<k>":
+# RxR's `instruction_id` and CVDN's NDH `inst_idx`. An `instr_id`, when present, wins.
+INTEGER_ID_KEYS = ("instruction_id", "inst_idx")
+
+
 def prediction(obj, source: str, index: int) -> dict | RecordError:
     """One prediction object -> {"instr_id", "path", "layout", "_source", "_index"} or a RecordError.
 
     A prediction is `{"instr_id": "<path_id>_<k>" (or an integer), "trajectory": ...}` (`path` is
-    taken for `trajectory`) in any layout of `flatten_trajectory`, with at least one viewpoint; or,
-    for RxR, `{"instruction_id": int, "path": [...]}` (`InstructionPrediction`), whose instr_id is
-    `str(instruction_id)`.
+    taken for `trajectory`) in any layout of `flatten_trajectory`, with at least one viewpoint; or
+    one addressed by an integer episode id (`INTEGER_ID_KEYS`): for RxR `{"instruction_id": int,
+    "path": [...]}` (`InstructionPrediction`), for CVDN's NDH task `{"inst_idx": int, "trajectory":
+    [...]}`, whose instr_id is the integer's text.
 
         >>> prediction({"instr_id": "7_0", "trajectory": ["a", "b"]}, "p.json", 0)["path"]
         ['a', 'b']
         >>> prediction({"instruction_id": 26, "path": ["a", "b"]}, "p.json", 0)["instr_id"]
         '26'
+        >>> prediction({"inst_idx": 108, "trajectory": [["a", 0.0, 0.0]]}, "p.json", 0)["instr_id"]
+        '108'
         >>> prediction({"instr_id": "7_0", "trajectory": []}, "p.json", 3).reason
         'empty trajectory (no viewpoints)'
     """
     label = f"#{index}"
     if not isinstance(obj, dict):
         return RecordError(source, label, f"expected a JSON object, got {type(obj).__name__}")
-    if "instr_id" not in obj and "instruction_id" in obj:  # the RxR layout (and RxR follower lines)
-        iid = obj["instruction_id"]
+    id_key = None if "instr_id" in obj else next((k for k in INTEGER_ID_KEYS if k in obj), None)
+    if id_key is not None:  # RxR's layout (and RxR follower lines), NDH's
+        iid = obj[id_key]
         if isinstance(iid, bool) or not isinstance(iid, int):
-            return RecordError(source, label, f"'instruction_id' must be an integer, got {iid!r:.40}")
+            return RecordError(source, label, f"{id_key!r} must be an integer, got {iid!r:.40}")
         instr_id = str(iid)
     else:
         instr_id = _instr_id(obj.get("instr_id"))

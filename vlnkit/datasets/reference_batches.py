@@ -20,6 +20,15 @@ import numpy as np
 from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedReferences, scan_records
+from vlnkit.datasets.ndh import (
+    CVDN_FORMAT,
+    DEFAULT_TARGET_PATH,
+    END_PANOS,
+    NDH_INSTANCE,
+    PLANNER_GOAL,
+    ndh_columns,
+    ndh_label,
+)
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
 from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, TARGET_OBJECT, pack_keys, record_reason
@@ -97,14 +106,48 @@ def _reverie_columns(records: list | None, instruction_set: str = "instructions"
     )
 
 
+NDH_EXTRAS = (PLANNER_GOAL, END_PANOS)
+
+
+def _ndh_columns(instances: list | None, target_path: str = DEFAULT_TARGET_PATH) -> ReferenceChunk | None:
+    """The columns of valid `NDHInstance`s (None for none): one episode per instance, keyed by inst_idx (k -1,
+    like an RxR instruction_id), its target path as the reference path, the planner's goal and the end panos
+    as extras (`vlnkit.datasets.ndh.ndh_columns`)."""
+    if not instances:
+        return None
+    c = ndh_columns(instances, target_path)
+    extras = {name: c[name] for name in NDH_EXTRAS}
+    return ReferenceChunk(
+        c["inst_idx"], c["scans"], np.ones(len(instances), np.int64), c["lengths"], c["viewpoints"], -1, extras=extras
+    )
+
+
 _COLUMNS = {
     R2R: (R2R_RECORD, _reference_columns),
     RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns),
     REVERIE_FORMAT: (REVERIE_RECORD, _reverie_columns),
+    CVDN_FORMAT: (NDH_INSTANCE, _ndh_columns),
 }
 
 
-def reference_chunk(lines: list[bytes], fmt: str = R2R, instruction_set: str = "instructions") -> ReferenceChunk | None:
+def _columns(fmt: str, records, instruction_set: str, target_path: str) -> ReferenceChunk | None:
+    """The chunk columns of records of format `fmt`, with the reading choice that format takes."""
+    columns = _COLUMNS[fmt][1]
+    if fmt == REVERIE_FORMAT:
+        return columns(records, instruction_set)
+    if fmt == CVDN_FORMAT:
+        return columns(records, target_path)
+    return columns(records)
+
+
+def _with_paths(extras: dict | None, vocab: Vocabulary) -> dict:
+    """A chunk's extras as a batch holds them: (lengths, viewpoint ids) pairs become `Paths`."""
+    return {n: Paths.from_flat(*c, vocab) if isinstance(c, tuple) else c for n, c in (extras or {}).items()}
+
+
+def reference_chunk(
+    lines: list[bytes], fmt: str = R2R, instruction_set: str = "instructions", target_path: str = DEFAULT_TARGET_PATH
+) -> ReferenceChunk | None:
     """The records of JSON Lines `lines` (non-blank), when every line is one valid record of format
     `fmt` ("r2r": `R2RRecord`; "rxr_guide": `RxRGuideLine`); else None (the caller then parses the
     chunk the general way, where every refusal gets its dead letter).
@@ -124,9 +167,7 @@ def reference_chunk(lines: list[bytes], fmt: str = R2R, instruction_set: str = "
     """
     if fmt not in _COLUMNS:
         return None
-    kind, columns = _COLUMNS[fmt]
-    records = kind.decode_lines(lines)
-    return columns(records, instruction_set) if fmt == REVERIE_FORMAT else columns(records)
+    return _columns(fmt, _COLUMNS[fmt][0].decode_lines(lines), instruction_set, target_path)
 
 
 class FileFormat:
@@ -140,14 +181,19 @@ class FileFormat:
         ('rxr_guide', 'rxr_guide')
     """
 
-    def __init__(self, fmt: str | None = None, instruction_set: str = "instructions"):
+    def __init__(
+        self, fmt: str | None = None, instruction_set: str = "instructions", target_path: str = DEFAULT_TARGET_PATH
+    ):
         self.fmt = fmt
         self.instruction_set = instruction_set  # REVERIE's `instrType`
+        self.target_path = target_path  # CVDN/NDH's: which path is the reference (`vlnkit.datasets.ndh`)
 
     def typed(self, lines: list[bytes]) -> ReferenceChunk | None:
         if self.fmt is None and lines:
             self.fmt = line_format(lines[0])
-        return reference_chunk(lines, self.fmt, self.instruction_set) if self.fmt is not None else None
+        if self.fmt is None:
+            return None
+        return reference_chunk(lines, self.fmt, self.instruction_set, self.target_path)
 
     def scan(self, block: bytes, vocab) -> ScannedReferences | None:
         """A compiled scanner's reading of a block of whole lines (`json_chunks`' `scan`), for R2R records;
@@ -155,6 +201,8 @@ class FileFormat:
         if self.fmt is None:  # from the first line (a longer one than 64 KB is left to the typed decoder)
             first = next((line for line in bytes(block[: 1 << 16]).split(b"\n") if line.strip()), None)
             self.fmt = line_format(first) if first is not None else None
+        if self.fmt == REVERIE_FORMAT:
+            return scan_records(block, vocab, 2 if self.instruction_set == "instructions_l" else 1)
         return scan_records(block, vocab) if self.fmt == R2R else None
 
     def fmt_of(self, items) -> str:
@@ -182,6 +230,7 @@ def reference_batch(
     strict: bool = False,
     fmt: str = R2R,
     instruction_set: str = "instructions",
+    target_path: str = DEFAULT_TARGET_PATH,
 ) -> tuple[ReferenceBatch, list[RecordError]]:
     """A chunk of dataset records (or a `ReferenceChunk`) -> (batch of valid reference paths, RecordErrors).
 
@@ -194,6 +243,11 @@ def reference_batch(
     if isinstance(items, ScannedReferences):  # a compiled scanner's block (R2R records): already numbered
         n = len(items)
         ranks, index = np.full(n, rank, np.int64), np.arange(start, start + n, dtype=np.int64)
+        if items.objects is not None:  # REVERIE's records: keyed by (path_id, objId), the target as an extra
+            counts = items.instructions_l if instruction_set == "instructions_l" else items.instructions
+            keys = pack_keys(items.path_id, items.objects)
+            extras = {TARGET_OBJECT: items.objects}
+            return ReferenceBatch(ranks, index, keys, items.scans, counts, items.paths, extras=extras), []
         return ReferenceBatch(ranks, index, items.path_id, items.scans, items.instructions, items.paths), []
     if isinstance(items, ReferenceChunk):
         fast = items
@@ -201,8 +255,7 @@ def reference_batch(
         with gc_paused():
             fast = None
             if strict and items:
-                found = kind.convert_all(items)
-                fast = columns(found, instruction_set) if fmt == REVERIE_FORMAT else columns(found)
+                fast = _columns(fmt, kind.convert_all(items), instruction_set, target_path)
     if fast is not None:
         return (
             ReferenceBatch(
@@ -215,10 +268,12 @@ def reference_batch(
                 first_k=np.full(len(items), fast.first_k, np.int64),
                 language=fast.language,
                 languages=fast.languages,
-                extras=fast.extras or {},
+                extras=_with_paths(fast.extras, vocab),
             ),
             [],
         )
+    if fmt == CVDN_FORMAT:
+        return _ndh_batch(items, start, source, rank, vocab, parquet, target_path)
     rxr, reverie = fmt == RXR_GUIDE_FORMAT, fmt == REVERIE_FORMAT
     label = rxr_label if rxr else record_label
     errors, kept, pids, scans, counts, paths, tags, objects = [], [], [], [], [], [], [], []
@@ -258,5 +313,40 @@ def reference_batch(
         language=codes,
         languages=languages,
         extras=extras,
+    )
+    return batch, errors
+
+
+def _ndh_batch(items, start, source, rank, vocab, parquet, target_path) -> tuple[ReferenceBatch, list[RecordError]]:
+    """NDH instances one by one: a dead letter for each invalid one (worded by `NDHInstance`), a batch of the rest."""
+    errors, kept, valid = [], [], []
+    for n, obj in enumerate(items):
+        obj = exact_item(items, n)
+        if isinstance(obj, RecordError):
+            errors.append(obj)
+            continue
+        reason = NDH_INSTANCE.reason(obj)
+        if reason is not None:
+            key = obj.get("inst_idx") if isinstance(obj, dict) else None
+            key = (key, -1) if isinstance(key, int) and not isinstance(key, bool) and -(2**63) <= key < 2**63 else None
+            errors.append(
+                RecordError(source, f"#{start + n}" if parquet else ndh_label(obj, start + n), reason, key=key)
+            )
+            continue
+        kept.append(start + n)
+        valid.append(obj)
+    c = _ndh_columns(valid, target_path)
+    if c is None:
+        c = ReferenceChunk(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], -1, extras={})
+        c.extras = {name: (np.zeros(0, np.int64), []) for name in NDH_EXTRAS}
+    batch = ReferenceBatch(
+        np.full(len(kept), rank, np.int64),
+        np.asarray(kept, np.int64),
+        c.path_id,
+        np.asarray(c.scans, dtype=str) if c.scans else np.zeros(0, "U1"),
+        c.instructions,
+        Paths.from_flat(c.lengths, c.viewpoints, vocab),
+        first_k=np.full(len(kept), -1, np.int64),
+        extras=_with_paths(c.extras, vocab),
     )
     return batch, errors

@@ -6,6 +6,8 @@
   give exact, order-independent summaries.
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
+- `ndh`: CVDN's NDH metrics as its official evaluator defines them (`score_ndh`: oracle path success and
+  goal progress besides the standard metrics under its conventions).
 - `random_baseline`: the R2R paper's random-walk baseline, generated in vectorized batches.
 - `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
   (`score_summary`: agent blocks, intervals, comparisons, tie marks, breakdowns in natural order).
@@ -67,5 +69,6 @@ __getattr__, __all__ = lazy_exports(
         "leaderboard": ("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"),
         "schemas": ("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"),
         "bucket_scores": ("BucketScores",),
+        "ndh": ("score_ndh", "first_non_edges", "NDH_METRICS"),
     },
 )

@@ -19,7 +19,7 @@ from operator import itemgetter
 import numpy as np
 
 METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
-RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl")  # shown in %; others: distances in m
+RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl", "ops")  # shown in %; others: distances in m
 EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
 # What each metric of an episode is (vlnkit.evaluation.metrics gives the formulas); d_th is the success
 # distance (--success_distance, 3 m), distances are metres along the navigation graph.

@@ -49,6 +49,10 @@ COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts 
 # Object grounding (REVERIE: the predicted object is the target; RGSPL weighs it by path efficiency): columns
 # of their own, shown (with their intervals) only when some agent has them.
 GROUNDING_METRICS = ("rgs", "rgspl")
+# CVDN/NDH (vlnkit.evaluation.ndh): oracle path success and goal progress, shown (with intervals) when some
+# agent has them.
+NDH_SHOWN = ("ops", "gp")
+OWN_METRICS = (*GROUNDING_METRICS, *NDH_SHOWN)  # a benchmark's own metrics, beside the shared ones
 
 
 def _is_rate(metric: str) -> bool:
@@ -90,7 +94,7 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     (['y', 'x'], 0.0, None)
     """
     languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
-    optional = (*GROUNDING_METRICS, *EUCLIDEAN_METRICS)
+    optional = (*OWN_METRICS, *EUCLIDEAN_METRICS)
     bounds = [m for m in optional if any(b["metrics"].get(m) is not None for b in blocks.values())]
 
     def key(item):
@@ -174,6 +178,12 @@ def success_line(options: dict) -> str:
     "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
     """
     d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
+    if options.get("benchmark") == "cvdn":
+        return (
+            f"Success: NE < 3 m to the goal of the {options.get('target_path', 'planner')} path (CVDN/NDH, "
+            "tasks/NDH/eval.py); OPS: oracle success against the planner's goal; GP: goal progress (m) towards "
+            "the dialog's end panos."
+        )
     if options.get("benchmark") == "reverie":
         return (
             "Success: the target object is visible from the stop (REVERIE, no distance test); RGS: the predicted "
@@ -208,7 +218,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     '| 1 | a | 4 | 0 | 50.00 | n/a | n/a | n/a | n/a | 2.00 | n/a | n/a |'
     """
     first = rows[0] if rows else {}
-    bounds = [m for m in (*GROUNDING_METRICS, *EUCLIDEAN_METRICS) if m in first]
+    bounds = [m for m in (*OWN_METRICS, *EUCLIDEAN_METRICS) if m in first]
     head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS, *bounds]
     with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
     cis = [f"{m}_ci" for m in (*LEADERBOARD_METRICS, *bounds)] if with_ci else []
@@ -248,7 +258,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
             cell(
                 m,
                 r.get(m),
-                r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in (*HEADLINE_CI, *GROUNDING_METRICS) else None,
+                r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in (*HEADLINE_CI, *OWN_METRICS) else None,
             )
             for m in (*LEADERBOARD_METRICS, *bounds)
         ]

@@ -17,11 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vlnkit.comparison.paired import HEADLINE
-from vlnkit.evaluation.leaderboard import GROUNDING_METRICS
+from vlnkit.evaluation.leaderboard import OWN_METRICS
 from vlnkit.navigation.graph import GraphError
 
 __all__ = [
     "PAGE_COLUMNS",
+    "PAGE_METRICS",
     "CONTINUOUS_COLUMNS",
     "is_continuous",
     "missing_columns",
@@ -32,8 +33,9 @@ __all__ = [
 ]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
-# The metrics the page shows where a file has them: the headline ones, and object grounding (REVERIE's RGS, RGSPL).
-PAGE_METRICS = (*HEADLINE, *GROUNDING_METRICS)
+# The metrics the page shows where a file has them: the headline ones, and a benchmark's own (REVERIE's
+# object grounding RGS, RGSPL; CVDN/NDH's oracle path success and goal progress).
+PAGE_METRICS = (*HEADLINE, *OWN_METRICS)
 # What a continuous dataset's episodes file (`continuous_episode_scores`) needs: positions instead of a path.
 CONTINUOUS_COLUMNS = ("agent", "instr_id", "scan", "positions")
 SOURCE = "_source"  # the index of the file a row came from (for naming it in a problem)

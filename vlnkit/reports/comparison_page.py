@@ -35,7 +35,7 @@ __all__ = ["comparison_page", "continuous_comparison_page", "PALETTE"]
 
 PALETTE = ("#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 REFERENCE_COLOUR = "#1f5fbf"
-RATES = frozenset({"sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", *GROUNDING_METRICS})
+RATES = frozenset({"sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "ops", *GROUNDING_METRICS})
 LENGTH_LABELS = length_labels(LENGTH_EDGES)
 MAX_TABLE_EPISODES = 3000  # episodes (of all agents) embedded for the table; more are sampled by hash
 EUCLIDEAN = "_euclidean"  # a continuous episode's straight-line bound of a geodesic metric (`sr_euclidean`, ...)
@@ -451,7 +451,7 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
 SCRIPT = r"""
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
-const M = D.metrics.length, RATES = new Set(["sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl"]);
+const M = D.metrics.length, RATES = new Set(["sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl", "ops"]);
 const state = {agent: "", scan: "", outcome: "", sort: 0, dir: 1, selected: null, limit: 500};
 const cols = ["episode", "scan", "agent", "outcome"].concat(D.metrics.map(m => m.toUpperCase()));
 function el(tag, attrs, text) {

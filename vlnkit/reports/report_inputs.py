@@ -133,6 +133,24 @@ def scored_on(folder: str) -> list[str]:
     return named
 
 
+def scored_target_path(folders: list[str]) -> str | None:
+    """The target path CVDN/NDH episodes were scored against (the score job's `--target_path`, in its
+    summary.json's options), or None when no folder holds a CVDN score run; ReportInputError when two folders
+    say different paths (one comparison page, one reference per episode)."""
+    found = set()
+    for folder in folders:
+        path = fileio.join(folder, "summary.json")
+        options = (read_json(path) if fileio.exists(path) else {}).get("options") or {}
+        if options.get("benchmark") == "cvdn":
+            found.add(options.get("target_path", "planner"))
+    if len(found) > 1:
+        raise ReportInputError(
+            f"CVDN score runs against different target paths ({', '.join(sorted(found))}): compare agents scored "
+            "against one target path"
+        )
+    return found.pop() if found else None
+
+
 def scored_with_ground_truth(folders: list[str], dataset: list[str]) -> list[str]:
     """The ground-truth file of each continuous episode file in `dataset`, as the score folders' summary.json
     name them (`ground_truth`, in the order of their `dataset`); "auto" (VLN-CE's name beside the episode

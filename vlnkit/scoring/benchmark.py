@@ -11,8 +11,9 @@ grounding). So a benchmark is a reader (its records and predictions as `Referenc
   decides success itself passes it (0/1 per pair) and the kernel gates SPL, SED and SDTW with it; a rule
   that does not passes nothing (the distance rule). It may refuse pairs (a dead letter each, with its
   reason: CVDN's steps that are not edges).
-- `load(options, vocab, graphs)`: what the rule needs beyond the pairs (REVERIE: object visibility), loaded
-  once per worker.
+- `load(options, vocab)`: what the rule needs beyond the pairs (REVERIE: object visibility), loaded once
+  per worker (the score job starts it while the worker reads its files); graphs reach the rule through
+  `pairs.scans.graphs`.
 - `schema`, `metrics`: the versioned Parquet rows and which of their columns are metrics (means, null
   counts, intervals, paired comparisons and breakdowns cover exactly those).
 
@@ -149,9 +150,9 @@ class Benchmark:
     leaderboard_extra: tuple[str, ...] = ()
     format_ids: Callable | None = None  # (keys, k) -> instr_ids as an Arrow array (None: "<key>_<k>")
 
-    def context(self, options: BenchmarkOptions, vocab, graphs):
+    def context(self, options: BenchmarkOptions, vocab):
         """The rule's per-worker data (None when the rule needs none)."""
-        return self.load(options, vocab, graphs) if self.load is not None else None
+        return self.load(options, vocab) if self.load is not None else None
 
 
 R2R_BENCHMARK = Benchmark("r2r", ("r2r", "rxr_guide"), EPISODE_SCORES, METRICS)

@@ -1,7 +1,7 @@
 """The benchmarks the score job knows, and which one a dataset is scored by (its records' format).
 
->>> benchmark_for(["r2r"]).name, benchmark_for(["reverie"]).name
-('r2r', 'reverie')
+>>> benchmark_for(["r2r"]).name, benchmark_for(["reverie"]).name, benchmark_for(["cvdn"]).name
+('r2r', 'reverie', 'cvdn')
 >>> benchmark_for(["r2r", "reverie"])
 Traceback (most recent call last):
 ...
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
 from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark
+from vlnkit.scoring.cvdn import CVDN
 from vlnkit.scoring.reverie import REVERIE
 
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (R2R_BENCHMARK, REVERIE)}
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (R2R_BENCHMARK, REVERIE, CVDN)}
 
 
 def benchmark_for(formats) -> Benchmark:

@@ -42,6 +42,7 @@ from vlnkit.datasets.columns import (
 )
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
+from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
 from vlnkit.datasets.prediction_batches import (
     parquet_prediction_items,
     prediction_batch,
@@ -174,15 +175,21 @@ def _reference_chunks(path: str, line_range, fmt: FileFormat, vocab: Vocabulary)
 
 
 def read_references(
-    path: str, rank: int, vocab: Vocabulary, line_range=None, instruction_set: str = "instructions"
+    path: str,
+    rank: int,
+    vocab: Vocabulary,
+    line_range=None,
+    instruction_set: str = "instructions",
+    target_path: str = DEFAULT_TARGET_PATH,
 ) -> Iterator[ReferenceBatch | RecordError]:
     """The valid reference paths of one dataset file (or byte range), as batches, and a dead letter for
     every other record (with the keys of refused records that still name one: `RefusedReferences`). R2R/R4R
     records, RxR guide lines and REVERIE records are told apart by the file's first record; an RxR follower
     file and a REVERIE test split are refused as a whole (once, by the range that holds its start).
-    `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`."""
+    `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`; `target_path`: a
+    CVDN/NDH instance's reference path is its planner's, its player's or the trusted one (`vlnkit.datasets.ndh`)."""
     parquet = is_parquet(path)
-    fmt = FileFormat(instruction_set=instruction_set)
+    fmt = FileFormat(instruction_set=instruction_set, target_path=target_path)
     with gc_paused():
         for chunk in _reference_chunks(path, line_range, fmt, vocab):
             if isinstance(chunk, RecordError):
@@ -194,7 +201,7 @@ def read_references(
                     yield RecordError(path, "", WHOLE_FILE_REFUSALS[fmt.fmt_of(items)])
                 return
             batch, errors = reference_batch(
-                items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items), instruction_set
+                items, start, path, rank, vocab, parquet, strict, fmt.fmt_of(items), instruction_set, target_path
             )
             yield from errors
             refused = RefusedReferences.of(errors)

@@ -85,20 +85,32 @@ REVERIE_EPISODE_SCORES = versioned_schema(
 
 @dataclass
 class Visibility:
-    """A worker's object visibility: sorted `visibility_keys` (viewpoint, object) seen, sorted (scan, object)
-    keys of objects seen from somewhere, and the vocabulary that numbers them."""
+    """A worker's object visibility: a bit per (global viewpoint, object id) seen (`bits`, row `stride` wide:
+    one gather answers a whole batch; 3 MB for REVERIE v1), sorted (scan, object) keys of objects seen from
+    somewhere, the vocabulary that numbers viewpoints, and the benchmark's options."""
 
-    seen: np.ndarray
+    bits: np.ndarray
+    stride: int
     objects: np.ndarray
     vocab: object
     options: BenchmarkOptions
 
+    def seen(self, viewpoint: np.ndarray, obj: np.ndarray) -> np.ndarray:
+        """Whether object obj[i] is visible from global viewpoint viewpoint[i] (-1: no viewpoint)."""
+        ok = (viewpoint >= 0) & (obj >= 0) & (obj < self.stride)
+        at = np.where(ok, viewpoint * self.stride + obj, 0)
+        return ok & ((self.bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
 
-def load_visibility(options: BenchmarkOptions, vocab, graphs) -> Visibility:
+
+def load_visibility(options: BenchmarkOptions, vocab) -> Visibility:
     if not options.visibility:
         raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
     seen, objects = read_visibility(options.visibility, vocab)
-    return Visibility(seen, objects, vocab, options)
+    viewpoint, obj = unpack_keys(seen)
+    stride = int(obj.max()) + 1 if len(obj) else 1
+    flags = np.zeros(len(vocab.strings) * stride, bool)
+    flags[viewpoint * stride + obj] = True
+    return Visibility(np.packbits(flags, bitorder="little"), stride, objects, vocab, options)
 
 
 def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -112,10 +124,10 @@ def visible(pairs: RulePairs, vis: Visibility, target: np.ndarray) -> tuple[np.n
     """(target visible from the last viewpoint, from any viewpoint of the trajectory), per pair."""
     q = pairs.queries
     last = pairs.global_nodes(pairs.last_nodes(), vis.vocab)
-    success = _member(visibility_keys(last, target), vis.seen) & (last >= 0)
-    owner = q.row_of_value()
+    success = vis.seen(last, target)
+    owner = np.repeat(np.arange(len(q), dtype=np.int64), q.lengths)
     every = pairs.global_nodes(q.values, vis.vocab, owner)
-    hit = _member(visibility_keys(every, target[owner]), vis.seen) & (every >= 0)
+    hit = vis.seen(every, target[owner])
     oracle = np.zeros(len(pairs), bool)
     oracle[owner[hit]] = True
     return success, oracle

@@ -12,6 +12,7 @@ import pytest
 
 from tests.oracles import reverie_rules
 from vlnkit.datasets.columns import Vocabulary
+from vlnkit.datasets.line_scan import scan_records, scan_submissions
 from vlnkit.datasets.reverie import NO_OBJECT, predicted_object, record_reason, split_reverie_ids
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
@@ -52,7 +53,7 @@ def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     batches = [b for _, b in in_buckets(pieces, 1)]
     join = join_bucket(batches, {"a": [str(predictions)]}, [str(dataset)], vocab, graphs, REVERIE.format_ids)
     if options not in CONTEXTS:  # loaded once per worker in the job
-        CONTEXTS[options] = REVERIE.context(options, vocab, graphs)
+        CONTEXTS[options] = REVERIE.context(options, vocab)
     context = CONTEXTS[options]
     return score_bucket(join, scans, ScoringConfig(), benchmark=REVERIE, context=context).table
 
@@ -183,3 +184,42 @@ def test_a_test_split_or_a_mix_is_refused_in_one_line():
         benchmark_for(["reverie_test"])
     with pytest.raises(ValueError, match="mixes benchmarks"):
         benchmark_for(["reverie", "r2r"])
+
+
+@pytest.mark.parametrize("instruction_set", ["instructions", "instructions_l"])
+def test_records_and_predictions_read_alike_by_the_scanners_and_the_general_reader(
+    reverie, world, tmp_path, instruction_set
+):
+    """JSON Lines go through the compiled scanners; a JSON list (and a block with one odd line) through msgspec
+    and the general reader: the same batches either way."""
+    vocab = world[0]
+    records = json.load(open(reverie / "REVERIE_val_seen.json"))[:60]
+    records[3] = {k: v for k, v in records[3].items() if k != "instructions_l"}  # valid, without the variants
+    lines, whole = tmp_path / "r.jsonl", tmp_path / "r.json"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records))
+    whole.write_text(json.dumps(records))
+
+    def refs(path):
+        got = list(read_references(str(path), 0, vocab, instruction_set=instruction_set))
+        batches = [b for b in got if hasattr(b, "paths")]
+        errors = sorted(e.reason for e in got if not hasattr(e, "paths") and hasattr(e, "reason"))
+        b = batches[0].concat(batches)
+        return b.path_id.tolist(), b.instructions.tolist(), b.paths.values.tolist(), b.extras, errors
+
+    mode = 2 if instruction_set == "instructions_l" else 1
+    assert (scan_records(lines.read_bytes(), vocab, mode) is None) == (mode == 2)  # a record lacks instructions_l
+    a, b = refs(lines), refs(whole)
+    assert a[:3] == b[:3] and a[4] == b[4] and a[3]["target_object"].tolist() == b[3]["target_object"].tolist()
+    assert (len(a[0]) == 59) == (instruction_set == "instructions_l")  # the record without them is refused
+    preds = [
+        {"instr_id": f"{r['path_id']}_{r['objId']}_0", "trajectory": [[v, 0, 0] for v in r["path"]], "predObjId": i}
+        for i, r in enumerate(records)
+    ]
+    plines, pwhole = tmp_path / "p.jsonl", tmp_path / "p.json"
+    plines.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    pwhole.write_text(json.dumps(preds))
+    assert scan_submissions(plines.read_bytes(), vocab, 3) is not None
+    got = [[b for b in read_predictions(str(p), "a", 0, vocab, parts=3)] for p in (plines, pwhole)]
+    for x, y in zip(*got):
+        assert x.path_id.tolist() == y.path_id.tolist() and x.paths.values.tolist() == y.paths.values.tolist()
+        assert x.extras["predicted_object"].tolist() == y.extras["predicted_object"].tolist() == list(range(60))
