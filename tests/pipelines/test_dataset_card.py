@@ -28,6 +28,7 @@ from vlnkit.io.schemas import meaning
 from vlnkit.paraphrases.schemas import PARAPHRASES
 from vlnkit.perturbations.schemas import COMPAT, PERTURBATIONS
 from vlnkit.probes.schemas import PROBE_EPISODES, PROBE_SCORES
+from vlnkit.scoring.cvdn import CVDN_EPISODE_SCORES
 from vlnkit.scoring.reverie import REVERIE_EPISODE_SCORES
 
 # Each job: (its main table, the declared schema).
@@ -168,6 +169,7 @@ def test_the_card_is_a_verified_output(published, tmp_path):
         RANDOM_EPISODE_SCORES,
         CONTINUOUS_EPISODE_SCORES,
         REVERIE_EPISODE_SCORES,
+        CVDN_EPISODE_SCORES,
         PERTURBATIONS,
         COMPAT,
         PARAPHRASES,

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths, Vocabulary
 from vlnkit.datasets.ndh import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL
-from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.evaluation.ndh import first_non_edges, ndh_extras, ndh_success, nearest
 from vlnkit.io.schemas import versioned_schema
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
@@ -50,6 +50,20 @@ CVDN_EPISODE_SCORES = versioned_schema(
         pa.field("non_adjacent_steps", pa.int64(), nullable=False),
         pa.field("path", pa.list_(pa.string()), nullable=False),
     ],
+    {
+        "agent": "the agent's name (--predictions=NAME=FILES, or its file's stem)",
+        "instr_id": "the NDH instance (its inst_idx)",
+        "scan": "the Matterport3D scan of the instance",
+        "language": "the instruction's language tag; null for CVDN",
+        **{m: METRIC_MEANINGS[m] + " (against the --target_path path)" for m in METRICS},
+        "sr": "success: 1 if the agent stopped less than 3 m from the target path's goal, else 0",
+        "osr": "oracle success: 1 if the agent came less than 3 m from the target path's goal, else 0",
+        "ops": "oracle path success: 1 if the agent came less than 3 m from the planner's goal, else 0",
+        "gp": "goal progress: metres by which the agent closed its distance to the nearest of the dialog's end panos",
+        "sgp": "goal progress where the episode succeeded, else 0",
+        "non_adjacent_steps": "moves of the agent's trajectory between viewpoints that are not neighbours in the graph",
+        "path": "the agent's trajectory as scored: viewpoint ids",
+    },
 )
 
 
