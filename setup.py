@@ -61,6 +61,9 @@ setup(
             # by vlnkit). A modern pip installs its pure-Python module; the compiled one needs
             # `pip install cython wheel && pip install --no-build-isolation --force-reinstall fastdtw==0.3.4`.
             "fastdtw>=0.3.4,<0.4",
+            # Hugging Face's loader, to prove a published version opens with `load_dataset` (its dataset card);
+            # run in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out.
+            "datasets>=4,<6",
         ],
     },
 )

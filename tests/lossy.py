@@ -1,8 +1,8 @@
 """Test doubles of sinks that lose what they are given, silently, as a buggy runner, a full network
 filesystem or a broken upload can: the writer believes it wrote everything and nothing raises.
 
-- `lose_parquet_rows(monkeypatch, keep)`: pyarrow's `ParquetWriter.write_table` (what Beam's Parquet
-  sinks call) keeps only part of what it is given: `keep="first_table"` keeps each writer's first
+- `lose_parquet_rows(monkeypatch, keep)`: pyarrow's `ParquetWriter.write_table` (what every job's
+  Parquet writer calls) keeps only part of what it is given: `keep="first_table"` keeps each writer's first
   table and drops the rest; `keep="half"` writes the first half of every table
   (so even a run whose writers get one table each loses rows).
 - `cut_json_short(monkeypatch)`: every `.json` file but a run's own `summary.json` and `manifest.json`

@@ -16,7 +16,7 @@ import pytest
 
 # What each job documents as its outputs (its module docstring), as name patterns inside --output_dir.
 SHARD = r"-\d{5}-of-\d{5}"
-COMMON = [r"summary\.json", r"manifest\.json", r"_SUCCESS", rf"dead_letter{SHARD}\.jsonl"]
+COMMON = [r"summary\.json", r"manifest\.json", r"_SUCCESS", r"README\.md", rf"dead_letter{SHARD}\.jsonl"]
 DOCUMENTED = {
     # --json_output is written into the version folder too, then copied to its own name (failure_semantics.md).
     "build_r4r": [rf"paths{SHARD}\.parquet", r"R4R_small\.json"],
@@ -126,7 +126,7 @@ def check_outputs(b, prefix: str, job: str) -> list[str]:
     patterns = [re.compile(p) for p in DOCUMENTED[job] + COMMON]
     undocumented = [n for n in names if not any(p.fullmatch(n) for p in patterns)]
     assert not undocumented, f"{job}: objects that are not documented outputs: {undocumented}"
-    for required in REQUIRED[job] + ["summary.json", "manifest.json", "_SUCCESS"]:
+    for required in REQUIRED[job] + ["summary.json", "manifest.json", "_SUCCESS", "README.md"]:
         assert any(n.startswith(required) for n in names), f"{job}: no {required} in {names}"
     leftovers = [n for n in b.list("") if "beam-temp" in n or ".fragments-" in n]
     assert not leftovers, f"{job}: temporary objects left in the bucket: {leftovers}"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from vlnkit.continuous.scoring import EUCLIDEAN
-from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.io.schemas import versioned_schema
 
 RESULT_EXTRA = ("steps", "collisions", "oracle_spl")  # what result files give beyond the graph metrics' names
@@ -47,4 +47,22 @@ CONTINUOUS_EPISODE_SCORES = versioned_schema(
         pa.field("sources", pa.string(), nullable=False),
         pa.field("positions", POINT_LIST, nullable=True),
     ],
+    {
+        "agent": "the agent's name (--predictions=NAME=FILES, or its file's stem)",
+        "episode_id": "the VLN-CE episode id (the join key of every VLN-CE file)",
+        "trajectory_id": "R2R's path_id of the episode",
+        "instr_id": "R2R-CE '<trajectory_id>_<k>', RxR-Habitat the instruction id",
+        "scan": "the Matterport3D scan of the episode",
+        "language": "the instruction's language tag (RxR-Habitat); null for R2R-CE",
+        **{m: METRIC_MEANINGS[m] + ", in continuous space (null where no input gives it)" for m in METRICS},
+        "steps": "actions the agent took (from the result file)",
+        "collisions": "collisions in the simulator (from the result file)",
+        "oracle_spl": "oracle SPL as the simulator reported it (from the result file)",
+        **{
+            m: f"{m[: -len('_euclidean')]} with the straight-line distance to the goal (--goal_distance=euclidean)"
+            for m in EUCLIDEAN
+        },
+        "sources": "what the row was made from: positions, results or positions+results",
+        "positions": "the agent's positions as scored, [x, y, z] each; null for a row made from results alone",
+    },
 )

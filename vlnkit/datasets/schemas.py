@@ -24,6 +24,21 @@ R4R_PATHS = versioned_schema(
         pa.field("path_ids", pa.list_(pa.int64()), nullable=False),
         pa.field("join_distances", pa.list_(pa.float64()), nullable=False),
     ],
+    {
+        "path_id": "the joined path's id, unique in the file",
+        "scan": "the Matterport3D scan of the path",
+        "path": "viewpoint ids from the first source path's start to the last one's goal",
+        "distance": "the joined path's length in metres (the sum of its source paths' and junctions' lengths)",
+        "heading": "the agent's starting heading in radians (the first source path's)",
+        "instructions": "the source paths' instructions joined, one per combination (R4R's rule)",
+        "first_path_id": "the first source path's path_id",
+        "second_path_id": "the second source path's path_id",
+        "shortest_path": "the shortest path in the graph from the joined path's start to its goal",
+        "shortest_path_distance": "that shortest path's length in metres",
+        "join_distance": "metres from the first path's goal to the second's start (for longer chains, the largest junction gap)",
+        "path_ids": "every source path's path_id, in order (two for R4R, more for longer chains)",
+        "join_distances": "metres between consecutive source paths at each junction",
+    },
 )
 
 

@@ -21,6 +21,23 @@ import numpy as np
 METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
 RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl", "ops")  # shown in %; others: distances in m
 EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
+# What each metric of an episode is (vlnkit.evaluation.metrics gives the formulas); d_th is the success
+# distance (--success_distance, 3 m), distances are metres along the navigation graph.
+METRIC_MEANINGS = {
+    "pl": "path length: metres the agent walked",
+    "ne": "navigation error: metres from where the agent stopped to the goal",
+    "one": "oracle navigation error: the closest (metres) the agent came to the goal",
+    "sr": "success: 1 if the agent stopped within d_th of the goal, else 0",
+    "osr": "oracle success: 1 if the agent came within d_th of the goal at some node, else 0",
+    "spl": "success weighted by path length: success times shortest length over the longer of it and PL",
+    "sed": "success weighted by edit distance between the reference's and the agent's edge sequences",
+    "cls": "coverage weighted by length score: fidelity to the reference path, blind to node order",
+    "dtw": "dynamic time warping distance (metres) between the reference path and the agent's",
+    "ndtw": "normalized DTW, exp(-DTW / (|R| d_th)) in [0, 1]: 1 iff the agent followed the reference",
+    "sdtw": "success weighted by nDTW: nDTW for a successful episode, else 0",
+    "ad": "average deviation: mean metres of the agent's nodes from the reference path",
+    "md": "maximum deviation: the largest metres of an agent's node from the reference path",
+}
 ALL = METRICS + EXTRA  # the kernels' output rows, in this order
 SPL_REFERENCES = ("shortest", "path")
 DEFAULT_THRESHOLD = 3.0

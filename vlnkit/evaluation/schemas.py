@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.io.schemas import versioned_schema
 
 
@@ -27,6 +27,15 @@ EPISODE_SCORES = versioned_schema(
         pa.field("non_adjacent_steps", pa.int64(), nullable=False),
         pa.field("path", pa.list_(pa.string()), nullable=False),
     ],
+    {
+        "agent": "the agent's name (--predictions=NAME=FILES, or its file's stem)",
+        "instr_id": "the episode: '<path_id>_<k>', the k-th instruction of dataset path path_id (RxR: its instruction_id)",
+        "scan": "the Matterport3D scan of the episode",
+        "language": "the instruction's IETF language tag (RxR); null for R2R and R4R",
+        **{m: METRIC_MEANINGS[m] + " (null: undefined for this episode)" for m in METRICS},
+        "non_adjacent_steps": "moves of the agent's trajectory between viewpoints that are not neighbours in the graph",
+        "path": "the agent's trajectory as scored: viewpoint ids (repeats collapsed unless --keep_repeats)",
+    },
 )
 
 RANDOM_EPISODE_SCORES = versioned_schema(
@@ -38,4 +47,10 @@ RANDOM_EPISODE_SCORES = versioned_schema(
         pa.field("scan", pa.string(), nullable=False),
         *_metric_fields(),
     ],
+    {
+        "instr_id": "the evaluation episode the random walk was drawn for ('<path_id>_<k>')",
+        "sample": "which of the episode's random walks this is (0, 1, ...)",
+        "scan": "the Matterport3D scan of the episode",
+        **{m: METRIC_MEANINGS[m] + " (null: undefined for this walk)" for m in METRICS},
+    },
 )

@@ -4,7 +4,8 @@ dead-letter records (`dead_letters`), exact order-independent sums (`exactsum`),
 JSON text parsed by orjson with the standard library's answers (`json_text`), the layout of a job's
 output folder and the one way to read its published version (`layout`: `published(D)`), the lock of
 an output folder (`lock`), what a run wrote read back and a published version re-checked against its
-manifest (`integrity`: `verify(D)`).
+manifest (`integrity`: `verify(D)`), which Parquet columns get a dictionary (`parquet_encoding`), the
+dataset card `README.md` of a published version (`dataset_card`).
 
 >>> from vlnkit.io.redact import redact
 >>> redact({"api_key": "abc", "seed": 0})
@@ -26,5 +27,7 @@ __getattr__, __all__ = lazy_exports(
         "layout": ("published", "current_version", "NothingPublished"),
         "lock": ("OutputLock", "Locked"),
         "integrity": ("verify", "Problem"),
+        "parquet_encoding": ("parquet_writer", "dictionary_columns"),
+        "dataset_card": ("card_text", "write_card"),
     },
 )

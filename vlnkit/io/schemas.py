@@ -7,21 +7,43 @@ package declares the schemas of the outputs it describes, in its own `schemas` m
 scores), `vlnkit.perturbations.schemas` (perturbations, compatibility sets), `vlnkit.probes.schemas`
 and `vlnkit.paraphrases.schemas`.
 
+Each column says what it means (`meanings`: a field's `description` metadata), so the files describe
+themselves to any Parquet reader and the dataset card of a published version lists them
+(`vlnkit.io.dataset_card`).
+
 >>> import pyarrow as pa
->>> demo = versioned_schema("demo", 2, [pa.field("x", pa.int64())])
->>> schema_version(demo), row(demo, {"x": 1, "y": 2})
-('2', {'x': 1})
+>>> demo = versioned_schema("demo", 2, [pa.field("x", pa.int64())], {"x": "a number"})
+>>> schema_version(demo), row(demo, {"x": 1, "y": 2}), meaning(demo.field("x"))
+('2', {'x': 1}, 'a number')
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
+DESCRIPTION = b"description"
 
-def versioned_schema(name: str, version: int, fields: list[pa.Field]) -> pa.Schema:
+
+def versioned_schema(
+    name: str, version: int, fields: list[pa.Field], meanings: dict[str, str] | None = None
+) -> pa.Schema:
+    """A schema named `name` at `version`; with `meanings`, every column's meaning (all of them, no other)."""
+    fields = list(fields)
+    if meanings is not None:
+        names = [f.name for f in fields]
+        if set(meanings) != set(names):
+            missing, extra = sorted(set(names) - set(meanings)), sorted(set(meanings) - set(names))
+            raise ValueError(f"schema {name}: meanings missing for {missing}, given for unknown columns {extra}")
+        fields = [f.with_metadata({DESCRIPTION: meanings[f.name].encode()}) for f in fields]
     return pa.schema(
         fields, metadata={b"vlnkit.schema": name.encode(), b"vlnkit.schema_version": str(version).encode()}
     )
+
+
+def meaning(field: pa.Field) -> str | None:
+    """A column's declared meaning, or None."""
+    found = (field.metadata or {}).get(DESCRIPTION)
+    return found.decode() if found else None
 
 
 def schema_version(schema: pa.Schema) -> str:

@@ -22,6 +22,17 @@ def _paraphrases_schema():
             pa.field("reason", pa.string(), nullable=False),
             pa.field("backend", pa.string(), nullable=False),
         ],
+        {
+            "instr_id": "the source instruction's episode ('<path_id>_<k>')",
+            "instruction": "the source instruction",
+            "source_language": "the source instruction's language, which the paraphrase is in",
+            "language": "the pivot language of the round trip",
+            "paraphrase": "the instruction translated to the pivot and back",
+            "bleu": "BLEU of the paraphrase against the source instruction",
+            "kept": "whether the paraphrase passed the filters",
+            "reason": "why it was kept or not (kept, bleu_below_min, bleu_above_max, same_as_original, duplicate_of_<language>)",
+            "backend": "the translator that made the row (google, or offline-demo, which is not a translation)",
+        },
     )
 
 

@@ -21,10 +21,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from vlnkit.io import fileio, integrity, layout
+from vlnkit.io.dataset_card import README, write_card
 from vlnkit.io.layout import fault_point
 from vlnkit.io.redact import redact
 from vlnkit.provenance import describe_inputs, fingerprint
-from vlnkit.runs.manifest import describe_outputs, manifest
+from vlnkit.runs.manifest import code_version, describe_outputs, manifest
 from vlnkit.runs.publication import Publication
 from vlnkit.runs.verdict import Outcome, default_outcome, judge, with_stages, written
 
@@ -111,7 +112,7 @@ def input_digests(ending: Ending) -> list[dict]:
 
 def expected_outputs(ending: Ending, summary: dict) -> dict[str, int | None]:
     """The job's declaration (from the run's own tallies) as names inside the version folder, with what
-    every job writes: one dead-letter line per dead letter counted, and summary.json.
+    every job writes: one dead-letter line per dead letter counted, summary.json and the dataset card.
 
     A declared key is a sharded output's prefix, an output the job named (as staged), a path inside the
     published folder, or a name inside the version folder."""
@@ -119,6 +120,7 @@ def expected_outputs(ending: Ending, summary: dict) -> dict[str, int | None]:
     expected: dict[str, int | None] = {
         f"{DEAD_LETTER_PREFIX}-*-of-*": int(summary.get("dead_letters", 0) or 0),
         SUMMARY: None,
+        README: None,
     }
     where = {**ending.staged, **{p: p for p in ending.staged.values()}}
     for key, rows in (ending.declared(summary) if ending.declared else {}).items():
@@ -148,10 +150,12 @@ def finish(ending: Ending, digests: list[dict] | None = None) -> str | None:
     fault_point("written")
     with fileio.open_read(fileio.join(pub.folder, SUMMARY)) as f:
         summary = json.load(f)
-    outputs = describe_outputs(pub.folder)
+    inputs = redact(digests if digests is not None else input_digests(ending))
+    # The card is written from the same facts as the manifest, before it, so the manifest records its checksum.
+    card = {"job": ending.job, "version": pub.version, "settings": ending.settings, "inputs": inputs}
+    outputs = write_card(pub.folder, describe_outputs(pub.folder), **card, code_version=code_version(ending.code))
     problems = integrity.check(pub.folder, expected_outputs(ending, summary), outputs)
     verdict = written(problems) or judge(with_stages(ending.outcome(summary), summary), ending.max_failure_fraction)
-    inputs = redact(digests if digests is not None else input_digests(ending))
     facts = {
         "settings": ending.settings,
         "wall_seconds": round(time.time() - ending.started, 3),

@@ -44,7 +44,12 @@ def manifest(
         "fingerprint": run_fingerprint,
         "version": version,
         "code": code,
-        "code_version": f"vlnkit {code['version']} ({code['source_sha256'][:12]})",
+        "code_version": code_version(code),
         "finished_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **facts,
     }
+
+
+def code_version(code: dict) -> str:
+    """How a run names the code that made it: `vlnkit <version> (<source hash, 12 digits>)`."""
+    return f"vlnkit {code['version']} ({code['source_sha256'][:12]})"

@@ -28,10 +28,10 @@ import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths, Vocabulary
 from vlnkit.datasets.ndh import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL
-from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.evaluation.ndh import first_non_edges, ndh_extras, ndh_success, nearest
 from vlnkit.evaluation.schemas import EPISODE_SCORES
-from vlnkit.io.schemas import versioned_schema
+from vlnkit.io.schemas import meaning, versioned_schema
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
 from vlnkit.scoring.join import to_scan_nodes
 
@@ -46,6 +46,18 @@ CVDN_EPISODE_SCORES = versioned_schema(
     "cvdn_episode_scores",
     1,
     [*_SHARED[:_AT], *(pa.field(m, pa.float64(), nullable=True) for m in NDH_OWN), *_SHARED[_AT:]],
+    {
+        **{f.name: meaning(f) for f in _SHARED},
+        "instr_id": "the NDH instance (its inst_idx)",
+        "language": "the instruction's language tag; null for CVDN",
+        **{m: METRIC_MEANINGS[m] + " (against the --target_path path)" for m in METRICS},
+        "sr": "success: 1 if the agent stopped less than 3 m from the target path's goal, else 0",
+        "osr": "oracle success: 1 if the agent came less than 3 m from the target path's goal, else 0",
+        "ops": "oracle path success: 1 if the agent came less than 3 m from the planner's goal, else 0",
+        "gp": "goal progress: metres by which the agent closed its distance to the nearest of the dialog's end panos",
+        "sgp": "goal progress where the episode succeeded, else 0",
+        "path": "the agent's trajectory as scored: viewpoint ids",
+    },
 )
 
 

@@ -38,7 +38,7 @@ from vlnkit.datasets.reverie import (
     unpack_keys,
     visibility_keys,
 )
-from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.io.schemas import versioned_schema
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
 from vlnkit.scoring.join import instr_ids
@@ -63,6 +63,23 @@ REVERIE_EPISODE_SCORES = versioned_schema(
         pa.field("non_adjacent_steps", pa.int64(), nullable=False),
         pa.field("path", pa.list_(pa.string()), nullable=False),
     ],
+    {
+        "agent": "the agent's name (--predictions=NAME=FILES, or its file's stem)",
+        "instr_id": "the episode: '<path_id>_<objId>_<k>'",
+        "scan": "the Matterport3D scan of the episode",
+        "language": "the instruction's language tag; null for REVERIE",
+        **{m: METRIC_MEANINGS[m] for m in METRICS},
+        "sr": "success: 1 if the target object is visible from where the agent stopped, else 0",
+        "osr": "oracle success: 1 if the target object is visible from some viewpoint of the trajectory",
+        "spl": "success weighted by path length (--reverie_evaluator decides the shortest length)",
+        "rgs": "remote grounding success: 1 if the predicted object is the target, else 0",
+        "rgspl": "grounding success weighted by path length",
+        "steps": "moves of the trajectory as given",
+        TARGET: "the target object's id",
+        PREDICTED: "the object id the agent predicted; null when it gave none usable",
+        "non_adjacent_steps": "moves of the agent's trajectory between viewpoints that are not neighbours in the graph",
+        "path": "the agent's trajectory as scored: viewpoint ids",
+    },
 )
 
 
