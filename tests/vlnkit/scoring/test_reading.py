@@ -12,7 +12,7 @@ import pytest
 
 import vlnkit.datasets.json_chunks as json_chunks
 from vlnkit.datasets.buckets import bucket_of
-from vlnkit.datasets.columns import PredictionBatch, RefusedReferences
+from vlnkit.datasets.columns import PredictionBatch, RefusedPredictions, RefusedReferences
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
 
@@ -26,6 +26,9 @@ def rows_and_letters(pieces, vocab):
             continue
         if isinstance(piece, RefusedReferences):  # refused records that name their key, for the join
             letters += [{"refused": (int(p), int(k), w)} for p, k, w in zip(piece.path_id, piece.first_k, piece.where)]
+            continue
+        if isinstance(piece, RefusedPredictions):  # predictions refused at reading that still name their episode
+            letters += [{"refused": (int(p), int(k))} for p, k in zip(piece.path_id, piece.k)]
             continue
         for r in range(len(piece)):
             key = ("p", int(piece.path_id[r]), int(piece.k[r])) if isinstance(piece, PredictionBatch) else (
@@ -62,9 +65,10 @@ def test_prediction_file_read_by_scanner_and_general_reader_alike(world, tmp_pat
     calls = []
     monkeypatch.setattr(reading, "scan_submissions", lambda block, v: calls.append(real(block, v)) or calls[-1])
     scanned = rows_and_letters(read_predictions(str(path), "a", 2, vocab), vocab)
-    assert scanned == general and len(general[0]) == 801 and len(general[1]) == 3
+    assert scanned == general and len(general[0]) == 801 and len(general[1]) == 4  # 3 letters, 1 refused (9_0)
+    assert {"refused": (9, 0)} in general[1]
     assert any(c is not None for c in calls) and any(c is None for c in calls)  # both paths were taken
-    labels = {d["record"] for d in general[1]}
+    labels = {d["record"] for d in general[1] if "record" in d}
     assert "line 7" in labels and "#5 (instr_id=x)" in labels
 
 
@@ -128,9 +132,11 @@ def test_in_buckets_gathers_then_splits_by_the_stable_bucket_of_path_id(world, t
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(prediction_lines(800)) + "\n")
     pieces = list(in_buckets(read_predictions(str(path), "a", 0, vocab), 5, rows=100))
-    batches = [p for p in pieces if not isinstance(p, RecordError)]
-    assert all((bucket_of(b.path_id, 5) == k).all() for k, b in batches)
+    batches = [p for p in pieces if not isinstance(p, RecordError) and isinstance(p[1], PredictionBatch)]
+    refused = [p for p in pieces if not isinstance(p, RecordError) and isinstance(p[1], RefusedPredictions)]
+    assert all((bucket_of(b.path_id, 5) == k).all() for k, b in batches + refused)
     assert sum(len(b) for _, b in batches) == 801
+    assert [(int(b.path_id[0]), int(b.k[0])) for _, b in refused] == [(9, 0)]  # the empty trajectory
     order = np.concatenate([b.index for _, b in batches if _ == 0])
     assert (np.diff(order) > 0).all()  # rows keep their file order within a bucket's part
 
