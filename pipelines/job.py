@@ -307,8 +307,10 @@ class Run:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
         was submitted)."""
         import apache_beam as beam
+        from apache_beam.options.pipeline_options import SetupOptions
         from apache_beam.runners.runner import PipelineState
 
+        from pipelines.package_build import one_package_build
         from transforms.publish import hold_lock, publish
 
         log.info("%s: running on %d input file(s), writing to %s", self.job, len(self._inputs), out.folder)
@@ -320,7 +322,10 @@ class Run:
         publish(pipeline, ending, keep_lock=not in_process, hash_inputs=not hashed)
         layout.fault_point("pipeline")
         resume_collection()
-        result = pipeline.run()
+        # Staging builds the project's package in its folder: one launch at a time there (pipelines.package_build).
+        setup_file = None if in_process else self.options.view_as(SetupOptions).setup_file
+        with one_package_build(setup_file):
+            result = pipeline.run()
         if not wait:
             ending.publication.hand_over()
             print(
