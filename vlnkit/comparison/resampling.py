@@ -43,9 +43,10 @@ PER_HASH = 3  # uniforms per 64-bit hash
 # each (so each fits in int64): `vlnkit.comparison.kernels.canonical_id_parts` reads them.
 
 
-def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(is canonical, path ids, instruction indices) of `<path_id>_<k>` ids, parsed from Arrow's buffers."""
-    from vlnkit.comparison.kernels import canonical_id_parts
+def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(is canonical, path ids, instruction indices, is a REVERIE id) of the canonical ids `<path_id>_<k>`
+    and `<path_id>_<objId>_<k>` (path id packed with objId), parsed from Arrow's buffers."""
+    from vlnkit.comparison.kernels import THREE_PARTS, canonical_id_parts
 
     ids = pa.array(instr_ids, type=pa.string()) if not isinstance(instr_ids, pa.Array) else instr_ids
     if ids.null_count:
@@ -56,7 +57,9 @@ def _canonical_parts(instr_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     path_ids, ks = np.empty(len(ids), np.int64), np.empty(len(ids), np.int64)
     canonical_id_parts(offsets, data, ids.offset, len(ids), path_ids, ks)
     canonical = path_ids >= 0
-    return canonical, path_ids[canonical], ks[canonical]
+    ks = ks[canonical]
+    three = ks >= THREE_PARTS
+    return canonical, path_ids[canonical], ks & (THREE_PARTS - 1), three
 
 
 def _as_strings(instr_ids) -> pa.Array:
@@ -76,9 +79,10 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
 
     One rule, used everywhere:
     - `unit="episode"`: an id `"<path_id>_<k>"` (two integers without sign or leading zeros) is keyed
-      `stable_hash(path_id, k)`, in numpy with no Python call per episode; any other id (e.g. `"a-7"`,
-      `"012_3"`) is keyed `stable_hash(instr_id)` as a string. The two kinds never collide by design
-      (numbers and strings carry different tags), and `"12_3"` and `"012_3"` stay distinct episodes.
+      `stable_hash(path_id, k)`, a REVERIE id `"<path_id>_<objId>_<k>"` (path_id < 2**31, objId < 2**32)
+      `stable_hash(path_id, objId, k)`, in numpy with no Python call per episode; any other id (e.g.
+      `"a-7"`, `"012_3"`) is keyed `stable_hash(instr_id)` as a string. Numbers and strings never collide
+      by design (they carry different tags), and `"12_3"` and `"012_3"` stay distinct episodes.
     - `unit="path"`: every instruction of one path shares the key `stable_hash(scan, path_id)`, so
       the bootstrap resamples paths (they share a trajectory target and are not independent). Needs
       `scans` and canonical ids. A REVERIE id `"<path_id>_<objId>_<k>"` is canonical too, its path being
@@ -88,6 +92,8 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     True
     >>> int(episode_keys(["a-7"])[0]) == stable_hash("a-7")
     True
+    >>> int(episode_keys(["1357_66_2"])[0]) == stable_hash(1357, 66, 2)
+    True
     >>> k = episode_keys(["12_0", "12_1"], unit="path", scans=["scanA", "scanA"])
     >>> int(k[0]) == int(k[1]) == stable_hash("scanA", 12)
     True
@@ -95,10 +101,14 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     if unit not in UNITS:
         raise ValueError(f"bootstrap unit must be one of {UNITS}, got {unit!r}")
     ids = _as_strings(instr_ids)
-    canonical, path_ids, ks = _canonical_parts(ids)
+    canonical, path_ids, ks, three = _canonical_parts(ids)
     keys = np.empty(len(ids), dtype=np.uint64)
     if unit == "episode":
-        keys[canonical] = stable_hash_array(path_ids, ks)
+        parts = np.empty(len(ks), dtype=np.uint64)
+        parts[~three] = stable_hash_array(path_ids[~three], ks[~three])
+        records, objects = path_ids[three] >> 32, path_ids[three] & 0xFFFFFFFF
+        parts[three] = stable_hash_array(records, objects, ks[three])
+        keys[canonical] = parts
         for i in np.flatnonzero(~canonical):  # only ids outside the canonical form cost a Python call
             keys[i] = stable_hash(ids[int(i)].as_py())
         return keys

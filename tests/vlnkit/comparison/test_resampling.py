@@ -30,13 +30,26 @@ def scalar_weight(key: int, b: int, seed: int) -> int:
 @given(st.lists(st.text(alphabet="0123456789_a-é", max_size=40), max_size=20), st.integers(0, 3))
 def test_ids_are_read_as_the_documented_regular_expression(ids, cut):
     """The compiled reading of ids (on a sliced Arrow array, as buckets are) equals the rule's regex."""
-    canonical = re.compile(r"(0|[1-9][0-9]{0,17})_(0|[1-9][0-9]{0,17})")
+    number = "(0|[1-9][0-9]{0,17})"
+    canonical, reverie = re.compile(f"{number}_{number}"), re.compile(f"{number}_{number}_{number}")
     array = pa.array(["x"] * cut + ids, pa.string()).slice(cut)
-    expected = [canonical.fullmatch(i) for i in ids]
     keys = episode_keys(array).tolist()
-    for key, instr_id, match in zip(keys, ids, expected):
-        wanted = stable_hash(int(match[1]), int(match[2])) if match else stable_hash(instr_id)
+    for key, instr_id in zip(keys, ids):
+        two, three = canonical.fullmatch(instr_id), reverie.fullmatch(instr_id)
+        if two:
+            wanted = stable_hash(int(two[1]), int(two[2]))
+        elif three and int(three[1]) < 2**31 and int(three[2]) < 2**32:
+            wanted = stable_hash(int(three[1]), int(three[2]), int(three[3]))
+        else:
+            wanted = stable_hash(instr_id)
         assert key == wanted, instr_id
+
+
+def test_reverie_ids_are_keyed_apart_from_the_two_part_ids_they_pack_into():
+    """A REVERIE id's record packs (path_id, objId) into one integer; its episode key is not that of the
+    two-part id made of the packed integer."""
+    keys = episode_keys(["0_0_0", "0_0", f"{(5 << 32) | 7}_1", "5_7_1", "5_7_2"]).tolist()
+    assert len(set(keys)) == 5 and keys[3] == stable_hash(5, 7, 1)
 
 
 def test_keys_follow_one_documented_rule():
