@@ -16,6 +16,7 @@ import vlnkit.compiled as compiled
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL_MODULES = [
     "vlnkit.comparison.kernels",
+    "vlnkit.continuous.documents",
     "vlnkit.continuous.kernels",
     "vlnkit.datasets.byte_table",
     "vlnkit.datasets.json_grammar",

@@ -52,6 +52,7 @@ def test_a_good_run_is_published_and_a_retried_step_leaves_it_as_it_is(tmp_path)
         "summary.json": None,
         "paths-*-of-*": 4,
         "extra.json": None,
+        "README.md": None,  # the dataset card, written by the step itself
     }
     assert finish(ending) is None
     assert layout.current_version(str(root)) == ending.publication.version and not (root / LOCK).exists()
