@@ -11,6 +11,9 @@ the published version byte for byte.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import itertools
 import json
 import re
 import subprocess
@@ -114,9 +117,13 @@ def published(gcs_emulator, dataflow_standin, inputs):  # noqa: F811 -- the impo
         name: launch(dataflow_standin, b, job, [*flags, f"--output_dir={b.url('dataflow', name)}"])
         for name, (job, flags, _) in runs.items()
     }
+    printed = {}
     for name, (job, flags, _) in runs.items():
-        run_job(job, [*flags, f"--output_dir={b.url('in_process', name)}"])
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            run_job(job, [*flags, f"--output_dir={b.url('in_process', name)}"])
+        printed[name] = out.getvalue()
     results = {name: finish(proc) for name, proc in launched.items()}
+    results["in_process_stdout"] = printed
     # The report reads the score runs' published versions.
     conn = f"--connectivity_dir={inputs['connectivity']}"
     report = launch(
@@ -154,6 +161,22 @@ def test_a_job_on_dataflow_gives_the_rows_and_summary_of_an_in_process_run(name,
     reference = comparable(b, f"in_process/{name}", outputs)
     assert all(reference.values())
     assert comparable(b, f"dataflow/{name}", outputs) == reference
+
+
+def counters(stdout: str) -> list[str]:
+    """The "Beam counters" table a job prints once its pipeline has run."""
+    lines = stdout.splitlines()
+    start = lines.index("Beam counters") + 2
+    return [line.split() for line in itertools.takewhile(lambda line: line.startswith("  "), lines[start:])]
+
+
+@pytest.mark.parametrize("name", ["build_r4r", "score_three_agents"])
+def test_a_waited_run_reports_the_counters_of_an_in_process_run(name, published):
+    """Beam's counters, read back from the service's job metrics by the launcher."""
+    code, out, err = published[1][name]
+    assert code == 0, err[-3000:]
+    reference = counters(published[1]["in_process_stdout"][name])
+    assert reference and counters(out) == reference
 
 
 def test_the_report_on_dataflow_equals_in_process(published, gcs_emulator):
