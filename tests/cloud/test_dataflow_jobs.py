@@ -163,11 +163,16 @@ def test_a_job_on_dataflow_gives_the_rows_and_summary_of_an_in_process_run(name,
     assert comparable(b, f"dataflow/{name}", outputs) == reference
 
 
+# How the score job's read step split its files: planned only where the runner has parallel workers.
+RUNNER_SHAPED = {"read/file_ranges"}
+
+
 def counters(stdout: str) -> list[str]:
-    """The "Beam counters" table a job prints once its pipeline has run."""
+    """The "Beam counters" table a job prints once its pipeline has run (but the runner-shaped ones)."""
     lines = stdout.splitlines()
     start = lines.index("Beam counters") + 2
-    return [line.split() for line in itertools.takewhile(lambda line: line.startswith("  "), lines[start:])]
+    rows = [line.split() for line in itertools.takewhile(lambda line: line.startswith("  "), lines[start:])]
+    return [row for row in rows if row[0] not in RUNNER_SHAPED]
 
 
 @pytest.mark.parametrize("name", ["build_r4r", "score_three_agents"])
