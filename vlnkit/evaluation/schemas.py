@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
-from vlnkit.io.schemas import versioned_schema
+from vlnkit.io.schemas import meaning, versioned_schema
 
 
 def _metric_fields() -> list[pa.Field]:
@@ -54,3 +54,18 @@ RANDOM_EPISODE_SCORES = versioned_schema(
         **{m: METRIC_MEANINGS[m] + " (null: undefined for this walk)" for m in METRICS},
     },
 )
+
+
+def benchmark_episode_scores(name: str, version: int, own: list[pa.Field], meanings: dict[str, str]) -> pa.Schema:
+    """A benchmark's episode rows (REVERIE, CVDN): the rows of every graph dataset (`EPISODE_SCORES`) with the
+    benchmark's `own` columns after the shared metrics; each column means what it means there unless
+    `meanings` says otherwise (every own column must be in it).
+
+    >>> s = benchmark_episode_scores("demo", 1, [pa.field("gp", pa.float64())], {"gp": "goal progress"})
+    >>> s.names[s.names.index("md") + 1], s.names[-2:]
+    ('gp', ['non_adjacent_steps', 'path'])
+    """
+    shared = list(EPISODE_SCORES)
+    at = [f.name for f in shared].index(METRICS[-1]) + 1
+    fields = [*shared[:at], *own, *shared[at:]]
+    return versioned_schema(name, version, fields, {**{f.name: meaning(f) for f in shared}, **meanings})

@@ -30,8 +30,7 @@ from vlnkit.datasets.columns import Paths, Vocabulary
 from vlnkit.datasets.ndh import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.evaluation.ndh import first_non_edges, ndh_extras, ndh_success, nearest
-from vlnkit.evaluation.schemas import EPISODE_SCORES
-from vlnkit.io.schemas import meaning, versioned_schema
+from vlnkit.evaluation.schemas import benchmark_episode_scores
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
 from vlnkit.scoring.join import to_scan_nodes
 
@@ -39,15 +38,12 @@ NDH_OWN = ("ops", "gp", "sgp")
 CVDN_METRICS = (*METRICS, *NDH_OWN)
 TARGET_PATH = "target_path"  # the benchmark option (`BenchmarkOptions.get`)
 
-# The rows of every graph dataset (`EPISODE_SCORES`), with NDH's own metrics after the shared ones.
-_SHARED = list(EPISODE_SCORES)
-_AT = [f.name for f in _SHARED].index(METRICS[-1]) + 1
-CVDN_EPISODE_SCORES = versioned_schema(
+# The rows of every graph dataset, with NDH's own metrics after the shared ones.
+CVDN_EPISODE_SCORES = benchmark_episode_scores(
     "cvdn_episode_scores",
     1,
-    [*_SHARED[:_AT], *(pa.field(m, pa.float64(), nullable=True) for m in NDH_OWN), *_SHARED[_AT:]],
+    [pa.field(m, pa.float64(), nullable=True) for m in NDH_OWN],
     {
-        **{f.name: meaning(f) for f in _SHARED},
         "instr_id": "the NDH instance (its inst_idx)",
         "language": "the instruction's language tag; null for CVDN",
         **{m: METRIC_MEANINGS[m] + " (against the --target_path path)" for m in METRICS},

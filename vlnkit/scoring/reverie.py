@@ -39,7 +39,7 @@ from vlnkit.datasets.reverie import (
     visibility_keys,
 )
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
-from vlnkit.io.schemas import versioned_schema
+from vlnkit.evaluation.schemas import benchmark_episode_scores
 from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
 from vlnkit.scoring.join import instr_ids
 
@@ -49,24 +49,17 @@ REVERIE_METRICS = (*METRICS, *OBJECT_METRICS)
 DUET_FLOOR = 0.01  # env.py: max(trajectory_lengths, gt_lengths, 0.01)
 TARGET, PREDICTED = TARGET_OBJECT, PREDICTED_OBJECT
 
-REVERIE_EPISODE_SCORES = versioned_schema(
+# The rows of every graph dataset, with the object metrics and ids after the shared metrics.
+REVERIE_EPISODE_SCORES = benchmark_episode_scores(
     "reverie_episode_scores",
     1,
     [
-        pa.field("agent", pa.string(), nullable=False),
-        pa.field("instr_id", pa.string(), nullable=False),
-        pa.field("scan", pa.string(), nullable=False),
-        pa.field("language", pa.string(), nullable=True),
-        *[pa.field(m, pa.float64(), nullable=True) for m in REVERIE_METRICS],
+        *[pa.field(m, pa.float64(), nullable=True) for m in OBJECT_METRICS],
         pa.field(TARGET, pa.int64(), nullable=False),
         pa.field(PREDICTED, pa.int64(), nullable=True),
-        pa.field("non_adjacent_steps", pa.int64(), nullable=False),
-        pa.field("path", pa.list_(pa.string()), nullable=False),
     ],
     {
-        "agent": "the agent's name (--predictions=NAME=FILES, or its file's stem)",
         "instr_id": "the episode: '<path_id>_<objId>_<k>'",
-        "scan": "the Matterport3D scan of the episode",
         "language": "the instruction's language tag; null for REVERIE",
         **{m: METRIC_MEANINGS[m] for m in METRICS},
         "sr": "success: 1 if the target object is visible from where the agent stopped, else 0",
@@ -77,7 +70,6 @@ REVERIE_EPISODE_SCORES = versioned_schema(
         "steps": "moves of the trajectory as given",
         TARGET: "the target object's id",
         PREDICTED: "the object id the agent predicted; null when it gave none usable",
-        "non_adjacent_steps": "moves of the agent's trajectory between viewpoints that are not neighbours in the graph",
         "path": "the agent's trajectory as scored: viewpoint ids",
     },
 )
