@@ -52,6 +52,12 @@ def r2r_dir(shared_data) -> Path:
     return _require(shared_data / "r2r")
 
 
+@pytest.fixture(scope="session")
+def reverie_dir(shared_data) -> Path:
+    """REVERIE v1: the records and the release's per-viewpoint visibility folder (BBox)."""
+    return _require(shared_data / "reverie" / "v1")
+
+
 def pytest_collection_modifyitems(config, items):
     """A test that reads the data through any fixture (directly or through another fixture) is `real_data`."""
     for item in items:

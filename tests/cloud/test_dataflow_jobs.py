@@ -17,7 +17,6 @@ import itertools
 import json
 import re
 import subprocess
-import sys
 import time
 
 import pytest
@@ -30,6 +29,7 @@ from tests.cloud.test_gcs_jobs import (
     run_job,
 )
 from tests.conftest import ROOT
+from tests.processes import start_module
 
 CONFIG = "--config=configs/dataflow.yaml"
 LAUNCH_TIMEOUT = 600
@@ -40,15 +40,7 @@ def launch(standin, bucket, job: str, flags: list[str], config: str = CONFIG, en
     variables, "" to remove one)."""
     env = {**standin.launcher_env(), "PYTHONPATH": str(ROOT), **(env or {})}
     env = {k: v for k, v in env.items() if v != ""}
-    return subprocess.Popen(
-        [sys.executable, "-m", f"pipelines.{job}", config, *standin.launcher_flags(bucket.name), *flags],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return start_module(f"pipelines.{job}", [config, *standin.launcher_flags(bucket.name), *flags], env)
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,34 +23,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.cloud.conftest import free_port
-from tests.cloud.test_worker_pool import wait_for_port
 from tests.conftest import ROOT
 from tests.hostile import environment
 from tests.pipelines.test_publishing import finish, snapshot
+from tests.processes import start_module, stop_group, wait_for_port
 from vlnkit.io import integrity
 from vlnkit.io.layout import current_version
 
 LEASE = "--lock_lease_seconds=3"  # heartbeats every 0.75 s: a lock nobody renews is stale after 3 s
-
-
-def _start(argv: list[str], log: Path, env: dict) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log, "wb"),  # noqa: SIM115 -- open for the life of the service
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +44,12 @@ def service(tmp_path_factory):
         "VLNKIT_FAULT_POINT": f"written?{gate}",
     }
     pool_port, job_port = free_port(), free_port()
-    pool = _start(
-        ["apache_beam.runners.worker.worker_pool_main", f"--service_port={pool_port}"], where / "pool.log", env
+    pool = start_module(
+        "apache_beam.runners.worker.worker_pool_main", [f"--service_port={pool_port}"], env, where / "pool.log"
     )
     env.pop("VLNKIT_FAULT_POINT")
-    jobs = _start(
-        ["apache_beam.runners.portability.local_job_service_main", f"--port={job_port}"], where / "js.log", env
+    jobs = start_module(
+        "apache_beam.runners.portability.local_job_service_main", [f"--port={job_port}"], env, where / "js.log"
     )
     try:
         wait_for_port(pool_port, pool)
@@ -87,8 +66,8 @@ def service(tmp_path_factory):
             "where": where,
         }
     finally:
-        _stop(jobs)
-        _stop(pool)
+        stop_group(jobs)
+        stop_group(pool)
 
 
 def launch(service, out: Path, *more: str, dataset: str | None = None) -> subprocess.Popen:
@@ -102,15 +81,7 @@ def launch(service, out: Path, *more: str, dataset: str | None = None) -> subpro
         LEASE,
         *more,
     ]
-    return subprocess.Popen(
-        [sys.executable, "-m", "pipelines.build_r4r", *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return start_module("pipelines.build_r4r", argv, env)
 
 
 def in_process(service, out: Path, dataset: str | None = None) -> dict:

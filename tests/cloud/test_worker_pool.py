@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,23 +16,9 @@ import pytest
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
 from tests.pipelines.test_runners import JOBS, job_flags, outputs_per_runner, run_job
+from tests.processes import start_module, stop_group, wait_for_port
 
 IN_PROCESS = ["--runner=DirectRunner"]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 60.0) -> None:
-    import socket
-    import time
-
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the worker pool exited with code {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"the worker pool did not listen on port {port} within {seconds} s")
 
 
 class Pool(list):
@@ -48,19 +32,11 @@ def worker_pool(tmp_path_factory):
     """A Beam worker pool subprocess importing this checkout; yields the pipeline flags that use it."""
     port = free_port()
     log = tmp_path_factory.mktemp("worker_pool") / "pool.log"
-    log_file = open(log, "wb")  # noqa: SIM115 -- open for the life of the pool
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = start_module("apache_beam.runners.worker.worker_pool_main", [f"--service_port={port}"], env, log)
     try:
         wait_for_port(port, proc)
         pool = Pool(
@@ -74,16 +50,7 @@ def worker_pool(tmp_path_factory):
         pool.log = str(log)
         yield pool
     finally:
-        # The pool and the SDK workers it started (same session).
-        import signal
-
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log_file.close()
+        stop_group(proc)  # the pool and the SDK workers it started (same session)
 
 
 @pytest.mark.real_data

@@ -58,6 +58,7 @@ from google.cloud import dataflow_v1beta3 as dataflow
 from google.protobuf import json_format
 
 from tests.dataflow_standin import environment
+from tests.processes import wait_for_port
 
 BOOT = Path(__file__).with_name("boot.py")
 TERMINAL = {
@@ -175,19 +176,6 @@ def _isolation() -> tuple[list[str], dict]:
         return wrap, {}
     entry = pwd.getpwnam("nobody")
     return [], {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-            raise RuntimeError(f"the worker pool exited with code {proc.returncode}: {' '.join(tail)}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"the worker pool did not listen on port {port} within {seconds} s")
 
 
 def _kill_group(proc: subprocess.Popen | None) -> None:
@@ -616,7 +604,7 @@ class DataflowStandin:
         pool_proc = self._spawn(
             run, [*wrap, "/bin/sh", str(pool)], "pool.log", env=worker_env, cwd=str(run.folder / "home"), **user
         )
-        _wait_for_port(pool_port, pool_proc, run.folder / "logs" / "pool.log")
+        wait_for_port(pool_port, pool_proc, 120, run.folder / "logs" / "pool.log")
         job_port = free_port()
         self._spawn(
             run,

@@ -16,14 +16,6 @@ def run(out, *flags):
 
 
 @pytest.fixture(scope="module")
-def reverie_dir(shared_data):
-    root = shared_data / "reverie" / "v1"
-    if not root.exists():
-        pytest.skip(f"REVERIE data not found at {root}")
-    return root
-
-
-@pytest.fixture(scope="module")
 def scored(tmp_path_factory, reverie_dir, connectivity_dir):
     tmp = tmp_path_factory.mktemp("reverie")
     records = json.loads((reverie_dir / "REVERIE_val_seen.json").read_text())

@@ -37,11 +37,8 @@ CONTEXTS: dict = {}
 
 
 @pytest.fixture(scope="module")
-def reverie(shared_data):
-    root = shared_data / "reverie" / "v1"
-    if not root.exists():
-        pytest.skip(f"REVERIE data not found at {root}")
-    return root
+def reverie(reverie_dir):
+    return reverie_dir
 
 
 @pytest.fixture(scope="module")
