@@ -30,7 +30,6 @@ import argparse
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -74,7 +73,7 @@ from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity
-from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, hand_digests, hashing_here, read_ending
+from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, digests_file, hand_digests, hashing_here, read_ending
 from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
 from vlnkit.runs.staging import Staging
 
@@ -279,7 +278,7 @@ class Run:
                 outcome=outcome,
                 declared=declared,
                 digests=digests.result() if digests is not None and not local else None,
-                digests_file=None if step_here or not local else handed_over(publication.version),
+                digests_file=None if step_here or not local else digests_file(publication.version),
                 waited=wait,
                 started=started,
             )
@@ -300,8 +299,8 @@ class Run:
             raise
         finally:
             publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
-            if os.path.exists(handed_over(publication.version)):  # the last step never took them
-                os.remove(handed_over(publication.version))
+            if os.path.exists(digests_file(publication.version)):  # the last step never took them
+                os.remove(digests_file(publication.version))
 
     def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
@@ -359,11 +358,6 @@ def described_only(options: PipelineOptions) -> bool:
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     return bool(options.view_as(GoogleCloudOptions).template_location)
-
-
-def handed_over(version: str) -> str:
-    """Where a local run's launcher leaves its inputs' checksums for a last step in a worker process."""
-    return os.path.join(tempfile.gettempdir(), f"vlnkit-inputs-{version}.json")
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -73,6 +74,12 @@ DIGESTS_WAIT_SECONDS = 600.0
 def hashing_here(version: str, digests: Future) -> None:
     """Hand the last step of the run `version`, if it runs in this process, the inputs' checksums."""
     _HASHING[version] = digests
+
+
+def digests_file(version: str) -> str:
+    """Where a local run's launcher leaves its inputs' checksums for a last step in another process of
+    this machine (`hand_digests`), by version."""
+    return os.path.join(tempfile.gettempdir(), f"vlnkit-inputs-{version}.json")
 
 
 def hand_digests(digests: Future, path: str) -> None:
