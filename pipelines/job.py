@@ -72,7 +72,7 @@ from vlnkit.io import fileio, inputs, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
-from vlnkit.provenance import code_identity
+from vlnkit.provenance import code_identity, file_set
 from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, digests_file, hand_digests, hashing_here, read_ending
 from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
 from vlnkit.runs.staging import Staging
@@ -172,6 +172,12 @@ class Run:
             ctx.agents(["dagger=runs/d/*.json", "rl.json"]) -> {"dagger": [...], "rl": ["rl.json"]}
         """
         return agents_of(values, flag, lambda f, patterns: self.inputs(f, patterns, refuse=refuse, accept=accept))
+
+    def input_set(self, flag: str, pattern: str) -> None:
+        """Record the files a glob matches as one input of the run (`vlnkit.provenance.file_set`): a folder
+        of many small files, such as REVERIE's visibility folder."""
+        refuse_credentials(flag, pattern)
+        self._inputs.append(file_set(pattern))
 
     def graphs(self, connectivity_dir: str | None, flag: str = "connectivity_dir") -> str:
         """The connectivity folder, which must hold graph files; they become inputs of the run."""

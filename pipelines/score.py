@@ -367,6 +367,11 @@ def run(ctx: Run) -> dict:
                 )
     followers = follower_agents(agent_files)
     benchmark, options = benchmark_of(opts, data_files)
+    if options.visibility:  # it decides REVERIE's success: an input of the run, with its checksum
+        if options.visibility.endswith(".json"):
+            ctx.inputs("visibility", options.visibility)
+        else:
+            ctx.input_set("visibility", fileio.join(options.visibility, "*.json"))
     if benchmark.name == "cvdn":  # NDH's success is NE < 3 m (eval.py): its rule decides it, the summary says so
         import dataclasses
 

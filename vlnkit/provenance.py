@@ -85,11 +85,39 @@ def code_identity() -> dict:
 
 def file_digest(path: str) -> str:
     """sha256 of a file as stored (local or any Beam filesystem; a `.gz` file is not decompressed, so a
-    truncated one is hashed like any other file and `sha256sum` gives the same), read in 1 MB pieces."""
+    truncated one is hashed like any other file and `sha256sum` gives the same), read in 1 MB pieces.
+    An input recorded as a glob (`file_set`) is hashed as the set of files it matches (`set_digest`)."""
+    if fileio.is_glob(path):
+        return set_digest(path)
     h = hashlib.sha256()
     with fileio.open_stored(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
+    return h.hexdigest()
+
+
+def file_set(pattern: str) -> tuple[str, int]:
+    """One input standing for every file a glob matches (`<folder>/*.json`), as (pattern, their total bytes):
+    an input of thousands of small files (REVERIE's 10,567 visibility files) is one entry of the manifest
+    and the dataset card, its checksum `set_digest`."""
+    return pattern, sum(size for _, size in fileio.match([pattern]))
+
+
+def set_digest(pattern: str) -> str:
+    """sha256 over the files a glob matches, in name order: each one's name and sha256, so adding,
+    removing, renaming or changing any of them changes it.
+
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "a.json").write_text("{}")
+        >>> before = set_digest(str(d / "*.json"))
+        >>> _ = (d / "b.json").write_text("{}")
+        >>> before == set_digest(str(d / "*.json"))
+        False
+    """
+    h = hashlib.sha256()
+    for path, _ in fileio.match([pattern]):
+        h.update(f"{path.rsplit('/', 1)[-1]}\0{file_digest(path)}\n".encode())
     return h.hexdigest()
 
 

@@ -116,3 +116,33 @@ def test_a_test_split_and_a_mixed_run_are_refused_in_one_line(reverie_dir, r2r_d
             f"--dataset={reverie_dir / 'REVERIE_val_seen.json'},{r2r_dir / 'R2R_val_seen.json'}",
         )
     assert exc.value.code == 2 and "mixes benchmarks" in capsys.readouterr().err
+
+
+def test_the_visibility_files_are_an_input_of_the_run(scored, reverie_dir, connectivity_dir, tmp_path):
+    """They decide success (the copies of the evaluator drift with them): the manifest records them as one
+    input with a checksum over every file, and a changed file makes --skip_if_unchanged run again."""
+    from vlnkit.provenance import set_digest
+
+    scans = {r["scan"] for r in scored["records"]}
+    bbox = tmp_path / "BBox"
+    bbox.mkdir()
+    for source in (reverie_dir / "BBox").iterdir():
+        if source.name.split("_")[0] in scans:
+            (bbox / source.name).write_bytes(source.read_bytes())
+    flags = [
+        f"--predictions=good={scored['tmp'] / 'good.json'}",
+        f"--dataset={scored['dataset']}",
+        f"--connectivity_dir={connectivity_dir}",
+        f"--visibility={bbox}",
+        "--bootstrap=0",
+        "--skip_if_unchanged",
+    ]
+    first = run(tmp_path / "out", *flags)
+    manifest = json.loads((tmp_path / "out" / "current" / "manifest.json").read_text())
+    entry = next(i for i in manifest["inputs"] if i["path"] == f"{bbox}/*.json")
+    assert entry["sha256"] == set_digest(f"{bbox}/*.json")
+    assert entry["bytes"] == sum(p.stat().st_size for p in bbox.iterdir())
+    assert not first.get("skipped") and run(tmp_path / "out", *flags).get("skipped")
+    changed = next(iter(sorted(bbox.iterdir())))
+    changed.write_bytes(changed.read_bytes() + b"\n")  # the same visibility, other bytes
+    assert not run(tmp_path / "out", *flags).get("skipped")
