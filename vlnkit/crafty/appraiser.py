@@ -52,3 +52,12 @@ def idf_appraiser(df: Counter, documents: int) -> Appraiser:
         raise ValueError("cannot appraise: no panoramas")
     scores = {c: math.log(1.1 + (documents - n) / n) for c, n in df.items() if n > 0}
     return Appraiser(scores, documents)
+
+
+def scan_documents(objects) -> tuple[Counter, int]:
+    """(document frequency per clean category, number of panoramas) of one scan's `ScanObjects`:
+    each viewpoint is a document, the categories of the objects it sees are its words."""
+    df: Counter = Counter()
+    for row in objects.visible:
+        df.update(set(objects.categories[row].tolist()))
+    return df, len(objects.visible)

@@ -11,10 +11,10 @@ for every scan this module builds the same per-viewpoint object lists from publi
   valan's `house_parser._load_cat_map` takes it) and mpcat40 class.
 
 The approximation of the region rule is "the objects REVERIE marks visible from the viewpoint, and every
-object REVERIE names somewhere in the scan within 2 m of it" (`NEAR`). REVERIE names only the objects its
+object REVERIE names somewhere in the scan within 3 m of it" (`NEAR`, the radius of REVERIE's own lists). REVERIE names only the objects its
 annotators could see within 3 m of some viewpoint (39 of 82 usable objects of GdvgFV5R1Z5, 21 of 95 of
 YmJkqBEsHnH), so far objects of a large room are out of reach: `docs/jobs/build_crafty.md` gives the
-measured overlap with the region rule on the two `.house` scans, and why 2 m. Objects
+measured overlap with the region rule on the two `.house` scans for several radii. Objects
 are filtered as the reference reader filters them (valan `r2r/house_parser.py`, `_BANNED_MP40_CAT_INDEX =
 {0, 40, 41}` and category names containing 'unknown'). A scan is loaded once into dense (viewpoint, object)
 arrays, so everything downstream is array indexing.
@@ -141,7 +141,7 @@ def read_bbox(path: str) -> tuple[str, dict[int, tuple[str, bool]]]:
     return viewpoint, out
 
 
-NEAR = 2.0  # metres: a named object this close to a viewpoint counts as seen from it (see the module docs)
+NEAR = 3.0  # metres: REVERIE lists objects within 3 m of a viewpoint; a named object that near counts as seen
 
 
 def load_scan_objects(
@@ -193,3 +193,39 @@ def load_scan_objects(
         mpcat40=np.asarray([categories.mpcat40_name[names[o]] for o in keep], dtype=object),
         visible=visible,
     )
+
+
+OBJPOS_FILE = "objpos.json"
+CATEGORY_FILE = "category_mapping.tsv"
+
+
+class ObjectSources:
+    """Where a worker reads objects from: `objects_dir` (objpos.json, category_mapping.tsv) and REVERIE's
+    BBox folder. The two tables are read once, on first use; each scan is built on demand."""
+
+    def __init__(self, objects_dir: str, bbox_dir: str, near: float = NEAR):
+        self.objects_dir, self.bbox_dir, self.near = objects_dir, bbox_dir, near
+        self._objpos: dict | None = None
+        self._categories: CategoryTable | None = None
+
+    @property
+    def objpos(self) -> dict:
+        if self._objpos is None:
+            self._objpos = read_objpos(fileio.join(self.objects_dir, OBJPOS_FILE))
+        return self._objpos
+
+    @property
+    def categories(self) -> CategoryTable:
+        if self._categories is None:
+            path = fileio.join(self.objects_dir, CATEGORY_FILE)
+            try:
+                self._categories = CategoryTable.read(path)
+            except (OSError, KeyError, ValueError) as exc:
+                raise ObjectsError(f"{path}: cannot read Matterport3D's category table ({exc})") from exc
+        return self._categories
+
+    def scan(self, graph) -> ScanObjects:
+        """The scan's objects with rows in the graph's viewpoint order; ObjectsError if objpos lacks it."""
+        return load_scan_objects(
+            graph.scan, self.objpos, self.bbox_dir, self.categories, graph.viewpoints, graph.positions, self.near
+        )

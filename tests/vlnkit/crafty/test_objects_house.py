@@ -47,8 +47,10 @@ def test_categories_agree_with_house(shared_data, crafty_data, scan):
 MEASURED = {
     ("GdvgFV5R1Z5", 0.0): 0.395,
     ("GdvgFV5R1Z5", 2.0): 0.431,
+    ("GdvgFV5R1Z5", 3.0): 0.313,
     ("YmJkqBEsHnH", 0.0): 0.016,
     ("YmJkqBEsHnH", 2.0): 0.049,
+    ("YmJkqBEsHnH", 3.0): 0.092,
 }
 
 
