@@ -85,7 +85,11 @@ def write_appraiser(table: dict, path: str) -> dict:
     from transforms.write import write_json
 
     write_json(path, table, indent=True)
-    return {"appraiser_categories": len(table["idf"]), "appraiser_panoramas": table["panoramas"], "appraiser_scans": table["scans"]}
+    return {
+        "appraiser_categories": len(table["idf"]),
+        "appraiser_panoramas": table["panoramas"],
+        "appraiser_scans": table["scans"],
+    }
 
 
 def build(pipeline, out: Staging, files: list[str], appraiser_files: list[str], opts) -> None:
@@ -109,10 +113,14 @@ def build(pipeline, out: Staging, files: list[str], appraiser_files: list[str], 
         training = unique["records"]
         dead_training = ()
     else:
-        train = pipeline | "ReadAppraiserPaths" >> ReadR2R(appraiser_files, reshuffle=False, batched=True, rxr_guides=True)
+        train = pipeline | "ReadAppraiserPaths" >> ReadR2R(
+            appraiser_files, reshuffle=False, batched=True, rxr_guides=True
+        )
         training, dead_training = train["records"], (train[DEAD_LETTER],)
     scans = training | "Scans" >> beam.FlatMap(lambda batch: sorted({r["scan"] for r in batch}))
-    appraised = scans | "Appraise" >> AppraiseScans(opts.connectivity_dir, opts.objects_dir, opts.bbox_dir, opts.seen_within)
+    appraised = scans | "Appraise" >> AppraiseScans(
+        opts.connectivity_dir, opts.objects_dir, opts.bbox_dir, opts.seen_within
+    )
     appraiser_written = appraised["table"] | "WriteAppraiser" >> beam.Map(write_appraiser, out.join(APPRAISER_JSON))
     made = unique["records"] | "Describe" >> DescribePaths(
         appraised["table"],
@@ -150,11 +158,16 @@ def print_summary(summary: dict, ctx: Run) -> None:
         ("instructions", summary["instructions"]),
         ("fallback instructions (no object seen)", summary["fallback_instructions"]),
         ("mean words per instruction", summary["mean_words"]),
-        ("Appraiser: categories / panoramas / scans", "{categories} / {panoramas} / {scans}".format(**summary["appraiser"])),
+        (
+            "Appraiser: categories / panoramas / scans",
+            "{categories} / {panoramas} / {scans}".format(**summary["appraiser"]),
+        ),
         ("dead-lettered records", summary["dead_letters"]),
     ]
     print(format_table([(k, "n/a" if v is None else v) for k, v in rows], "Crafty summary"))
-    print_outputs(ctx.output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(ctx.output_dir, INSTRUCTIONS_JSON)})")
+    print_outputs(
+        ctx.output_dir, summary["dead_letters"], f"  (agent input: {fileio.join(ctx.output_dir, INSTRUCTIONS_JSON)})"
+    )
 
 
 def check_objects(opts) -> None:
@@ -175,7 +188,9 @@ def run(ctx: Run) -> dict:
     files = ctx.inputs("dataset", opts.dataset, refuse=REFUSED)
     appraiser_files = ctx.inputs("appraiser_dataset", opts.appraiser_dataset, required=False, refuse=REFUSED) or files
     ctx.graphs(opts.connectivity_dir)
-    ctx.inputs("objects_dir", [fileio.join(opts.objects_dir, OBJPOS_FILE), fileio.join(opts.objects_dir, CATEGORY_FILE)])
+    ctx.inputs(
+        "objects_dir", [fileio.join(opts.objects_dir, OBJPOS_FILE), fileio.join(opts.objects_dir, CATEGORY_FILE)]
+    )
     ctx.input_set("bbox_dir", fileio.join(opts.bbox_dir, "*.json"))
     return ctx.execute(
         lambda p, out: build(p, out, files, appraiser_files, opts),

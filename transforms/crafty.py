@@ -33,7 +33,9 @@ MODELS_KEPT = 8  # scans' models a worker keeps (each a few MB at most)
 
 
 def worker_objects(objects_dir: str, bbox_dir: str, near: float) -> ObjectSources:
-    return per_worker("crafty_objects", f"{objects_dir}|{bbox_dir}|{near}", lambda: ObjectSources(objects_dir, bbox_dir, near))
+    return per_worker(
+        "crafty_objects", f"{objects_dir}|{bbox_dir}|{near}", lambda: ObjectSources(objects_dir, bbox_dir, near)
+    )
 
 
 @dataclass
@@ -90,12 +92,14 @@ class AppraiseScans(beam.PTransform):
             scans
             | "UniqueScans" >> beam.Distinct()
             | "ScanDocuments"
-            >> beam.ParDo(_ScanDocuments(self.connectivity_dir, self.objects_dir, self.bbox_dir, self.near)).with_outputs(
-                DEAD_LETTER, main="docs"
-            )
+            >> beam.ParDo(
+                _ScanDocuments(self.connectivity_dir, self.objects_dir, self.bbox_dir, self.near)
+            ).with_outputs(DEAD_LETTER, main="docs")
         )
-        table = docs.docs | "SumDocuments" >> beam.CombineGlobally(MergeWith(_merge_documents)) | "Idf" >> beam.Map(
-            appraiser_table
+        table = (
+            docs.docs
+            | "SumDocuments" >> beam.CombineGlobally(MergeWith(_merge_documents))
+            | "Idf" >> beam.Map(appraiser_table)
         )
         return {"table": table, DEAD_LETTER: docs[DEAD_LETTER]}
 
@@ -141,7 +145,9 @@ class _DescribeScan(GraphDoFn):
 
     def _dead(self, stage: str, record: dict, reason: str):
         self.bad.inc()
-        return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(stage, record.get("_source", ""), record_label(record), reason))
+        return beam.pvalue.TaggedOutput(
+            DEAD_LETTER, dead_letter(stage, record.get("_source", ""), record_label(record), reason)
+        )
 
     def process(self, element, table):
         scan, batches = element
@@ -180,13 +186,21 @@ class DescribePaths(beam.PTransform):
 
     def expand(self, batches):
         fn = _DescribeScan(
-            self.connectivity_dir, self.objects_dir, self.bbox_dir, self.near, self.params, self.num_instructions, self.seed
+            self.connectivity_dir,
+            self.objects_dir,
+            self.bbox_dir,
+            self.near,
+            self.params,
+            self.num_instructions,
+            self.seed,
         )
         made = (
             batches
             | "SplitByScan" >> beam.FlatMap(split_by, _scan)
             | "GroupScans" >> beam.GroupByKey()
             | "DescribeScans"
-            >> beam.ParDo(fn, beam.pvalue.AsSingleton(self.table)).with_outputs(TABLES, STATS, DEAD_LETTER, main="records")
+            >> beam.ParDo(fn, beam.pvalue.AsSingleton(self.table)).with_outputs(
+                TABLES, STATS, DEAD_LETTER, main="records"
+            )
         )
         return {"records": made.records, TABLES: made[TABLES], STATS: made[STATS], DEAD_LETTER: made[DEAD_LETTER]}

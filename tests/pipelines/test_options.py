@@ -24,6 +24,7 @@ JOBS = sorted(
 
 def test_every_job_is_found():
     assert set(JOBS) == {
+        "build_crafty",
         "build_r4r",
         "score",
         "random_baseline",
