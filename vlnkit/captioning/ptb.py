@@ -69,7 +69,7 @@ _APOSETC = f"(?:{_APOS}|[\u0091\u2018\u201b])"
 _SPACE = "[ \t\u00a0\u2000-\u200a\u3000]"
 _NL = "(?:\r|\r?\n|\u2028|\u2029|\u000b|\u000c|\u0085)"
 _SPACENL = f"(?:{_SPACE}|{_NL})"
-_SGML = r"<\/?[A-Za-z!][^>]*>"
+_SGML = r"<(?:[!?][^>]*|\/?[A-Za-z][A-Za-z0-9:._-]*(?:[ \t][^>]*)?)>"
 _SENTEND = f"{_SPACENL}(?:{_SPACENL}|[A-Z]|{_SGML})"
 
 _WORD = rf"(?:{_LETTER}|\u00ad)+(?:[.!?]{_LETTER}(?:{_LETTER}|\d)*)*"
@@ -100,9 +100,10 @@ _ABTITLE = (
 _ABPTIT = r"Jr|Sr|Bros|(?:Ed|Ph)\.D|Blvd|Rd|Esq"
 _ABCOMP = "Inc|Cos?|Corp|Pp?tys?|Ltd|Plc|Bancorp|Dept|Bhd|Assn|Univ|Intl|Sys"
 _ABCOMP2 = "Invt|Elec|Natl|M[ft]g"
-_ABNUM = "Nos?|Prop|Ph|tel|est|ext|sq|ft"
+_ABNUM = "Ph|tel|est|ext|sq"  # 3.4.1 does not keep the period of "No." or "Prop." (checked)
 _ABBREV1 = rf"(?:{_ABMONTH}|{_ABDAYS}|{_ABSTATE}|{_ABCOMP}|{_ABNUM}|{_ABPTIT}|etc|al|seq)\."
-_ABBREV4 = rf"(?:[A-Za-z]|{_ABTITLE}|vs|Alex|Wm|Jos|Cie|a\.k\.a|cf|TREAS|{_ACRO}|{_ABCOMP2})"
+# Python takes the first alternative that matches, JFlex the longest: the longer ones come first.
+_ABBREV4 = rf"(?:{_ACRO}|a\.k\.a|{_ABTITLE}|vs|Alex|Wm|Jos|Cie|cf|TREAS|ft|{_ABCOMP2}|[A-Za-z])"
 _HTHING = rf"[A-Za-z0-9][A-Za-z0-9.,\u00ad]*(?:-(?:[A-Za-z0-9\u00ad]+|(?:{_ACRO})\.))+"
 _INSENTP = "[,;:]"
 _QUOTES = (
@@ -116,7 +117,8 @@ _QUOTES = (
 # else a fixed text). URLs, e-mails, phone numbers and the WSJ acronym-before-pronoun rule are left out:
 # they cannot change what the filter keeps for navigation text (a token is kept whole either way).
 _RULES: list[tuple[str, str | None, str | None]] = [
-    (_caseless("cannot"), None, "can"),
+    (_caseless("cannot"), None, "pushback3"),  # "can" "not"
+    (_caseless("gonna|wanna|gotta|lemme|gimme"), None, "pushback2"),  # "gon" "na", ..., "lem" "me"
     (_SGML, None, None),
     ("&(?:MD|mdash|ndash);|[\u0096\u0097\u2013\u2014\u2015]", None, "drop"),
     ("&amp;", None, "&"),
@@ -125,9 +127,14 @@ _RULES: list[tuple[str, str | None, str | None]] = [
     (_SWORD, _SREDAUX, None),
     (_WORD, None, None),
     (_caseless(_APOWORD), None, None),
+    (
+        r"[a-zA-Z0-9][^ \t\n\f\r\"<>|()\u00a0]*@(?:[^ \t\n\f\r\"<>|().\u00a0]+\.)*[^ \t\n\f\r\"<>|().\u00a0]+",
+        None,
+        None,
+    ),
     (f"[yY]{_APOS}", _LETTER, None),
-    (_REDAUX, "[^A-Za-z]|$", None),
-    (_SREDAUX, None, None),
+    (_REDAUX, "[^A-Za-z]|$", "quote"),
+    (_SREDAUX, None, "quote"),
     (r"\d{1,2}[\-\/]\d{1,2}[\-\/]\d{2,4}", None, None),
     (rf"[\-+]?{_NUM}", None, None),
     (r"(?:\d{1,4}[- \u00a0])?\d{1,4}(?:\\?\/|\u2044)\d{1,4}", None, "frac"),
@@ -139,21 +146,30 @@ _RULES: list[tuple[str, str | None, str | None]] = [
     ),
     (_THING3, None, None),
     (r"[A-Z]*\$|#", None, None),
+    (r"@[a-zA-Z_][a-zA-Z_0-9]*|#[^\W\d_]+", None, None),
+    (r"[<>]?[:;=8][\-o\*']?[\(\)DPdpO\\{@\|\[\]]", "[^A-Za-z]", "smiley"),
+    (r"<<|>>", None, None),
     (_caseless(_ABBREV1), _SENTEND, None),
+    (_caseless(_ABBREV1), "(?s:..)", None),  # {ABBREV1}/[^][^]: beats a WORD ending one letter later
     (_caseless(_ABBREV1), None, None),
+    (_caseless(r"(?:ca|figs?|prop|nos?|art|bldg|pp|op)\."), f"{_SPACE}?\\d", None),
     (_caseless(_ABBREV4) + r"\.", None, None),
     (_caseless(_ABBREV4), _SPACE, None),
     (_caseless(_ACRO), f"{_SPACENL}|$", None),
     (f"{_APOS}[0-9][0-9]", f"{_SPACENL}|$", None),
     (rf"{_WORD}\.", _INSENTP, None),
-    ('(?:"|&quot;)', "[A-Za-z0-9$]", "drop"),
-    ('(?:"|&quot;)', None, "drop"),
+    ('(?:"|&quot;)', "[A-Za-z0-9$]", "left_quote"),
+    ('(?:"|&quot;)', None, "quote"),
     (r"\+", None, None),
     ("[%&\u2030\u2031]", None, None),
     (r"~|\^", None, None),
-    (r"\||\\|\x7f", None, "drop"),
-    (r"[<\[]|&lt;", None, "-LRB-"),
-    (r"[>\]]|&gt;", None, "-RRB-"),
+    (r"\||\\", None, None),
+    (r"\x7f", None, "drop"),
+    (r"\[", None, "-LSB-"),
+    (r"\]", None, "-RSB-"),
+    (r"&lt;", None, "<"),
+    (r"&gt;", None, ">"),
+    (r"<|>", None, None),
     (r"\{", None, "-LCB-"),
     (r"\}", None, "-RCB-"),
     (r"\(", None, "-LRB-"),
@@ -173,9 +189,9 @@ _RULES: list[tuple[str, str | None, str | None]] = [
     (_THING, None, None),
     (r"[A-Z]+(?:(?:[+&]|&amp;)[A-Z]+)+\.", _INSENTP, None),
     (r"[A-Z]+(?:(?:[+&]|&amp;)[A-Z]+)+", None, None),
-    ("'", "[A-Za-z][^ \t\n\r\u00a0]", "drop"),
-    (_REDAUX, None, None),
-    (_QUOTES, None, "drop"),
+    ("'", "[A-Za-z][^ \t\n\r\u00a0]", "left_quote"),
+    (_REDAUX, None, "quote"),
+    (_QUOTES, None, "quote"),
     ("[\u00a6\u00a7\u00a8\u00a9\u00ac\u00ae\u00af\u00b0-\u00ba\u00d7\u00f7]", None, None),
     (f"\\x00|{_SPACE}+|[\u200b\u200e\u200f\ufeff]|{_NL}|&nbsp;", None, "drop"),
     (r"(?s:.)", None, "drop"),  # untokenizable: deleted (PTBTokenizer's default, firstDelete)
@@ -184,20 +200,40 @@ _COMPILED = [(re.compile(p), re.compile(t) if t else None, a) for p, t, a in _RU
 _SPACES = re.compile(f"(?:{_SPACE}|{_NL})+")
 # A run of ASCII letters followed by a space or the end is one WORD token whatever else could match
 # (the rules that tie with it return the same text), except `cannot`.
+_SPLIT_WORDS = frozenset(["cannot", "gonna", "wanna", "gotta", "lemme", "gimme"])
 _PLAIN = re.compile(r"[A-Za-z]+(?=[ \t]|$)")
+
+
+_LATEX = [
+    ("[\u0091\u2018\u201b\u2039]", "`"),
+    ("[\u0092\u2019\u203a]", "'"),
+    ("[\u0093\u201c\u00ab]", "``"),
+    ("[\u0094\u201d\u00bb]", "''"),
+]
+
+
+def _latex_quotes(text: str, probably_left: bool) -> str:
+    """PTBLexer's `latexQuotes`: ASCII quotes become `` ` `` / `'` (doubled for `"`), curly ones likewise."""
+    text = re.sub("&apos;|'", "`" if probably_left else "'", text)
+    text = re.sub('"|&quot;', "``" if probably_left else "''", text)
+    for pattern, replacement in _LATEX:
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 def _lex_line(line: str) -> list[str]:
     """One line's tokens after lowercasing and the punctuation filter."""
     out: list[str] = []
-    pos, end = 0, len(line)
+    end = len(line)
+    line += "\n"  # the reference's input has a newline after every caption (trailing contexts see it)
+    pos = 0
     while pos < end:
         space = _SPACES.match(line, pos)
         if space:
             pos = space.end()
             continue
         plain = _PLAIN.match(line, pos)
-        if plain and plain.group().lower() != "cannot":
+        if plain and plain.group().lower() not in _SPLIT_WORDS:
             out.append(plain.group().lower())
             pos = plain.end()
             continue
@@ -218,12 +254,15 @@ def _lex_line(line: str) -> list[str]:
         text = best.group()
         if action == "drop":
             continue
-        if action == "can":
-            out.append("can")
-            pos -= 3
-            continue
-        if action == "dashes":
+        if action in ("pushback2", "pushback3"):
+            back = int(action[-1])
+            text, pos = text[:-back], pos - back
+        elif action == "dashes":
             text = "--" if 3 <= len(text) <= 4 else text
+        elif action == "quote" or action == "left_quote":
+            text = _latex_quotes(text, action == "left_quote")
+        elif action == "smiley":
+            text = text.replace("(", "-LRB-").replace(")", "-RRB-")
         elif action == "frac":
             text = text.replace(" ", "\u00a0")
         elif action is not None:
@@ -237,7 +276,7 @@ def _lex_line(line: str) -> list[str]:
 # A token spans a space only as an SGML tag, a fraction ("1 1/2"), spaced dots (". . .") or a phone
 # number; every trailing context that looks past a space returns the same text as the rule it beats.
 # Lines without those are lexed one whitespace-separated chunk at a time, each chunk once per process.
-_SPANS_SPACE = re.compile(r"<|\d[ \u00a0]+\d|\.[ \u00a0]\.")
+_SPANS_SPACE = re.compile(r"<|\d[ \u00a0]+\d|\.[ \u00a0]\.|\.[ \u00a0]\d")
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -269,3 +308,21 @@ def reference_batch_lines(captions: list[str]) -> list[str]:
     joined = "\n".join(c.replace("\n", " ") for c in captions)
     lines = NEWLINE.split(joined)
     return [" ".join(_tokens(line)) for line in lines[: len(captions)]]
+
+
+def reference_tokenize(captions_per_item: list[list[str]]) -> list[list[list[str]]]:
+    """Tokens per caption exactly as pycocoevalcap's `PTBTokenizer().tokenize` returns them for one call.
+
+    The reference tokenizes all captions of a call (all references of a set, or all hypotheses) as one
+    batch in item order, so a carriage return in one caption shifts every later caption's tokens
+    (`reference_batch_lines`); `tokenize` per caption is what the captions say, this is what the
+    reference scored. An item whose captions ran past the batch's last line gets empty captions... never:
+    the batch has at least as many lines as captions.
+    """
+    flat = [c for captions in captions_per_item for c in captions]
+    lines = reference_batch_lines(flat)
+    out, at = [], 0
+    for captions in captions_per_item:
+        out.append([lines[at + k].split() for k in range(len(captions))])
+        at += len(captions)
+    return out

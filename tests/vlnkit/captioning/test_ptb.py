@@ -37,3 +37,37 @@ def test_hand_worked_rules():
     assert tokenize("") == [] and tokenize(" . , ") == []
     assert tokenize("a\r\nb") == ["a", "b"]
     assert reference_batch_lines(["a\r\nb", "c", "d"]) == ["a", "b", "c"]
+
+
+def _dataset_instructions(data) -> dict[str, list[str]]:
+    import glob
+
+    texts: dict[str, set] = {"r2r": set(), "reverie": set(), "cvdn": set()}
+    for f in glob.glob(str(data / "r2r" / "R2R_*.json")):
+        texts["r2r"].update(i for r in json.loads(open(f).read()) for i in r["instructions"])
+    for f in glob.glob(str(data / "reverie" / "v*" / "REVERIE_*.json")):
+        texts["reverie"].update(i for r in json.loads(open(f).read()) for i in r["instructions"])
+    for f in glob.glob(str(data / "cvdn" / "val_*.json")):
+        for r in json.loads(open(f).read()):
+            texts["cvdn"].add(r.get("target", ""))
+            texts["cvdn"].update(t["message"] for t in r.get("dialog_history", []))
+    return {k: sorted(v) for k, v in texts.items()}
+
+
+def test_every_dataset_instruction_against_the_java_tokenizer(shared_data):
+    """R2R (every split), REVERIE (v1, v2) and CVDN (targets, dialog turns): the official tokenizer runs here
+    (pycocoevalcap's PTBTokenizer, Java), one caption per line (line breaks inside a caption become
+    spaces first, so the reference's shift does not apply)."""
+    import contextlib
+    import io
+
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    from vlnkit.captioning.ptb import NEWLINE
+
+    for name, texts in _dataset_instructions(shared_data).items():
+        assert len(texts) > 1000, name
+        with contextlib.redirect_stderr(io.StringIO()):
+            official = PTBTokenizer().tokenize({i: [{"caption": NEWLINE.sub(" ", t)}] for i, t in enumerate(texts)})
+        wrong = [(t, official[i][0]) for i, t in enumerate(texts) if " ".join(tokenize(t)) != official[i][0]]
+        assert not wrong, (name, len(wrong), wrong[:3])
