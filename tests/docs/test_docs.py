@@ -36,6 +36,7 @@ PAGES = [
     "docs/jobs/build_compat.md",
     "docs/jobs/build_probes.md",
     "docs/jobs/score_probes.md",
+    "docs/jobs/score_instructions.md",
     "docs/jobs/report.md",
     "docs/failure_semantics.md",
     "docs/rewards.md",

@@ -9,6 +9,9 @@
 - `scores`: every metric of a set in one call (`score_set`).
 - `layouts`: the files generated instructions come in, read into `Generated` records.
 - `intervals`: bootstrap intervals of corpus scores (BLEU recomputed per replicate) and paired comparisons.
+- `batches`: a set scored batch by batch on workers (document frequencies summed first), equal to
+  `score_set`; `summary`: the job's summary.
+- `meteor`, `jars`: METEOR 1.5 through the reference jar; the jars fetched at install time.
 - `agreement`: Kendall's tau-b between metrics and wayfinding outcomes, instance and system level.
 
 Beam-free; pycocoevalcap is a test oracle only and is never imported here. Each public name is
@@ -28,6 +31,17 @@ __getattr__, __all__ = lazy_exports(
         "scores": ("SetScores", "score_set", "METRICS"),
         "layouts": ("Generated", "LayoutError", "LAYOUTS", "detect", "parse", "path_id_of"),
         "intervals": ("SystemItems", "path_weights", "replicate_scores", "point_scores", "system_intervals", "compare"),
+        "batches": ("batch_document_frequencies", "merge_counts", "score_batch", "corpus_sums", "gram_texts"),
+        "summary": (
+            "instructions_summary",
+            "corpus_from_sums",
+            "system_rows",
+            "comparisons",
+            "leaderboard",
+            "metric_agreement",
+        ),
+        "meteor": ("Meteor", "MeteorUnavailable"),
+        "jars": ("fetch", "missing", "jar_folder", "INSTALL_COMMAND"),
         "agreement": ("weighted_tau_b", "multinomial_counts", "instance_tau", "system_tau"),
     },
 )

@@ -3,7 +3,8 @@
 A system's file is one of:
 - `spice`: the SPICE jar's input list `[{"image_id", "refs": [str], "test": str}]` (references carried);
 - `multi_system`: `{system: {path_id: {"generated_instr", "instr_id", "instructions", ...}}}`, as
-  zhao2023's human evaluation (several systems in one file; references and `human_scores` carried);
+  zhao2023's human evaluation (several systems in one file; references and `human_scores` carried; its
+  human row, one of the path's own references, is scored against the others);
 - `keyed`: a dict keyed by instr_id or path_id whose values are a string or a record with the
   instruction under `generated_instr`, `instruction` or `prediction` (coop_instruction, hear);
 - `list`: a list of such records, each naming `instr_id` or `path_id`;
@@ -125,4 +126,17 @@ def parse(text: str, system: str, source: str = "<text>") -> list[Generated]:
         return [_record(system, None, r) for r in data]
     if layout == "keyed":
         return [_record(system, k, v) for k, v in data.items()]
-    return [_record(name, k, v) for name, records in data.items() for k, v in records.items()]
+    return [_own_reference_left_out(_record(name, k, v)) for name, records in data.items() for k, v in records.items()]
+
+
+def _own_reference_left_out(g: Generated) -> Generated:
+    """zhao2023's human row shows reference k of its own path (instr_id `<path_id>_<n>_<k>`, text equal to
+    `instructions[k]`): it is scored against the other references, as the study scores it."""
+    parts = g.instr_id.split("_")
+    if g.references and len(parts) == 3 and parts[2].isdigit():
+        k = int(parts[2])
+        if k < len(g.references) and g.references[k] == g.text:
+            return Generated(
+                g.system, g.instr_id, g.path_id, g.text, g.references[:k] + g.references[k + 1 :], g.scan, g.extra
+            )
+    return g
