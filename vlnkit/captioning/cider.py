@@ -39,9 +39,10 @@ def document_frequencies(tok: Tokenized, ref: list[NgramCounts]) -> DocumentFreq
         item = tok.ref_item[r.caption]
         width = int(r.ngram.max(initial=0)) + 1
         pairs = np.unique(item.astype(np.int64) * width + r.ngram)
-        g, c = np.unique(pairs % width, return_counts=True)
+        per_ngram = np.bincount(pairs % width, minlength=width)
+        g = np.flatnonzero(per_ngram)
         ngrams.append(g)
-        counts.append(c)
+        counts.append(per_ngram[g])
     return DocumentFrequencies(tuple(ngrams), tuple(counts), tok.n_items)
 
 
@@ -72,8 +73,8 @@ def cider_d(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts], df: 
         hyp_keys = h.caption.astype(np.int64) * width + h.ngram  # sorted: rows are (caption, ngram) ordered
         at = lookup(item.astype(np.int64) * width + r.ngram, hyp_keys, np.arange(len(hyp_keys)), default=-1)
         present = at >= 0
-        val = np.zeros(n_refs)
-        np.add.at(val, r.caption[present], np.minimum(vh[at[present]], vr[present]) * vr[present])
+        clipped = np.minimum(vh[at[present]], vr[present]) * vr[present]
+        val = np.bincount(r.caption[present], weights=clipped, minlength=n_refs).astype(np.float64)
         nh = norm_h[tok.ref_item]
         both = (nh != 0) & (norm_r != 0)
         val[both] /= nh[both] * norm_r[both]

@@ -52,15 +52,11 @@ def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tok
         if not refs:
             raise ValueError(f"item {i} has no reference")
     ref_lists = [r for refs in references for r in refs]
-    words = [w for h in hypotheses for w in h] + [w for r in ref_lists for w in r]
-    vocabulary, ids = (
-        np.unique(np.array(words, dtype=object).astype(str), return_inverse=True)
-        if words
-        else (
-            np.array([], dtype=str),
-            np.array([], dtype=np.int64),
-        )
+    index: dict[str, int] = {}
+    ids = np.fromiter(
+        (index.setdefault(w, len(index)) for caption in (*hypotheses, *ref_lists) for w in caption), np.int64
     )
+    vocabulary = list(index)
     ids = ids.astype(np.int64)
     hyp_lengths = np.fromiter((len(h) for h in hypotheses), np.int64, len(hypotheses))
     ref_lengths = np.fromiter((len(r) for r in ref_lists), np.int64, len(ref_lists))
@@ -71,7 +67,7 @@ def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tok
         ref_words=ids[n_hyp_words:],
         ref_offsets=np.concatenate([[0], np.cumsum(ref_lengths)]),
         ref_item=np.repeat(np.arange(len(references)), [len(r) for r in references]),
-        vocabulary=tuple(vocabulary.tolist()),
+        vocabulary=tuple(vocabulary),
     )
 
 
