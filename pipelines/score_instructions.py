@@ -56,6 +56,12 @@ def declare_flags(parser) -> None:
         help="Add the row `human`: each reference of every path scored against the others (leave-one-out)",
     )
     parser.add_argument(
+        "--meteor",
+        action="store_true",
+        help="Also METEOR 1.5 through the reference jar (Java and `python -m vlnkit.captioning.jars`); without "
+        "them it is refused in one line and the other metrics run",
+    )
+    parser.add_argument(
         "--rank_by", choices=RANKABLE, default="cider_d", help="The leaderboard's metric (tie marks on it)"
     )
     add_shared(parser, "seed", "num_shards", "bootstrap", "confidence")
@@ -82,7 +88,7 @@ def _reference_table(path: str) -> dict[str, list[str]]:
     return table
 
 
-def build(pipeline, out: Staging, systems, references, opts, bootstrap) -> None:
+def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: bool, refusal=None) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -93,7 +99,7 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap) -> None:
     from vlnkit.captioning.summary import instructions_summary
 
     read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
-    scored = read["records"] | "Score" >> ScoreSystems(bootstrap.replicates, bootstrap.seed)
+    scored = read["records"] | "Score" >> ScoreSystems(bootstrap.replicates, bootstrap.seed, meteor)
     scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
     tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
     sums = scored["sums"] | "SystemSums" >> beam.combiners.ToDict()
@@ -104,6 +110,7 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap) -> None:
         "human_baseline": bool(opts.human_baseline),
         "references": opts.references or "carried by the files",
         "rank_by": opts.rank_by,
+        "meteor": "computed" if meteor else (refusal or "not asked for (--meteor)"),
         **bootstrap.to_dict(),
         "options": redact(fingerprinted_settings(opts)),
     }
@@ -153,8 +160,16 @@ def run(ctx: Run) -> dict:
     if opts.references:
         (path,) = ctx.inputs("references", opts.references)[:1]
         references = _reference_table(path)
+    refusal = None
+    if opts.meteor:
+        from vlnkit.captioning.jars import missing
+
+        refusal = missing("meteor")
+        if refusal:
+            print(f"score_instructions: METEOR refused: {refusal}; the other metrics run")
+    meteor = bool(opts.meteor and not refusal)
     return ctx.execute(
-        lambda p, out: build(p, out, systems, references, opts, bootstrap),
+        lambda p, out: build(p, out, systems, references, opts, bootstrap, meteor, refusal),
         ["instructions"],
         outcome=outcome,
         declared=lambda summary: {"instructions": summary["instructions"]},

@@ -154,6 +154,16 @@ class _DfCombine(beam.CombineFn):
 class _ScoreBatch(beam.DoFn):
     replicates: int
     seed: int
+    meteor: bool = False
+
+    def setup(self):
+        from vlnkit.captioning.meteor import Meteor
+
+        self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
+
+    def teardown(self):
+        if getattr(self, "_meteor", None) is not None:
+            self._meteor.close()
 
     def process(self, batch, frequencies):
         from vlnkit.captioning.batches import corpus_sums, score_batch
@@ -164,15 +174,25 @@ class _ScoreBatch(beam.DoFn):
         table, size = frequencies[system]
         scores = score_batch([r["tokens"] for r in records], [r["ref_tokens"] for r in records], table, size)
         paths = [r["path_id"] for r in records]
+        weights = path_weights(paths, self.replicates, self.seed) if self.replicates else None
         sums = {"point": corpus_sums(scores)}
-        if self.replicates:
-            sums["replicates"] = corpus_sums(scores, path_weights(paths, self.replicates, self.seed))
+        if self._meteor is not None:
+            stats = self._meteor.statistics(
+                [" ".join(r["tokens"]) for r in records], [[" ".join(x) for x in r["ref_tokens"]] for r in records]
+            )
+            scores["meteor"] = np.array(self._meteor.evaluate(stats))
+            sums["point"]["meteor_stats"] = stats.T @ np.ones((len(records), 1))
+        if weights is not None:
+            sums["replicates"] = corpus_sums(scores, weights)
+            if self._meteor is not None:
+                sums["replicates"]["meteor_stats"] = stats.T @ weights
         digest = int(np.sum(episode_keys(paths).astype(np.uint64), dtype=np.uint64))
         yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
         for i, r in enumerate(records):
             row = {k: r[k] for k in ("system", "instr_id", "path_id", "scan")}
             row.update(instruction=r["text"], tokens=r["tokens"], references=len(r["references"]))
             row.update({k: v[i].item() for k, v in scores.items()})
+            row.setdefault("meteor", None)
             if r.get("human_scores"):
                 yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
             yield row
@@ -210,6 +230,7 @@ class ScoreSystems(beam.PTransform):
 
     replicates: int
     seed: int
+    meteor: bool = False
     batch_size: int = 512
 
     def expand(self, records):
@@ -221,7 +242,7 @@ class ScoreSystems(beam.PTransform):
         )
         frequencies = batches | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         scored = batches | "Score" >> beam.ParDo(
-            _ScoreBatch(self.replicates, self.seed), beam.pvalue.AsDict(frequencies)
+            _ScoreBatch(self.replicates, self.seed, self.meteor), beam.pvalue.AsDict(frequencies)
         ).with_outputs("sums", "outcomes", main="rows")
         sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())
         return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums}

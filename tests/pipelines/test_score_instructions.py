@@ -87,3 +87,35 @@ def test_bad_input_is_dead_lettered_and_counted(tmp_path, shared_data):
     assert any("names no path" in r for r in reasons) and any("empty" in r for r in reasons)
     assert any("not a string" in r for r in reasons) and any("broken.json" in r or "dict whose" in r for r in reasons)
     assert summary["by_system"]["human"]["items"] == sum(len(r["instructions"]) for r in some)
+
+
+def _small_spice_file(tmp_path, shared_data, n=20):
+    rows = json.loads((shared_data / "speaker" / "acgg" / "pairs" / "origin_seen.json").read_text())[:n]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(rows))
+    return path, rows
+
+
+def test_meteor_column_and_corpus_are_the_jars(tmp_path, shared_data):
+    """--meteor: per item and per system as pycocoevalcap's METEOR wrapper gets from the same jar (the corpus
+    score from statistics summed in Beam)."""
+    from vlnkit.captioning.meteor import Meteor
+
+    path, rows = _small_spice_file(tmp_path, shared_data)
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--meteor")
+    got = {r["instr_id"]: r["meteor"] for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()}
+    with Meteor() as jar:
+        aggregate, items = jar.score(
+            [" ".join(tokenize(r["test"])) for r in rows], [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
+        )
+    assert [got[r["image_id"]] for r in rows] == items
+    assert summary["by_system"]["s"]["meteor"]["score"] == aggregate and summary["meteor"] == "computed"
+
+
+def test_without_the_jar_meteor_is_refused_in_one_line_and_the_rest_runs(tmp_path, shared_data, monkeypatch, capsys):
+    monkeypatch.setenv("VLNKIT_CAPTION_JARS", str(tmp_path / "no_jars"))
+    path, _ = _small_spice_file(tmp_path, shared_data)
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--meteor")
+    lines = [x for x in capsys.readouterr().out.splitlines() if "METEOR refused" in x]
+    assert len(lines) == 1 and "python -m vlnkit.captioning.jars" in lines[0]
+    assert summary["instructions"] == 20 and "meteor" not in summary["by_system"]["s"]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import subprocess
 import threading
 
+import numpy as np
+
 from vlnkit.captioning.jars import java, meteor_jar, missing
 
 
@@ -70,6 +72,32 @@ class Meteor:
             scores = [float(proc.stdout.readline().strip()) for _ in lines]
             aggregate = float(proc.stdout.readline().strip())
         return aggregate, scores
+
+    def statistics(self, hypotheses: list[str], references: list[list[str]]) -> np.ndarray:
+        """(items, k) the jar's sufficient statistics per item (its SCORE replies). They add: the jar's
+        aggregate of a set is its EVAL of the summed statistics (checked in the tests), so a corpus METEOR,
+        and each bootstrap replicate's, comes from sums made anywhere."""
+        lines = [_score_line(h, r) for h, r in zip(hypotheses, references)]
+        with self._lock:
+            proc = self._process
+            writer = threading.Thread(
+                target=lambda: (proc.stdin.writelines(x + "\n" for x in lines), proc.stdin.flush())
+            )
+            writer.start()
+            replies = [proc.stdout.readline().split() for _ in lines]
+            writer.join()
+        return np.array(replies, dtype=np.float64).reshape(len(lines), -1)
+
+    def evaluate(self, statistics: np.ndarray) -> list[float]:
+        """METEOR of each row of summed statistics (one EVAL line; the jar scores each row on its own)."""
+        rows = np.atleast_2d(statistics)
+        line = "EVAL ||| " + " ||| ".join(" ".join(repr(float(x)) for x in row) for row in rows)
+        with self._lock:
+            self._process.stdin.write(line + "\n")
+            self._process.stdin.flush()
+            scores = [float(self._process.stdout.readline().strip()) for _ in rows]
+            self._process.stdout.readline()  # the aggregate of all rows: not asked for
+        return scores
 
     def close(self) -> None:
         if self._process.poll() is None:

@@ -20,6 +20,7 @@ _MEANINGS = {
     "bleu_4": "sentence BLEU-4",
     "rouge_l": "ROUGE-L, beta 1.2 (rouge/rouge.py)",
     "cider_d": "CIDEr-D with the document frequencies of this system's set (cider/cider_scorer.py)",
+    "meteor": "METEOR 1.5 from the reference jar (null without --meteor)",
     "testlen": "BLEU statistic: hypothesis length in tokens",
     "reflen": "BLEU statistic: the closest reference length (the shorter on a tie)",
     "guess_1": "BLEU statistic: unigrams in the hypothesis",
@@ -39,8 +40,8 @@ def _schema():
     fields = [
         pa.field(
             n,
-            types.get(n, f64 if n in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d") else i64),
-            nullable=n == "scan",
+            types.get(n, f64 if n in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d", "meteor") else i64),
+            nullable=n in ("scan", "meteor"),
         )
         for n in _MEANINGS
     ]

@@ -27,7 +27,24 @@ def corpus_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         for m in MEANS:
             out[m] = s[m] / s["items"]
+    if "meteor" in s:
+        out["meteor"] = s["meteor"]
     return out
+
+
+def with_meteor(point: dict[str, dict], replicates: dict[str, dict]) -> None:
+    """Corpus METEOR (point and replicates) from the summed jar statistics, where the run computed them:
+    the jar's EVAL of each summed row (one JVM here, for every system)."""
+    systems = [s for s in point if "meteor_stats" in point[s]]
+    if not systems:
+        return
+    from vlnkit.captioning.meteor import Meteor
+
+    with Meteor() as jar:
+        for s in systems:
+            point[s]["meteor"] = np.array(jar.evaluate(point[s]["meteor_stats"].T))
+            if s in replicates:
+                replicates[s]["meteor"] = np.array(jar.evaluate(replicates[s]["meteor_stats"].T))
 
 
 def system_rows(point: dict[str, dict], replicates: dict[str, dict], confidence: float) -> dict[str, dict]:
@@ -37,7 +54,7 @@ def system_rows(point: dict[str, dict], replicates: dict[str, dict], confidence:
         scores = corpus_from_sums(sums)
         reps = corpus_from_sums(replicates[system]) if system in replicates else None
         row = {"items": int(sums["items"][0])}
-        for m in METRICS:
+        for m in METRICS + (("meteor",) if "meteor" in scores else ()):
             interval = percentile_interval(reps[m], confidence) if reps is not None else None
             row[m] = {"score": float(scores[m][0]), "interval": interval}
         out[system] = row
@@ -154,6 +171,7 @@ def instructions_summary(static: dict, totals: dict, sums: dict, outcomes: list[
     confidence = static.get("confidence", 0.95)
     point = {s: v[0]["point"] for s, v in sums.items()}
     reps = {s: v[0]["replicates"] for s, v in sums.items() if "replicates" in v[0]}
+    with_meteor(point, reps)
     path_sets = {s: f"{int(v[0]['point']['items'][0])}:{v[1]}" for s, v in sums.items()}
     systems = system_rows(point, reps, confidence)
     rows = comparisons(point, reps, path_sets, confidence)
