@@ -103,7 +103,10 @@ def test_meteor_column_and_corpus_are_the_jars(tmp_path, shared_data):
 
     path, rows = _small_spice_file(tmp_path, shared_data)
     summary = run(tmp_path / "out", f"--predictions=s={path}", "--meteor")
-    got = {r["instr_id"]: r["meteor"] for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()}
+    got = {
+        r["instr_id"]: r["meteor"]
+        for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()
+    }
     with Meteor() as jar:
         aggregate, items = jar.score(
             [" ".join(tokenize(r["test"])) for r in rows], [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
