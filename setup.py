@@ -64,6 +64,11 @@ setup(
             # Hugging Face's loader, to prove a published version opens with `load_dataset` (its dataset card);
             # run in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out.
             "datasets>=4,<6",
+            # The COCO caption evaluation code: the test oracle of vlnkit.captioning (BLEU, ROUGE-L, CIDEr-D
+            # scorers; never imported by vlnkit).
+            "pycocoevalcap==1.2",
+            # scipy.stats.kendalltau: the oracle of vlnkit.captioning.agreement.
+            "scipy>=1.11,<2",
         ],
     },
 )

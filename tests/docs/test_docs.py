@@ -37,6 +37,7 @@ PAGES = [
     "docs/jobs/build_probes.md",
     "docs/jobs/score_probes.md",
     "docs/jobs/build_crafty.md",
+    "docs/jobs/score_instructions.md",
     "docs/jobs/report.md",
     "docs/failure_semantics.md",
     "docs/rewards.md",

@@ -33,6 +33,7 @@ def test_every_job_is_found():
         "paraphrase",
         "build_probes",
         "score_probes",
+        "score_instructions",
         "report",
     }
 

@@ -1,0 +1,183 @@
+"""Score instruction generators with the COCO caption metrics, exactly (docs/jobs/score_instructions.md).
+
+    python -m pipelines.score_instructions --runner=DirectRunner \
+        --predictions=lstm=speaker_lstm.json --predictions=t5=speaker_t5.json \
+        [--references=R2R_val_seen.json] [--human_baseline] --output_dir=output/instruction_scores
+
+Each system's file is a dict or list keyed by instr_id or path_id, JSON Lines, the SPICE jar's input list
+[{image_id, refs, test}], or a multi-system file ({system: {path_id: record}}, as zhao2023's human
+evaluation, whose systems are named by the file). References are the ones each file carries, or with
+--references those of an R2R-format file (R2R, R4R, REVERIE: records with path_id and instructions).
+BLEU-1..4, ROUGE-L and CIDEr-D equal pycocoevalcap 1.2's per item and per system (CIDEr-D's document
+frequencies from each system's own set); --human_baseline adds a row scoring each reference against the
+others. Writes `instructions-SSSSS-of-NNNNN.parquet` (one row per scored instruction),
+`summary.json` (corpus scores with bootstrap intervals, paired comparisons, the leaderboard with tie
+marks, Kendall's tau-b against human outcomes when the files carry `human_scores`),
+`dead_letter-00000-of-00001.jsonl`, `manifest.json`, `README.md` (the dataset card), `_SUCCESS`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pipelines.command import Job, run_as_command
+from pipelines.flags import add_shared
+from pipelines.provenance import fingerprinted_settings
+from pipelines.verdict import JobError, user_error
+from vlnkit.io import fileio
+from vlnkit.io.redact import redact
+
+if TYPE_CHECKING:
+    from pipelines.job import Outcome, Run
+    from vlnkit.runs.staging import Staging
+
+RANKABLE = ("cider_d", "bleu_4", "bleu_1", "bleu_2", "bleu_3", "rouge_l")
+
+
+def declare_flags(parser) -> None:
+    add_shared(
+        parser,
+        "predictions",
+        predictions={
+            "help": "Generated instructions of one system per NAME=FILES (a multi-system file names its own "
+            "systems). " + "Layouts: see the job's page. " + "A path, glob or comma-separated list; repeatable"
+        },
+    )
+    parser.add_argument(
+        "--references",
+        default=None,
+        help="Score against the references of this R2R-format file (records with path_id and instructions: "
+        "R2R, R4R, REVERIE) instead of those the files carry; an id whose path is not there is a dead letter",
+    )
+    parser.add_argument(
+        "--human_baseline",
+        action="store_true",
+        help="Add the row `human`: each reference of every path scored against the others (leave-one-out)",
+    )
+    parser.add_argument(
+        "--meteor",
+        action="store_true",
+        help="Also METEOR 1.5 through the reference jar (Java and `python -m vlnkit.captioning.jars`); without "
+        "them it is refused in one line and the other metrics run",
+    )
+    parser.add_argument(
+        "--rank_by", choices=RANKABLE, default="cider_d", help="The leaderboard's metric (tie marks on it)"
+    )
+    add_shared(parser, "seed", "num_shards", "bootstrap", "confidence")
+
+
+JOB = Job("score_instructions", __doc__, declare_flags)
+
+
+def _reference_table(path: str) -> dict[str, list[str]]:
+    """{path_id: references} of an R2R-format file (JSON list or JSON Lines), first record of a path wins."""
+    with fileio.open_read(path) as f:
+        text = f.read().decode("utf-8")
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    table: dict[str, list[str]] = {}
+    for k, r in enumerate(records if isinstance(records, list) else []):
+        if not isinstance(r, dict) or "path_id" not in r or not isinstance(r.get("instructions"), list):
+            raise JobError(f"--references={path}: record {k} has no path_id and instructions list")
+        table.setdefault(str(r["path_id"]), r["instructions"])
+    if not table:
+        raise JobError(f"--references={path}: no records with path_id and instructions")
+    return table
+
+
+def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: bool, refusal=None) -> None:
+    import apache_beam as beam
+
+    from transforms.deadletter import DEAD_LETTER
+    from transforms.instructions import ReadChecked, ScoreSystems
+    from transforms.run_summary import finish_run
+    from transforms.write import WriteParquetShards
+    from vlnkit.captioning.schemas import INSTRUCTION_SCORES
+    from vlnkit.captioning.summary import instructions_summary
+
+    read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
+    scored = read["records"] | "Score" >> ScoreSystems(bootstrap.replicates, bootstrap.seed, meteor)
+    scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
+    tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
+    sums = scored["sums"] | "SystemSums" >> beam.combiners.ToDict()
+    outcomes = scored["outcomes"] | "Outcomes" >> beam.combiners.ToList()
+    static = {
+        "job": JOB.name,
+        "systems": sorted(systems),
+        "human_baseline": bool(opts.human_baseline),
+        "references": opts.references or "carried by the files",
+        "rank_by": opts.rank_by,
+        "meteor": "computed" if meteor else (refusal or "not asked for (--meteor)"),
+        **bootstrap.to_dict(),
+        "options": redact(fingerprinted_settings(opts)),
+    }
+
+    def summarize(totals, sums, outcomes):
+        return instructions_summary(static, totals, sums, outcomes)
+
+    side = {"sums": beam.pvalue.AsSingleton(sums), "outcomes": beam.pvalue.AsSingleton(outcomes)}
+    _ = finish_run(out.folder, summarize, read[DEAD_LETTER], tallies, side)
+
+
+def print_summary(summary: dict, ctx: Run) -> None:
+    metrics = ("bleu_1", "bleu_4", "rouge_l", "cider_d")
+    title = f"{'rank':<5}{'system':<34}" + "".join(f"{m:>20}" for m in metrics)
+    lines = ["Instruction generators", title, "-" * len(title)]
+    for row in summary["leaderboard"]:
+        s = summary["by_system"][row["system"]]
+        cells = []
+        for m in metrics:
+            ci = s[m]["interval"]
+            cells.append(f"{s[m]['score']:.4f}" + (f" [{ci[0]:.3f},{ci[1]:.3f}]" if ci else ""))
+        mark = "=" if row["tied_with_above"] else " "
+        lines.append(f"{row['rank']:<4}{mark}{row['system']:<34}" + "".join(f"{c:>20}" for c in cells))
+    lines.append(
+        f"({summary['instructions']} instructions scored, {summary['dead_letters']} dead letters; "
+        f"= : not significantly different from the row above on {summary['rank_by']})"
+    )
+    print("\n".join(lines))
+
+
+def outcome(summary: dict) -> Outcome:
+    from pipelines.job import Outcome
+
+    return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)))
+
+
+def run(ctx: Run) -> dict:
+    from vlnkit.comparison.config import BootstrapConfig
+
+    opts = ctx.args
+    with user_error():
+        bootstrap = BootstrapConfig.from_flags(opts)
+    if not opts.predictions:
+        raise JobError("--predictions is required")
+    systems = ctx.agents(opts.predictions)
+    references = None
+    if opts.references:
+        (path,) = ctx.inputs("references", opts.references)[:1]
+        references = _reference_table(path)
+    refusal = None
+    if opts.meteor:
+        from vlnkit.captioning.jars import missing
+
+        refusal = missing("meteor")
+        if refusal:
+            print(f"score_instructions: METEOR refused: {refusal}; the other metrics run")
+    meteor = bool(opts.meteor and not refusal)
+    return ctx.execute(
+        lambda p, out: build(p, out, systems, references, opts, bootstrap, meteor, refusal),
+        ["instructions"],
+        outcome=outcome,
+        declared=lambda summary: {"instructions": summary["instructions"]},
+    )
+
+
+main = JOB.main(run, print_summary)
+
+
+if __name__ == "__main__":
+    run_as_command(main)

@@ -1,0 +1,124 @@
+"""End-to-end runs of `python -m pipelines.score_instructions` on the shared speaker data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import score_instructions
+from tests.oracles.coco_caption import reference_scores
+from tests.vlnkit.captioning import shared_sets
+from vlnkit.captioning.ptb import tokenize
+
+METRICS = ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d")
+
+
+def run(out, *flags):
+    return score_instructions.main(["--runner=DirectRunner", f"--output_dir={out}", "--bootstrap=100", *flags])
+
+
+@pytest.fixture(scope="module")
+def zhao_run(tmp_path_factory, shared_data):
+    out = tmp_path_factory.mktemp("si") / "zhao"
+    data = shared_data / "speaker" / "zhao2023_coop_human_eval" / "human_eval_dataset.json"
+    summary = run(out, f"--predictions=zhao={data}")
+    return summary, pq.read_table(str(out / "instructions-00000-of-00001.parquet")).to_pylist()
+
+
+def test_every_system_per_item_and_corpus_equals_pycocoevalcap(zhao_run, shared_data):
+    """The job's rows and corpus scores against the reference scorers on the 13 zhao2023 sets (own references,
+    the human row against its two others), batches and Beam's combining included."""
+    summary, rows = zhao_run
+    assert summary["instructions"] == 975 and summary["dead_letters"] == 0
+    sets = shared_sets.zhao_sets(shared_data / "speaker", common=False)
+    assert sorted(summary["by_system"]) == sorted(sets)
+    for system, (ids, hyps, refs) in sets.items():
+        mine = {r["path_id"]: r for r in rows if r["system"] == system}
+        h = [tokenize(x) for x in hyps]
+        theirs = reference_scores(h, [[tokenize(y) for y in rs] for rs in refs])
+        for metric in METRICS:
+            per_item = np.array([mine[i][metric] for i in ids])
+            assert np.max(np.abs(per_item - theirs[metric][1])) <= 1e-9, (system, metric)
+            assert abs(summary["by_system"][system][metric]["score"] - theirs[metric][0]) <= 1e-9, (system, metric)
+            lo, hi = summary["by_system"][system][metric]["interval"]
+            assert lo <= summary["by_system"][system][metric]["score"] + 1e-12 and hi >= lo
+
+
+def test_leaderboard_comparisons_and_agreement(zhao_run):
+    summary, _ = zhao_run
+    board = summary["leaderboard"]
+    assert [r["rank"] for r in board] == list(range(1, 14))
+    scores = [r["score"] for r in board]
+    assert scores == sorted(scores, reverse=True) and board[0]["tied_with_above"] is False
+    assert len(summary["comparisons"]) == 13 * 12 // 2 * 6
+    tau = summary["agreement"]["ndtw"]["cider_d"]
+    assert tau["instance"]["n"] == 975 and tau["system"]["n"] == 13
+    assert tau["system"]["interval"][0] <= tau["system"]["tau_b"] <= tau["system"]["interval"][1]
+
+
+def test_bad_input_is_dead_lettered_and_counted(tmp_path, shared_data):
+    """An empty or non-string instruction, an id naming no path of --references, a file in no layout."""
+    r2r = shared_data / "r2r" / "R2R_val_seen.json"
+    some = json.loads(r2r.read_text())[:3]
+    good = {f"{r['path_id']}_0": {"generated_instr": "walk past the bed and stop"} for r in some}
+    good["999999999_0"] = {"generated_instr": "a path nobody has"}
+    good[f"{some[0]['path_id']}_1"] = {"generated_instr": "   "}
+    good[f"{some[1]['path_id']}_1"] = {"generated_instr": 7}
+    system = tmp_path / "sys.json"
+    system.write_text(json.dumps(good))
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"a": [1, 2]}))
+    summary = run(
+        tmp_path / "out",
+        f"--predictions=s={system}",
+        f"--predictions=b={broken}",
+        f"--references={r2r}",
+        "--human_baseline",
+    )
+    assert summary["by_system"]["s"]["items"] == 3
+    assert summary["dead_letters"] == 4
+    reasons = [
+        json.loads(x)["reason"]
+        for x in (tmp_path / "out" / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()
+    ]
+    assert any("names no path" in r for r in reasons) and any("empty" in r for r in reasons)
+    assert any("not a string" in r for r in reasons) and any("broken.json" in r or "dict whose" in r for r in reasons)
+    assert summary["by_system"]["human"]["items"] == sum(len(r["instructions"]) for r in some)
+
+
+def _small_spice_file(tmp_path, shared_data, n=20):
+    rows = json.loads((shared_data / "speaker" / "acgg" / "pairs" / "origin_seen.json").read_text())[:n]
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(rows))
+    return path, rows
+
+
+def test_meteor_column_and_corpus_are_the_jars(tmp_path, shared_data):
+    """--meteor: per item and per system as pycocoevalcap's METEOR wrapper gets from the same jar (the corpus
+    score from statistics summed in Beam)."""
+    from vlnkit.captioning.meteor import Meteor
+
+    path, rows = _small_spice_file(tmp_path, shared_data)
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--meteor")
+    got = {
+        r["instr_id"]: r["meteor"]
+        for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()
+    }
+    with Meteor() as jar:
+        aggregate, items = jar.score(
+            [" ".join(tokenize(r["test"])) for r in rows], [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
+        )
+    assert [got[r["image_id"]] for r in rows] == items
+    assert summary["by_system"]["s"]["meteor"]["score"] == aggregate and summary["meteor"] == "computed"
+
+
+def test_without_the_jar_meteor_is_refused_in_one_line_and_the_rest_runs(tmp_path, shared_data, monkeypatch, capsys):
+    monkeypatch.setenv("VLNKIT_CAPTION_JARS", str(tmp_path / "no_jars"))
+    path, _ = _small_spice_file(tmp_path, shared_data)
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--meteor")
+    lines = [x for x in capsys.readouterr().out.splitlines() if "METEOR refused" in x]
+    assert len(lines) == 1 and "python -m vlnkit.captioning.jars" in lines[0]
+    assert summary["instructions"] == 20 and "meteor" not in summary["by_system"]["s"]

@@ -1,0 +1,248 @@
+"""Thin PTransforms of the score_instructions job over `vlnkit.captioning`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apache_beam as beam
+import numpy as np
+
+from transforms.deadletter import DEAD_LETTER, dead_letter
+from vlnkit.io import fileio
+
+HUMAN = "human"
+STAGE = "score_instructions"
+
+
+class _ReadSystemFile(beam.DoFn):
+    """(system, file) -> its generated instructions as dicts; a file in no known layout is a dead letter."""
+
+    def process(self, element):
+        from vlnkit.captioning.layouts import LayoutError, parse
+
+        system, path = element
+        with fileio.open_read(path) as f:
+            text = f.read().decode("utf-8")
+        try:
+            records = parse(text, system, path)
+        except LayoutError as error:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, path, "<file>", str(error)))
+            return
+        for g in records:
+            yield {
+                "system": g.system,
+                "instr_id": g.instr_id,
+                "path_id": g.path_id,
+                "scan": g.scan,
+                "text": g.text,
+                "references": list(g.references) if g.references is not None else None,
+                "human_scores": g.extra.get("human_scores"),
+                "source": path,
+            }
+
+
+class _Check(beam.DoFn):
+    """A record's instruction and references, or a dead letter saying why not (nothing dropped)."""
+
+    def process(self, r, table):
+        def dead(reason):
+            return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, r["source"], r["instr_id"], reason))
+
+        if not isinstance(r["text"], str):
+            yield dead(f"instruction is not a string ({type(r['text']).__name__})")
+            return
+        if not r["text"].strip():
+            yield dead("instruction is empty")
+            return
+        refs = r["references"]
+        if table is not None:
+            refs = table.get(r["path_id"])
+            if refs is None:
+                yield dead(f"path_id {r['path_id']} names no path of --references")
+                return
+        if not refs or not all(isinstance(x, str) for x in refs):
+            yield dead(f"no references for path {r['path_id']}")
+            return
+        yield {**r, "references": list(refs)}
+
+
+def _human_rows(path_id, records):
+    """The human row: each reference of the path against the others (leave-one-out)."""
+    first = next(iter(records))
+    refs = first["references"]
+    if len(refs) < 2:
+        yield beam.pvalue.TaggedOutput(
+            DEAD_LETTER, dead_letter(STAGE, first["source"], path_id, "human row: the path has one reference")
+        )
+        return
+    for k, ref in enumerate(refs):
+        yield {
+            **first,
+            "system": HUMAN,
+            "instr_id": f"{path_id}_ref{k}",
+            "text": ref,
+            "references": refs[:k] + refs[k + 1 :],
+            "human_scores": None,
+        }
+
+
+@dataclass
+class ReadChecked(beam.PTransform):
+    """Systems' files -> checked records (+ the human row) and dead letters."""
+
+    systems: dict
+    references: dict | None
+    human_baseline: bool
+
+    def expand(self, pipeline):
+        pairs = [(system, f) for system, files in self.systems.items() for f in files]
+        read = (
+            pipeline
+            | "SystemFiles" >> beam.Create(pairs)
+            | "Read" >> beam.ParDo(_ReadSystemFile()).with_outputs(DEAD_LETTER, main="records")
+        )
+        table = self.references
+        checked = read["records"] | "Check" >> beam.ParDo(_Check(), table).with_outputs(DEAD_LETTER, main="ok")
+        dead = [read[DEAD_LETTER], checked[DEAD_LETTER]]
+        records = checked["ok"]
+        if self.human_baseline:
+            human = (
+                records
+                | "ByPath" >> beam.Map(lambda r: (r["path_id"], r))
+                | "OnePerPath" >> beam.combiners.Sample.FixedSizePerKey(1)
+                | "LeaveOneOut" >> beam.FlatMapTuple(_human_rows).with_outputs(DEAD_LETTER, main="rows")
+            )
+            dead.append(human[DEAD_LETTER])
+            records = (records, human["rows"]) | "WithHuman" >> beam.Flatten()
+        return {"records": records, DEAD_LETTER: dead}
+
+
+def _tokenized(batch):
+    from vlnkit.captioning.ptb import tokenize
+
+    system, records = batch
+    return system, [
+        {**r, "tokens": tokenize(r["text"]), "ref_tokens": [tokenize(x) for x in r["references"]]} for r in records
+    ]
+
+
+class _DfCombine(beam.CombineFn):
+    """A system's CIDEr-D document frequencies and size, added up from its batches."""
+
+    def create_accumulator(self):
+        return ({}, 0)
+
+    def add_input(self, acc, batch):
+        from vlnkit.captioning.batches import batch_document_frequencies, merge_counts
+
+        counts = batch_document_frequencies([r["tokens"] for r in batch], [r["ref_tokens"] for r in batch])
+        return merge_counts(acc[0], counts), acc[1] + len(batch)
+
+    def merge_accumulators(self, accs):
+        from vlnkit.captioning.batches import merge_counts
+
+        table, n = {}, 0
+        for t, k in accs:
+            table, n = merge_counts(table, t), n + k
+        return table, n
+
+    def extract_output(self, acc):
+        return acc
+
+
+@dataclass
+class _ScoreBatch(beam.DoFn):
+    replicates: int
+    seed: int
+    meteor: bool = False
+
+    def setup(self):
+        from vlnkit.captioning.meteor import Meteor
+
+        self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
+
+    def teardown(self):
+        if getattr(self, "_meteor", None) is not None:
+            self._meteor.close()
+
+    def process(self, batch, frequencies):
+        from vlnkit.captioning.batches import corpus_sums, score_batch
+        from vlnkit.captioning.intervals import path_weights
+        from vlnkit.comparison.resampling import episode_keys
+
+        system, records = batch
+        table, size = frequencies[system]
+        scores = score_batch([r["tokens"] for r in records], [r["ref_tokens"] for r in records], table, size)
+        paths = [r["path_id"] for r in records]
+        weights = path_weights(paths, self.replicates, self.seed) if self.replicates else None
+        sums = {"point": corpus_sums(scores)}
+        if self._meteor is not None:
+            stats = self._meteor.statistics(
+                [" ".join(r["tokens"]) for r in records], [[" ".join(x) for x in r["ref_tokens"]] for r in records]
+            )
+            scores["meteor"] = np.array(self._meteor.evaluate(stats))
+            sums["point"]["meteor_stats"] = stats.T @ np.ones((len(records), 1))
+        if weights is not None:
+            sums["replicates"] = corpus_sums(scores, weights)
+            if self._meteor is not None:
+                sums["replicates"]["meteor_stats"] = stats.T @ weights
+        digest = int(np.sum(episode_keys(paths).astype(np.uint64), dtype=np.uint64))
+        yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
+        for i, r in enumerate(records):
+            row = {k: r[k] for k in ("system", "instr_id", "path_id", "scan")}
+            row.update(instruction=r["text"], tokens=r["tokens"], references=len(r["references"]))
+            row.update({k: v[i].item() for k, v in scores.items()})
+            row.setdefault("meteor", None)
+            if r.get("human_scores"):
+                yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
+            yield row
+
+
+class _SumCombine(beam.CombineFn):
+    """Per system: the batches' corpus sums (point and replicates) and the path-set digest, added."""
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, acc, value):
+        return value if acc is None else self.merge_accumulators([acc, value])
+
+    def merge_accumulators(self, accs):
+        accs = [a for a in accs if a is not None]
+        if not accs:
+            return None
+        sums, digest = accs[0]
+        out = {part: {k: v.copy() for k, v in cols.items()} for part, cols in sums.items()}
+        for s, d in accs[1:]:
+            for part, cols in s.items():
+                for k, v in cols.items():
+                    out[part][k] += v
+            digest = (digest + d) % (1 << 64)
+        return out, digest
+
+    def extract_output(self, acc):
+        return acc
+
+
+@dataclass
+class ScoreSystems(beam.PTransform):
+    """Checked records -> per-instruction rows, rows with human outcomes, and each system's corpus sums."""
+
+    replicates: int
+    seed: int
+    meteor: bool = False
+    batch_size: int = 512
+
+    def expand(self, records):
+        batches = (
+            records
+            | "BySystem" >> beam.Map(lambda r: (r["system"], r))
+            | "Batch" >> beam.GroupIntoBatches(self.batch_size)
+            | "Tokenize" >> beam.Map(_tokenized)
+        )
+        frequencies = batches | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
+        scored = batches | "Score" >> beam.ParDo(
+            _ScoreBatch(self.replicates, self.seed, self.meteor), beam.pvalue.AsDict(frequencies)
+        ).with_outputs("sums", "outcomes", main="rows")
+        sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())
+        return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums}

@@ -1,0 +1,190 @@
+"""The score_instructions job's summary: corpus scores with intervals, paired comparisons, the leaderboard
+with tie marks, and Kendall's tau-b between metrics and human outcomes. Beam-free: a function of the
+job's settings and of per-system sums that were added up on the workers (`batches.corpus_sums`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlnkit.captioning.agreement import instance_tau, system_tau
+from vlnkit.captioning.bleu import BleuStats, _bleu
+from vlnkit.comparison.paired import adjacent_ties, holm
+from vlnkit.comparison.replicates import percentile_interval
+
+BLEU = ("bleu_1", "bleu_2", "bleu_3", "bleu_4")
+MEANS = ("rouge_l", "cider_d")
+METRICS = (*BLEU, *MEANS)
+OUTCOMES = ("score", "spl", "ndtw", "sdtw", "dist", "quality")  # zhao2023's human_scores
+
+
+def corpus_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Corpus scores from summed statistics (each (k,) for k point/replicate columns)."""
+    correct = np.stack([s[f"correct_{k}"] for k in range(1, 5)], axis=-1)
+    guess = np.stack([s[f"guess_{k}"] for k in range(1, 5)], axis=-1)
+    bleu = _bleu(correct, guess, s["testlen"], s["reflen"])
+    out = {name: bleu[..., k] for k, name in enumerate(BLEU)}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for m in MEANS:
+            out[m] = s[m] / s["items"]
+    if "meteor" in s:
+        out["meteor"] = s["meteor"]
+    return out
+
+
+def with_meteor(point: dict[str, dict], replicates: dict[str, dict]) -> None:
+    """Corpus METEOR (point and replicates) from the summed jar statistics, where the run computed them:
+    the jar's EVAL of each summed row (one JVM here, for every system)."""
+    systems = [s for s in point if "meteor_stats" in point[s]]
+    if not systems:
+        return
+    from vlnkit.captioning.meteor import Meteor
+
+    with Meteor() as jar:
+        for s in systems:
+            point[s]["meteor"] = np.array(jar.evaluate(point[s]["meteor_stats"].T))
+            if s in replicates:
+                replicates[s]["meteor"] = np.array(jar.evaluate(replicates[s]["meteor_stats"].T))
+
+
+def system_rows(point: dict[str, dict], replicates: dict[str, dict], confidence: float) -> dict[str, dict]:
+    """{system: {metric: {"score", "interval"}, "items"}}."""
+    out = {}
+    for system, sums in point.items():
+        scores = corpus_from_sums(sums)
+        reps = corpus_from_sums(replicates[system]) if system in replicates else None
+        row = {"items": int(sums["items"][0])}
+        for m in METRICS + (("meteor",) if "meteor" in scores else ()):
+            interval = percentile_interval(reps[m], confidence) if reps is not None else None
+            row[m] = {"score": float(scores[m][0]), "interval": interval}
+        out[system] = row
+    return out
+
+
+def comparisons(point: dict, replicates: dict, path_sets: dict[str, str], confidence: float) -> list[dict]:
+    """Paired differences between systems scored on the same paths (same path-set digest): per metric,
+    the difference of corpus scores, its interval, the bootstrap p-value and Holm over each metric."""
+    names = sorted(s for s in point if s in replicates)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if path_sets.get(a) != path_sets.get(b):
+                continue
+            pa_, pb = corpus_from_sums(point[a]), corpus_from_sums(point[b])
+            ra, rb = corpus_from_sums(replicates[a]), corpus_from_sums(replicates[b])
+            for m in METRICS:
+                d = float(pa_[m][0] - pb[m][0])
+                reps = ra[m] - rb[m]
+                reps = reps[~np.isnan(reps)]
+                extreme = int((np.abs(reps - d) >= abs(d)).sum())
+                rows.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": m,
+                        "episodes": int(point[a]["items"][0]),
+                        "difference": d,
+                        "interval": percentile_interval(reps, confidence),
+                        "p_value": (1 + extreme) / (1 + len(reps)),
+                    }
+                )
+    for m in METRICS:
+        family = [r for r in rows if r["metric"] == m]
+        for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
+            r["p_holm"], r["significant"] = adjusted, adjusted < 1.0 - confidence
+    return rows
+
+
+def leaderboard(systems: dict[str, dict], rows: list[dict], rank_by: str, confidence: float) -> list[dict]:
+    """Systems best first by `rank_by`, each with its score, interval and tie mark (not significantly
+    different from the one above: Holm over the adjacent pairs, as the score job's)."""
+    order = sorted(systems, key=lambda s: (-systems[s][rank_by]["score"], s))
+    tied = adjacent_ties(order, rows, rank_by, confidence)
+    return [
+        {
+            "rank": k + 1,
+            "system": s,
+            "score": systems[s][rank_by]["score"],
+            "interval": systems[s][rank_by]["interval"],
+            "tied_with_above": tied.get(s),
+        }
+        for k, s in enumerate(order)
+    ]
+
+
+def metric_agreement(outcome_rows: list[dict], replicates: int, seed: int, confidence: float) -> dict:
+    """Kendall's tau-b between each metric and each human outcome, instance and system level (the study's
+    Table 3), from per-instruction rows carrying `human_scores` ({system, path_id, metrics..., stats...})."""
+    if not outcome_rows:
+        return {}
+    rows = sorted(outcome_rows, key=lambda r: (r["system"], r["path_id"]))
+    systems = sorted({r["system"] for r in rows})
+    paths = sorted({r["path_id"] for r in rows})
+    full = len(rows) == len(systems) * len(paths)  # system level needs every system on every path
+    out = {}
+    for outcome in OUTCOMES:
+        y = np.array([r["human_scores"].get(outcome, np.nan) for r in rows], np.float64)
+        if not np.isfinite(y).any():
+            continue
+        out[outcome] = {}
+        for m in METRICS:
+            x = np.array([r[m] for r in rows], np.float64)
+            entry = {"instance": instance_tau(x, y, replicates, seed, confidence)}
+            if full and len(systems) > 2:
+                grid = y.reshape(len(systems), len(paths))
+                entry["system"] = system_tau(
+                    _system_metric(rows, m, systems, paths), grid, len(paths), replicates, seed, confidence
+                )
+            out[outcome][m] = entry
+    return out
+
+
+def _system_metric(rows, metric, systems, paths):
+    """w (replicates, paths) -> (replicates, systems) corpus scores: BLEU pooled, the others weighted means."""
+    n_s, n_p = len(systems), len(paths)
+    if metric in MEANS:
+        values = np.array([r[metric] for r in rows], np.float64).reshape(n_s, n_p)
+        return lambda w: (w @ values.T) / w.sum(axis=1, keepdims=True)
+    k = BLEU.index(metric)
+
+    def column(name):
+        return np.array([r[name] for r in rows], np.float64).reshape(n_s, n_p)
+
+    stats = BleuStats(
+        column("testlen"),
+        column("reflen"),
+        np.stack([column(f"guess_{j}") for j in range(1, 5)], axis=-1),
+        np.stack([column(f"correct_{j}") for j in range(1, 5)], axis=-1),
+    )
+
+    def of(w):
+        correct = np.einsum("rp,spk->rsk", w, stats.correct)
+        guess = np.einsum("rp,spk->rsk", w, stats.guess)
+        return _bleu(correct, guess, w @ stats.testlen.T, w @ stats.reflen.T)[..., k]
+
+    return of
+
+
+def instructions_summary(static: dict, totals: dict, sums: dict, outcomes: list[dict]) -> dict:
+    """The score_instructions job's `summary.json` from its settings, tallies, per-system sums and the rows
+    with human outcomes."""
+    confidence = static.get("confidence", 0.95)
+    point = {s: v[0]["point"] for s, v in sums.items()}
+    reps = {s: v[0]["replicates"] for s, v in sums.items() if "replicates" in v[0]}
+    with_meteor(point, reps)
+    path_sets = {s: f"{int(v[0]['point']['items'][0])}:{v[1]}" for s, v in sums.items()}
+    systems = system_rows(point, reps, confidence)
+    rows = comparisons(point, reps, path_sets, confidence)
+    board = leaderboard(systems, rows, static["rank_by"], confidence) if systems else []
+    return {
+        **static,
+        "systems": sorted(systems),
+        "instructions": int(totals.get("instructions", 0)),
+        "dead_letters": int(totals.get("dead_letters", 0)),
+        "by_system": systems,
+        "leaderboard": board,
+        "comparisons": rows,
+        "agreement": metric_agreement(
+            outcomes, max(static.get("bootstrap", 0), 1) if static.get("bootstrap") else 200, static.get("seed", 0), 0.9
+        ),
+    }
