@@ -9,12 +9,12 @@ concepts every job shares, each in a module of its own:
   version's data files; `ctx.agents` for `--predictions`), graphs are listed once (`ctx.graphs`);
 - provenance (`pipelines.provenance`, `vlnkit.provenance`): input checksums, the code fingerprint,
   `--skip_if_unchanged`, `manifest.json`;
-- publishing (`pipelines.publishing`): the lock, the run's own version folder, and the one-step
+- publishing (`vlnkit.runs.publication`): the lock, the run's own version folder, and the one-step
   publication of a complete run; a failed, refused or killed run leaves the published output as it was;
 - the outputs read back (`vlnkit.io.integrity`): every file the run wrote is described (size, rows,
   crc32c) and compared with what the job declares from its own tallies (`declared`); a missing, short
   or extra output fails the run;
-- the verdict (`pipelines.verdict`): the outputs hold what was counted, something usable was read, the
+- the verdict (`vlnkit.runs.verdict`): the outputs hold what was counted, something usable was read, the
   dead-lettered fraction is at most `--max_failure_fraction`; a failed run gets a manifest saying so
   and no `_SUCCESS`, exit 3;
 - the Beam counters table and the job's own summary table are printed.
@@ -59,15 +59,7 @@ from pipelines.provenance import (
     metrics_table,
 )
 from pipelines.runners import JobFailed, job_failure, local_runner, one_worker_process, runs_here
-from pipelines.verdict import (
-    BEFORE_READ,
-    JobError,
-    Outcome,
-    RunFailed,
-    default_outcome,
-    out_of_space,
-    with_stages,
-)
+from pipelines.verdict import JobError, RunFailed
 from vlnkit.io import fileio, inputs, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
@@ -76,16 +68,7 @@ from vlnkit.provenance import code_identity, file_set
 from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, digests_file, hand_digests, hashing_here, read_ending
 from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
 from vlnkit.runs.staging import Staging
-
-__all__ = [
-    "BEFORE_READ",
-    "JobError",
-    "Outcome",
-    "Run",
-    "RunFailed",
-    "default_outcome",
-    "with_stages",
-]
+from vlnkit.runs.verdict import Outcome, default_outcome, out_of_space
 
 SUCCESS = layout.SUCCESS
 MANIFEST = layout.MANIFEST

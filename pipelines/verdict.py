@@ -7,17 +7,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from vlnkit.runs.verdict import (  # noqa: F401 -- the jobs' names for the core's rule
-    BEFORE_READ,
-    OUT_OF_SPACE,
-    Outcome,
-    default_outcome,
-    judge,
-    out_of_space,
-    with_stages,
-    written,
-)
-
 
 class JobError(RuntimeError):
     """Something structural is wrong (no input, bad flags, unusable output folder): the job cannot run.

@@ -11,7 +11,7 @@ instructions share a path, so path_id addresses nothing); an R2R record holds se
 `"<path_id>_<k>"`. Every reader tells the formats apart per file, by its first record, never by the
 file's name (`record_format`, `stream_format`, `file_format`):
 
-- a record with `inst_idx` and a planner or player path is a CVDN/NDH instance (`vlnkit.datasets.ndh`);
+- a record with `inst_idx` and a planner or player path is a CVDN instance (`vlnkit.datasets.cvdn`);
 - a record with `instructions` is R2R (or R4R, or build_r4r's paths);
 - one with `instruction_id` and `metrics` or `demonstration_id` but no `instruction` is an RxR follower line;
 - any other with `instruction_id` is an RxR guide line (so a guide line without `instruction` is told so).
@@ -39,8 +39,8 @@ import json
 import zlib
 from collections.abc import Iterator
 
+from vlnkit.datasets.cvdn import CVDN_FORMAT, CVDN_INSTANCE, is_cvdn
 from vlnkit.datasets.json_chunks import first_line, json_chunks
-from vlnkit.datasets.ndh import CVDN_FORMAT, NDH_INSTANCE, is_ndh
 from vlnkit.datasets.r2r import json_items, r2r_record
 from vlnkit.datasets.records import R2R_RECORD, RXR_FOLLOWER, RXR_GUIDE, RecordKind
 from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED, is_reverie
@@ -53,13 +53,13 @@ KINDS: dict[str, RecordKind] = {
     R2R: R2R_RECORD,
     RXR_GUIDE_FORMAT: RXR_GUIDE,
     RXR_FOLLOWER_FORMAT: RXR_FOLLOWER,
-    CVDN_FORMAT: NDH_INSTANCE,
+    CVDN_FORMAT: CVDN_INSTANCE,
     REVERIE_FORMAT: REVERIE_RECORD,
     REVERIE_TEST_FORMAT: R2R_RECORD,  # never validated record by record: the file is refused as a whole
 }
-# The refusal of a CVDN/NDH instance file where R2R records or RxR guide lines belong: the file as a whole, once.
-NDH_AS_DATASET = (
-    "a CVDN/NDH instance file (inst_idx, planner_path, player_path, end_panos): only the score job reads it "
+# The refusal of a CVDN instance file where R2R records or RxR guide lines belong: the file as a whole, once.
+CVDN_AS_DATASET = (
+    "a CVDN instance file (inst_idx, planner_path, player_path, end_panos): only the score job reads it "
     "(python -m pipelines.score --dataset=<file>)"
 )
 # The refusal of a follower file where a dataset belongs: the file as a whole, once.
@@ -71,7 +71,7 @@ FOLLOWER_AS_DATASET = (
 WHOLE_FILE_REFUSALS = {
     RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET,
     REVERIE_TEST_FORMAT: TEST_SPLIT_REFUSED,
-    CVDN_FORMAT: NDH_AS_DATASET,
+    CVDN_FORMAT: CVDN_AS_DATASET,
 }
 
 
@@ -89,7 +89,7 @@ def record_format(obj) -> str:
     """
     if is_reverie(obj):
         return REVERIE_FORMAT if "objId" in obj else REVERIE_TEST_FORMAT
-    if is_ndh(obj):
+    if is_cvdn(obj):
         return CVDN_FORMAT
     if not isinstance(obj, dict) or "instructions" in obj or "instruction_id" not in obj:
         return R2R
@@ -212,7 +212,7 @@ def _validate(obj) -> str | None:
 
 def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = False) -> Iterator[dict | RecordError]:
     """Each valid record of an R2R-format, REVERIE or RxR guide file (the format of its first record) as a
-    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN/NDH file is
+    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN file is
     one RecordError for the whole file.
 
     R2R records come as `vlnkit.datasets.r2r.parse_r2r` gives them; guide lines as `rxr_guide_record`

@@ -3,7 +3,7 @@
 After every write of a run has finished, one step (`finish`) reads back the declared outputs
 (`vlnkit.io.integrity`), judges the run (`vlnkit.runs.verdict`), writes `manifest.json` (`vlnkit.runs.manifest`)
 and, for a good run, `_SUCCESS`, switches the pointer, prunes old versions and releases the lock
-(`vlnkit.runs.publication`). It runs as the pipeline's last step (`transforms.publish.Publish`), so a run
+(`vlnkit.runs.publication`). It runs as the pipeline's last step (`transforms.publish.publish`), so a run
 publishes the same way whether its launcher waits for it, exits, or is killed: a launcher that waits
 reads the verdict back from the manifest (`read_ending`).
 
