@@ -270,12 +270,10 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def task_of(opts, data_files: list[str]):
     """(the task the dataset files are scored by, its options), or JobError: a REVERIE test split, files of
     two tasks, a flag that does not apply, a file its options name missing (`Task.options_of`)."""
-    from vlnkit.datasets.rxr import file_format
-    from vlnkit.datasets.trajectories import is_parquet
-    from vlnkit.scoring.registry import task_for
+    from vlnkit.scoring.registry import task_of_files
 
     with user_error():
-        task = task_for(file_format(f) for f in data_files if not is_parquet(f))
+        task = task_of_files(data_files)
         return task, task.options_of(opts, data_files)
 
 

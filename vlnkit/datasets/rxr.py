@@ -118,13 +118,13 @@ def line_format(line: bytes) -> str | None:
 HEAD_BYTES = 1 << 16  # a JSON list's first record is looked for in this much of the file first
 
 
-def _first_listed_format(head: bytes) -> str | None:
-    """The format of the first item of a JSON list that starts in `head` and is a complete object there;
-    None when it cannot be told from `head` alone (the whole file is parsed then). Telling a 4 MB R2R
-    list this way takes microseconds, where parsing it whole takes most of a second.
+def _first_listed(head: bytes):
+    """The first item of a JSON list that starts in `head` and is a complete object there; None when it
+    cannot be told from `head` alone (the whole file is parsed then). Telling a 4 MB R2R list this way
+    takes microseconds, where parsing it whole takes most of a second.
 
-    >>> _first_listed_format(b'[{"path_id": 1, "instructions": ["go"]}, {"pa'), _first_listed_format(b'[{"path_id": 1')
-    ('r2r', None)
+    >>> _first_listed(b'[{"path_id": 1, "instructions": ["go"]}, {"pa'), _first_listed(b'[{"path_id": 1')
+    ({'path_id': 1, 'instructions': ['go']}, None)
     """
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
     if not text.startswith("["):
@@ -134,47 +134,63 @@ def _first_listed_format(head: bytes) -> str | None:
         obj, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError:
         return None
-    return record_format(obj) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else None
 
 
-def stream_format(open_stream, source: str = "") -> str:
-    """The format of the file `open_stream()` opens (its first record). Plain JSON Lines are read no
-    further than their first line; anything else (a JSON list, an indented object) is parsed whole, from
-    a second `open_stream()`. A file without any record is "r2r" (its reader then says what is wrong).
-
-    >>> import io
-    >>> stream_format(lambda: io.BytesIO(b'[{"instruction_id": 1, "path": ["a"], "metrics": {}}]'))
-    'rxr_follower'
-    """
+def first_record(open_stream, source: str = ""):
+    """The first record (a dict) of the file `open_stream()` opens, or None when it holds none. Plain JSON
+    Lines are read no further than their first line; anything else (a JSON list, an indented object) is
+    parsed whole, from a second `open_stream()`."""
     with open_stream() as stream:
         line = first_line(stream)
     if line is not None:
-        return line_format(line) or R2R
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        return obj if isinstance(obj, dict) else None
     with open_stream() as stream:
-        found = _first_listed_format(stream.read(HEAD_BYTES))
+        found = _first_listed(stream.read(HEAD_BYTES))
     if found is not None:
         return found
     with open_stream() as stream:
         for chunk in json_chunks(stream, source):
             if not isinstance(chunk, RecordError):
-                found = items_format(chunk[1])
+                found = next((item for item in chunk[1] if isinstance(item, dict)), None)
                 if found is not None:
                     return found
-    return R2R
+    return None
 
 
-def file_format(path: str) -> str:
-    """The format of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through).
+def stream_format(open_stream, source: str = "") -> str:
+    """The format of the file `open_stream()` opens (its first record, `first_record`). A file without any
+    record is "r2r" (its reader then says what is wrong).
 
-    A file that cannot be read through (a truncated or corrupt `.gz`, a read error) is "r2r", as a file
-    without records is: its reader then makes it a dead letter naming the file and the error.
+    >>> import io
+    >>> stream_format(lambda: io.BytesIO(b'[{"instruction_id": 1, "path": ["a"], "metrics": {}}]'))
+    'rxr_follower'
     """
+    obj = first_record(open_stream, source)
+    return R2R if obj is None else record_format(obj)
+
+
+def file_record(path: str):
+    """The first record of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through);
+    None for a file without records or one that cannot be read through (a truncated or corrupt `.gz`, a
+    read error: its reader then makes it a dead letter naming the file and the error)."""
     from vlnkit.io import fileio
 
     try:
-        return stream_format(lambda: fileio.open_read(path), path)
+        return first_record(lambda: fileio.open_read(path), path)
     except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile and bz2's errors are OSErrors
-        return R2R
+        return None
+
+
+def file_format(path: str) -> str:
+    """The format of a dataset or prediction file (its first record, `file_record`); "r2r" for a file
+    without records or one that cannot be read through."""
+    obj = file_record(path)
+    return R2R if obj is None else record_format(obj)
 
 
 def rxr_label(obj, index: int) -> str:

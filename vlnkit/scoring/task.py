@@ -6,7 +6,8 @@ the target object visible from the stop; CVDN: within 3 m of the chosen target p
 they report (REVERIE's object grounding, CVDN's goal progress) and in the settings a user chooses. So a
 task is one module that declares one `Task`:
 
-- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.rxr`);
+- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.rxr`), or
+  `detect(first record)`: a task whose files hold records of another's format (read as those) claims them;
   `options`: its flags (`add_flags(parser)`) and how the parsed flags become its typed options
   (`options_of(args, dataset_files)`, a frozen dataclass deriving from `TaskOptions`; ValueError, one
   line, for a flag that does not apply), which also say what its reader needs (`TaskOptions.reading`) and
@@ -150,6 +151,7 @@ class Task:
     counters: tuple[str, ...] = ()
     leaderboard_extra: tuple[str, ...] = ()
     format_ids: Callable | None = None
+    detect: Callable[[dict], bool] | None = None  # (a file's first record) -> whether it is this task's
     add_flags: Callable | None = None  # (parser) -> None: the task's own flags
     options_of: Callable[..., TaskOptions] = no_options  # (args, dataset files) -> its options
     configure: Callable[[ScoringConfig], ScoringConfig] | None = None
