@@ -62,7 +62,7 @@ class CVDNOptions(TaskOptions):
     target_path: str = DEFAULT_TARGET_PATH
 
     def reading(self) -> dict:
-        return {"target_path": self.target_path}
+        return {TARGET_PATH: self.target_path}
 
 
 def add_flags(parser) -> None:
