@@ -37,11 +37,15 @@ class RunFailed(RuntimeError):
 
 
 def failure_of(exc: BaseException) -> BaseException:
-    """What a run that stopped on `exc` ends with: a full disk or a failed job is a RunFailed (one line,
-    exit code 3); anything else as it was."""
+    """What a run that stopped on `exc` ends with: an unusable input (`UnusableInput`), a full disk or a
+    failed job is a RunFailed (one line, exit code 3); anything else as it was."""
     from pipelines.runners import JobFailed
+    from vlnkit.io.dead_letters import UnusableInput
     from vlnkit.runs.verdict import out_of_space
 
+    if isinstance(exc, UnusableInput) or f"{UnusableInput.__name__}: " in str(exc):  # in a worker's report too
+        line = str(exc).split(f"{UnusableInput.__name__}: ")[-1].split(" [while running")[0].splitlines()[0]
+        return RunFailed(f"{line}; the published output is unchanged")
     full = out_of_space(exc)
     if full:
         return RunFailed(f"the output ran out of space: {full}; the published output is unchanged")

@@ -420,6 +420,8 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
         '108'
         >>> prediction({"instr_id": "7_0", "trajectory": []}, "p.json", 3).reason
         'empty trajectory (no viewpoints)'
+        >>> prediction({"trajectory": [["a", 0.0, 0.0]]}, "p.json", 4).reason
+        "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)"
     """
     label = f"#{index}"
     if not isinstance(obj, dict):
@@ -432,6 +434,10 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
         instr_id = str(iid)
     else:
         instr_id = _instr_id(obj.get("instr_id"))
+    if instr_id is None and "instr_id" not in obj:  # the prediction names its episode by none of the keys
+        return RecordError(
+            source, label, "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)"
+        )
     if instr_id is None:
         return RecordError(source, label, f"missing or invalid 'instr_id' ({obj.get('instr_id')!r:.40})")
     label = f"#{index} (instr_id={instr_id})"

@@ -43,6 +43,7 @@ from vlnkit.datasets.reverie import (
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.evaluation.schemas import task_episode_scores
 from vlnkit.io import fileio
+from vlnkit.io.dead_letters import UnusableInput
 from vlnkit.scoring.task import Decision, RulePairs, Task, TaskOptions
 
 EVALUATORS = ("official", "duet")  # whose conventions: eval_release.py's or DUET's env.py
@@ -120,16 +121,29 @@ def add_flags(parser) -> None:
 
 
 def options_of(args, dataset_files: list[str]) -> ReverieOptions:
-    """REVERIE's options from the flags; ValueError (one line) for a flag that does not apply or visibility
-    files that are not there."""
+    """REVERIE's options from the flags; ValueError (one line) for a flag that does not apply, visibility
+    files that are not there (a folder without `<scan>_<viewpoint>.json` files: every episode would fail),
+    or an instruction set a dataset file's records do not hold."""
+    from vlnkit.datasets.rxr import file_record  # the first record of each file, as the job tells formats
+
     if args.spl_reference != "shortest":
         raise ValueError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")
     visibility = args.visibility or fileio.join(os.path.dirname(dataset_files[0]), "BBox")
-    if not (fileio.exists(visibility) or fileio.match([fileio.join(visibility, "*.json")])):
+    found = (
+        fileio.exists(visibility) if visibility.endswith(".json") else fileio.match([fileio.join(visibility, "*.json")])
+    )
+    if not found:
         raise ValueError(
-            f"--visibility={visibility}: not found; REVERIE needs its object-visibility files (the release's "
-            "BBox folder or DUET's BBoxes.json)"
+            f"--visibility={visibility}: no visibility files found; REVERIE needs its object-visibility files (the "
+            "release's BBox folder of <scan>_<viewpoint>.json files, or DUET's BBoxes.json)"
         )
+    for path in dataset_files:
+        record = file_record(path)
+        if record is not None and args.instruction_set not in record:
+            raise ValueError(
+                f"--instruction_set={args.instruction_set}: {path} has no {args.instruction_set!r} in its records "
+                "(REVERIE v1 has only 'instructions')"
+            )
     return ReverieOptions(visibility, args.reverie_evaluator, args.instruction_set)
 
 
@@ -160,9 +174,15 @@ class Visibility:
 
 
 def load_visibility(options: ReverieOptions, vocab, graphs=None) -> Visibility:
+    """The worker's object visibility. A visibility file that cannot be read makes the run's results
+    untrustworthy (its viewpoint's objects would count as unseen): `UnusableInput`, the run fails in one
+    line naming the file."""
     if not options.visibility:
         raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
-    seen, objects = read_visibility(options.visibility, vocab)
+    try:
+        seen, objects = read_visibility(options.visibility, vocab)
+    except ValueError as exc:
+        raise UnusableInput(str(exc)) from None
     viewpoint, obj = unpack_keys(seen)
     stride = int(obj.max()) + 1 if len(obj) else 1
     flags = np.zeros(len(vocab.strings) * stride, bool)
