@@ -107,3 +107,28 @@ def test_a_cvdn_prediction_without_its_id_names_the_field(shared_data, connectiv
     assert [d["reason"] for d in dead] == [
         "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)"
     ]
+
+
+def test_gzipped_json_lines_predictions_cut_short_are_refused_whole(r2r_dir, connectivity_dir, tmp_path, capsys):
+    """As docs/failure_semantics.md says: one dead letter for the file, none of its lines scored."""
+    import gzip
+
+    records = json.loads((r2r_dir / "R2R_val_seen.json").read_text())[:40]
+    (tmp_path / "r2r.json").write_text(json.dumps(records))
+    lines = "".join(
+        json.dumps({"instr_id": f"{r['path_id']}_{k}", "trajectory": r["path"]}) + "\n"
+        for r in records
+        for k in range(len(r["instructions"]))
+    )
+    whole = gzip.compress(lines.encode())
+    (tmp_path / "p.jsonl.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(SystemExit) as exc:
+        run(
+            tmp_path / "out",
+            f"--dataset={tmp_path / 'r2r.json'}",
+            f"--predictions={tmp_path / 'p.jsonl.gz'}",
+            f"--connectivity_dir={connectivity_dir}",
+        )
+    assert exc.value.code == 3 and "Traceback" not in capsys.readouterr().err
+    manifest = json.loads(next((tmp_path / "out").glob("versions/*/manifest.json")).read_text())
+    assert manifest["summary"]["predictions_read"] == 0 and manifest["summary"]["dead_letters"] == 1
