@@ -38,6 +38,15 @@ def reverie(tmp_path, reverie_dir):
     return tmp_path, dataset, bbox
 
 
+def _refused_run(reverie, connectivity_dir, *flags) -> int:
+    """The exit code of a score run of the REVERIE subset's walker that does not end well."""
+    tmp, dataset, _ = reverie
+    walker = f"--predictions={tmp / 'walker.json'}"
+    with pytest.raises(SystemExit) as exc:
+        run(tmp / "out", f"--dataset={dataset}", walker, f"--connectivity_dir={connectivity_dir}", *flags)
+    return exc.value.code
+
+
 def _one_line(capsys) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
@@ -50,16 +59,9 @@ def test_a_cut_visibility_file_fails_the_run_in_one_line_naming_it(reverie, conn
     tmp, dataset, bbox = reverie
     cut = sorted(bbox.iterdir())[0]
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
-    with pytest.raises(SystemExit) as exc:
-        run(
-            tmp / "out",
-            f"--dataset={dataset}",
-            f"--predictions={tmp / 'walker.json'}",
-            f"--connectivity_dir={connectivity_dir}",
-            f"--visibility={bbox}",
-        )
+    code = _refused_run(reverie, connectivity_dir, f"--visibility={bbox}")
     line = _one_line(capsys)
-    assert exc.value.code == 3 and str(cut) in line and "not a REVERIE BBox file" in line, line
+    assert code == 3 and str(cut) in line and "not a REVERIE BBox file" in line, line
     assert not (tmp / "out" / "current").exists()
 
 
@@ -75,17 +77,9 @@ def test_reverie_inputs_that_cannot_be_scored_are_refused_before_the_run(
 ):
     tmp, dataset, bbox = reverie
     (tmp / "empty").mkdir()
-    flags = [f"--visibility={bbox}", flag.format(empty=tmp / "empty")]
-    with pytest.raises(SystemExit) as exc:
-        run(
-            tmp / "out",
-            f"--dataset={dataset}",
-            f"--predictions={tmp / 'walker.json'}",
-            f"--connectivity_dir={connectivity_dir}",
-            *flags,
-        )
+    code = _refused_run(reverie, connectivity_dir, f"--visibility={bbox}", flag.format(empty=tmp / "empty"))
     line = _one_line(capsys)
-    assert exc.value.code == 2 and message in line, line
+    assert code == 2 and message in line, line
     assert not (tmp / "out").exists() or not any((tmp / "out").iterdir())
 
 

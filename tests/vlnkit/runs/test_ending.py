@@ -114,7 +114,7 @@ def test_a_launcher_that_dies_releases_the_step(tmp_path):
     ending.digests_file = str(tmp_path / "handed.json")
     launcher = (
         "import os, sys; from concurrent.futures import Future; from vlnkit.runs.ending import hand_digests; "
-        f"hand_digests(Future(), {ending.digests_file!r}); print('locked', flush=True); sys.stdin.read(); os._exit(9)"
+        f"f = Future(); hand_digests(f, {ending.digests_file!r}); print('locked', flush=True); sys.stdin.read(); os._exit(9)"
     )
     proc = subprocess.Popen([sys.executable, "-c", launcher], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
