@@ -1,4 +1,5 @@
-"""The Beam options a job hands its pipeline: `PipelineOptions` whose views are made once.
+"""The Beam options a job hands its pipeline: `PipelineOptions` whose views are made once, and the flags of a
+command line Beam does not know (`unknown_flags`).
 
 Beam asks the options for a typed view (`options.view_as(TypeOptions)`, `StandardOptions`, ...) at
 every transform it applies, every type check and every stage it plans, and each call builds a fresh
@@ -19,6 +20,8 @@ each class again changes no answer.
 
 from __future__ import annotations
 
+import functools
+
 from pipelines.beam_import import import_beam
 
 import_beam()  # the first import of Beam in a job's process: without the adapters no job uses
@@ -35,3 +38,27 @@ class JobOptions(PipelineOptions):
         if view is None:
             view = views[cls] = super().view_as(cls)
         return view
+
+
+@functools.cache
+def beam_option_names() -> frozenset[str]:
+    """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
+    return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
+
+
+def unknown_flags(rest: list[str]) -> list[str]:
+    """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
+    if not rest:
+        return []
+    known = beam_option_names()
+    retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
+    unknown = set(retained) - known
+    names = []
+    for arg in rest:
+        if arg.startswith("--"):
+            name = arg[2:].split("=", 1)[0]
+            if name in unknown and name not in names:
+                names.append(name)
+        elif arg.startswith("-"):
+            names.append(arg.split("=", 1)[0].lstrip("-"))
+    return names

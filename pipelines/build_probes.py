@@ -36,8 +36,9 @@ from vlnkit.probes.pose_alignment import ALIGNMENT_FORMATS, RXR_FORMAT
 from vlnkit.probes.templates import PROBES, load_templates
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.runs.staging import Staging
+    from vlnkit.runs.verdict import Outcome
 
 
 EPISODES_JSON = "episodes.json"
@@ -143,7 +144,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    from pipelines.job import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     return Outcome(int(summary.get("alignments", 0)), int(summary.get("dead_letters", 0)))
 

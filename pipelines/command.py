@@ -77,8 +77,9 @@ class Job:
                 options, args = self.parse(argv)  # --help ends here, before anything imports Beam
             except JobError as exc:
                 _refuse(job, exc)
-            from pipelines.job import SUCCESS, Run, RunFailed
+            from pipelines.job import SUCCESS, Run
             from pipelines.launch_checks import check_launch
+            from pipelines.verdict import RunFailed
 
             logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
             logging.getLogger("apache_beam").setLevel(logging.WARNING)

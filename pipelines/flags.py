@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import functools
 import math
 import os
 import re
@@ -294,39 +293,9 @@ def add_shared(parser: argparse.ArgumentParser, *names: str, **overrides) -> Non
 
 
 # ---------------------------------------------------------------------------- parsing
-def _flag_name(arg: str) -> str:
-    return arg[2:].split("=", 1)[0]
-
-
-@functools.cache
-def beam_option_names() -> frozenset[str]:
-    """Every option Beam's PipelineOptions classes declare (built once: it parses all of them)."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    return frozenset(PipelineOptions([]).get_all_options(drop_default=False))
-
-
-def unknown_flags(rest: list[str]) -> list[str]:
-    """Flags in `rest` that Beam does not know either (names only: values may be secrets)."""
-    if not rest:
-        return []
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    known = beam_option_names()
-    retained = PipelineOptions(rest).get_all_options(drop_default=False, retain_unknown_options=True)
-    unknown = set(retained) - known
-    names = []
-    for arg in rest:
-        if arg.startswith("--"):
-            name = _flag_name(arg)
-            if name in unknown and name not in names:
-                names.append(name)
-        elif arg.startswith("-"):
-            names.append(arg.split("=", 1)[0].lstrip("-"))
-    return names
-
-
 def _suggest(name: str, parser: argparse.ArgumentParser) -> str:
+    from pipelines.beam_options import beam_option_names
+
     own = re.findall(r"--([a-z0-9_]+)", parser.format_help())
     close = difflib.get_close_matches(name, own + sorted(beam_option_names()), n=1, cutoff=0.75)
     return f" (did you mean --{close[0]}?)" if close else ""
@@ -349,7 +318,7 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[Pipe
     from pipelines.beam_import import import_beam
 
     import_beam(argv)  # the job's whole command line decides what Beam may leave out
-    from pipelines.beam_options import JobOptions
+    from pipelines.beam_options import JobOptions, unknown_flags
 
     for name in unknown_flags(rest):
         raise JobError(f"unknown flag --{name}{_suggest(name, parser)}; see --help")

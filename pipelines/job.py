@@ -9,14 +9,9 @@ concepts every job shares, each in a module of its own:
   version's data files; `ctx.agents` for `--predictions`), graphs are listed once (`ctx.graphs`);
 - provenance (`pipelines.provenance`, `vlnkit.provenance`): input checksums, the code fingerprint,
   `--skip_if_unchanged`, `manifest.json`;
-- publishing (`pipelines.publishing`): the lock, the run's own version folder, and the one-step
-  publication of a complete run; a failed, refused or killed run leaves the published output as it was;
-- the outputs read back (`vlnkit.io.integrity`): every file the run wrote is described (size, rows,
-  crc32c) and compared with what the job declares from its own tallies (`declared`); a missing, short
-  or extra output fails the run;
-- the verdict (`pipelines.verdict`): the outputs hold what was counted, something usable was read, the
-  dead-lettered fraction is at most `--max_failure_fraction`; a failed run gets a manifest saying so
-  and no `_SUCCESS`, exit 3;
+- how the run ends (`vlnkit.runs`, in the pipeline's last step on any runner): the lock and the one-step
+  publication of a complete run, the outputs read back and compared with what the job declares from its
+  tallies (`declared`), the verdict; a failed, refused or killed run leaves the published output as it was;
 - the Beam counters table and the job's own summary table are printed.
 
 Exit codes: 0 done (or skipped, unchanged), 2 the job cannot run as asked (bad flag, missing
@@ -32,7 +27,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -58,34 +52,17 @@ from pipelines.provenance import (
     intact,
     metrics_table,
 )
-from pipelines.runners import JobFailed, job_failure, local_runner, one_worker_process, runs_here
-from pipelines.verdict import (
-    BEFORE_READ,
-    JobError,
-    Outcome,
-    RunFailed,
-    default_outcome,
-    out_of_space,
-    with_stages,
-)
+from pipelines.runners import job_failure, local_runner, runs_here
+from pipelines.verdict import JobError, RunFailed, failure_of, refused
 from vlnkit.io import fileio, inputs, layout
 from vlnkit.io.lock import DEFAULT_LEASE_SECONDS
 from vlnkit.io.redact import redact
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX
 from vlnkit.provenance import code_identity, file_set
-from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, digests_file, hand_digests, hashing_here, read_ending
-from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, Refused, remove_fragments
+from vlnkit.runs.ending import DEAD_LETTER_PREFIX, Ending, digests_file, hand_digests, read_ending
+from vlnkit.runs.publication import DEFAULT_KEEP_VERSIONS, Publication, remove_fragments
 from vlnkit.runs.staging import Staging
-
-__all__ = [
-    "BEFORE_READ",
-    "JobError",
-    "Outcome",
-    "Run",
-    "RunFailed",
-    "default_outcome",
-    "with_stages",
-]
+from vlnkit.runs.verdict import Outcome, default_outcome
 
 SUCCESS = layout.SUCCESS
 MANIFEST = layout.MANIFEST
@@ -100,6 +77,7 @@ class Run:
         self.job = job
         self.options = options
         self.args = args
+        fileio.use_options(options)  # every gs:// access of the run (locks, listings) under its options
         self.output_dir = args.output_dir
         self._inputs: list[tuple[str, int]] = []
         self.kinds: dict[str, str | None] = {}  # the continuous layout of each checked input file (else None)
@@ -236,37 +214,19 @@ class Run:
         for output in extra_outputs:
             if any(same_file(output, path) for path, _ in inputs):
                 raise JobError(f"{output} is both an input and an output of this run; name another output file")
-        runner = local_runner(self.options)
-        in_process = runs_here(self.options)  # the job ends when this process ends
-        # The digests are needed for the manifest (and first by --skip_if_unchanged). A job whose last step
-        # runs on this machine (the local runner) hashes its inputs on a thread of this process while the
-        # pipeline runs (hashlib and file reads release the GIL) and hands them over; any other job hashes
-        # them in a branch of its pipeline, on its workers.
+        runner, in_process = local_runner(self.options), runs_here(self.options)
+        # The inputs' checksums reach the last step one way per kind of runner: on the local runner, this
+        # process hashes them on a thread while the pipeline runs and hands them over through a locked file
+        # (`hand_digests`); on any other, a branch of the pipeline hashes them on its workers.
         local = runner is not None
-        step_here = local and one_worker_process(self.options)
         digests = in_background(describe_inputs, inputs) if local or self.args.skip_if_unchanged else None
         if self.args.skip_if_unchanged:
-            this_run = fingerprint(self.job, job_settings, redact(digests.result()))
-            previous = self._previous_run()
-            inside = self.output_dir.rstrip("/") + "/"
-            placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
-            if (
-                previous
-                and previous[1].get("fingerprint") == this_run
-                and intact(*previous)
-                and all(fileio.exists(p) for p in placed)  # e.g. --json_output, which a user may have removed
-            ):
-                print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
-                return {**previous[1]["summary"], "skipped": True}
+            unchanged = self._unchanged(fingerprint(self.job, job_settings, redact(digests.result())), extra_outputs)
+            if unchanged is not None:
+                return unchanged
         wait = in_process or not (getattr(self.args, "no_wait", False) or described_only(self.options))
-        with refused():
-            publication = Publication(
-                self.output_dir,
-                getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
-                getattr(self.args, "lock_lease_seconds", DEFAULT_LEASE_SECONDS),
-                in_process=in_process,
-            )
-            publication.begin()
+        publication = self._publication(in_process)
+        handed = digests_file(publication.version)
         try:
             with refused():
                 out = publication.staging(extra_outputs)
@@ -283,30 +243,53 @@ class Run:
                 code=code_identity(),
                 outcome=outcome,
                 declared=declared,
-                digests=digests.result() if digests is not None and not local else None,
-                digests_file=None if step_here or not local else digests_file(publication.version),
+                digests_file=handed if local else None,
                 waited=wait,
                 started=started,
             )
-            if step_here:
-                hashing_here(publication.version, digests)
-            elif local:
-                hand_digests(digests, ending.digests_file)
+            if local:
+                hand_digests(digests, handed)
             return self._run_pipeline(build, out, ending, runner, in_process, wait)
         except RunFailed:
             raise
         except BaseException as exc:
             publication.abandon()
-            full = out_of_space(exc)
-            if full:
-                raise RunFailed(f"the output ran out of space: {full}; the published output is unchanged") from None
-            if isinstance(exc, JobFailed):
-                raise RunFailed(f"{exc}; the published output is unchanged") from None
-            raise
+            failure = failure_of(exc)
+            if failure is exc:
+                raise
+            raise failure from None
         finally:
             publication.end()  # a run handed over to its job (--no_wait) holds on to its lock
-            if os.path.exists(digests_file(publication.version)):  # the last step never took them
-                os.remove(digests_file(publication.version))
+            if os.path.exists(handed):  # the last step never took them
+                os.remove(handed)
+
+    def _unchanged(self, this_run: str, extra_outputs: tuple[str, ...]) -> dict | None:
+        """--skip_if_unchanged: the summary of the complete run in the output folder when it has this run's
+        fingerprint, its files are intact and the outputs named elsewhere are still there; else None."""
+        previous = self._previous_run()
+        inside = self.output_dir.rstrip("/") + "/"
+        placed = [p for p in extra_outputs if not p.startswith(inside) and not fileio.is_glob(p)]
+        if (
+            previous
+            and previous[1].get("fingerprint") == this_run
+            and intact(*previous)
+            and all(fileio.exists(p) for p in placed)  # e.g. --json_output, which a user may have removed
+        ):
+            print(f"{self.job}: inputs, options and code unchanged since the complete run in {self.output_dir}")
+            return {**previous[1]["summary"], "skipped": True}
+        return None
+
+    def _publication(self, in_process: bool) -> Publication:
+        """The run's publication, begun: its lock taken and its version folder made (JobError when refused)."""
+        with refused():
+            publication = Publication(
+                self.output_dir,
+                getattr(self.args, "keep_versions", DEFAULT_KEEP_VERSIONS),
+                getattr(self.args, "lock_lease_seconds", DEFAULT_LEASE_SECONDS),
+                in_process=in_process,
+            )
+            publication.begin()
+        return publication
 
     def _run_pipeline(self, build, out: Staging, ending: Ending, runner, in_process: bool, wait: bool) -> dict:
         """Build and run the pipeline into `out`; the summary its last step recorded (or, not waiting, what
@@ -323,8 +306,7 @@ class Run:
         if not in_process:
             hold_lock(pipeline, ending)  # first, so the job renews its lock from its start
         build(pipeline, out)
-        hashed = ending.digests is not None or runner is not None  # by this process
-        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=not hashed)
+        publish(pipeline, ending, keep_lock=not in_process, hash_inputs=ending.digests_file is None)
         layout.fault_point("pipeline")
         resume_collection()
         # Staging builds the project's package in its folder: one launch at a time there (pipelines.package_build).
@@ -364,12 +346,3 @@ def described_only(options: PipelineOptions) -> bool:
     from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     return bool(options.view_as(GoogleCloudOptions).template_location)
-
-
-@contextmanager
-def refused():
-    """A run the publication refuses to start (the lock, the folder, a colliding name): one line, exit 2."""
-    try:
-        yield
-    except Refused as exc:
-        raise JobError(str(exc)) from None

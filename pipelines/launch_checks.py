@@ -109,6 +109,25 @@ def refuse_without_credentials(options: PipelineOptions, output_dir: str) -> Non
 
 
 def check_launch(options: PipelineOptions, output_dir: str) -> None:
-    """Every launch-side check, in order: the cheap flag check first, then the credential search."""
+    """Every launch-side check, in order: the cheap flag check first, then the credential search (none
+    with --no_auth)."""
     refuse_classic_template(options)
+    without_credentials(options)
     refuse_without_credentials(options, output_dir)
+
+
+def without_credentials(options: PipelineOptions) -> None:
+    """--no_auth: nothing in this process looks for Google credentials. Beam's Dataflow client honours the
+    flag, but its Cloud Storage filesystem searches for credentials whatever the options say (about 20 s
+    of retries, then anonymous access); so Beam is told, where it keeps the result of that search, that
+    none was found: its Cloud Storage clients are then anonymous from the start."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    if not options.view_as(GoogleCloudOptions).no_auth:
+        return
+    from apache_beam.internal.gcp import auth
+
+    found = getattr(auth, "_Credentials", None)
+    if found is not None and hasattr(found, "_credentials_init"):
+        with found._credentials_lock:
+            found._credentials, found._credentials_init = None, True

@@ -36,9 +36,10 @@ from vlnkit.paraphrases.translation import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from transforms.paraphrase import TranslatorSpec
     from vlnkit.runs.staging import Staging
+    from vlnkit.runs.verdict import Outcome
 
 
 DEFAULTS = {
@@ -270,7 +271,7 @@ def outcome(summary: dict) -> Outcome:
     failed share of rows is judged here too: with no network, every translation fails and the run
     must not look complete.
     """
-    from pipelines.job import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     rows = int(summary.get("rows", 0))
     failed = sum(int(v.get("failed", 0)) for v in summary.get("per_language", {}).values())

@@ -24,9 +24,10 @@ from pipelines.verdict import JobError, user_error
 from vlnkit.datasets.usable import require_usable_records
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.evaluation.scoring_config import ScoringConfig
     from vlnkit.runs.staging import Staging
+    from vlnkit.runs.verdict import Outcome
 
 
 def declare_flags(parser) -> None:
@@ -142,7 +143,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    from pipelines.job import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     return Outcome(int(summary.get("evaluation_records", 0)), int(summary.get("dead_letters", 0)))
 

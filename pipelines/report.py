@@ -29,8 +29,9 @@ from vlnkit.io import fileio
 from vlnkit.reports.html import FIGURES_DIR, assemble
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.reports.report_inputs import ReportInput
+    from vlnkit.runs.verdict import Outcome
 
 
 INDEX = "index.html"
@@ -133,7 +134,7 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
     with user_error():
         target_path = None if continuous else scored_target_path(folders)
     plan = {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
-    plan["target_path"] = target_path  # CVDN/NDH: each episode's reference is its target path
+    plan["target_path"] = target_path  # CVDN: each episode's reference is its target path
     return {**plan, "continuous": bool(continuous), "ground_truth": ground_truth}
 
 
@@ -279,8 +280,8 @@ def print_summary(summary: dict, ctx: Run) -> None:
 def outcome(summary: dict) -> Outcome:
     """A report counts when its inputs held something to report on: dataset paths, scored episodes, or
     other job outputs; rows it could not use are dead letters, judged as in every job."""
-    from pipelines.job import Outcome
     from vlnkit.reports.stats import DATASET, SCORES
+    from vlnkit.runs.verdict import Outcome
 
     read = sum(int(v.get("paths", 0)) for v in summary.get("datasets", {}).values())
     read += sum(int(n) for n in summary.get("score_sets", {}).values())

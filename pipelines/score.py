@@ -31,18 +31,15 @@ from pipelines.runners import one_worker_process
 from pipelines.score_outputs import JOB_NAME, MISSING_FILE, UNUSABLE_FILE, declared_outputs, outcome, write_episodes
 from pipelines.verdict import JobError, user_error
 from vlnkit.continuous.documents import DESCRIPTIONS
-from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH, TARGET_PATHS
-from vlnkit.datasets.reverie import INSTRUCTION_SETS
 from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, SUCCESS_RULES
 from vlnkit.io import fileio
-
-EVALUATORS = ("official", "duet")  # REVERIE's (vlnkit.scoring.reverie.EVALUATORS; kept here so --help loads no numba)
+from vlnkit.scoring.registry import TASKS
 
 if TYPE_CHECKING:
     from pipelines.job import Run
     from vlnkit.comparison.config import BootstrapConfig
     from vlnkit.evaluation.scoring_config import ScoringConfig
-    from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions
+    from vlnkit.scoring.task import Task, TaskOptions
 
 
 def declare_flags(parser) -> None:
@@ -80,33 +77,9 @@ def declare_flags(parser) -> None:
         "HAMT, DUET, BabyWalk, VLN-CE); only exact ties differ",
     )
     add_shared(parser, "bootstrap", "confidence", "bootstrap_unit", "baseline")
-    parser.add_argument(
-        "--visibility",
-        default=None,
-        help="REVERIE: object visibility, the release's BBox folder (<scan>_<viewpoint>.json files) or DUET's merged "
-        "BBoxes.json (default: BBox beside the first --dataset file)",
-    )
-    parser.add_argument(
-        "--reverie_evaluator",
-        choices=EVALUATORS,
-        default="official",
-        help="REVERIE: whose conventions, the official evaluator's (eval_release.py: SPL's shortest length is "
-        "d(start, goal)) or DUET's (its env.py: the reference path's length, denominator floored at 0.01)",
-    )
-    parser.add_argument(
-        "--instruction_set",
-        choices=INSTRUCTION_SETS,
-        default="instructions",
-        help="REVERIE: the episodes are the records' instructions or their instructions_l (eval_release.py's instrType)",
-    )
-    parser.add_argument(
-        "--target_path",
-        choices=TARGET_PATHS,
-        default=DEFAULT_TARGET_PATH,
-        help="CVDN/NDH: the path SR, OSR, SPL and NE are measured against: the planner's (the official evaluator's "
-        "default), the player's, or trusted (the player's when it reaches the planner's goal, else the planner's; "
-        "tasks/NDH/eval.py path_type)",
-    )
+    for task in TASKS.values():  # each task's own flags (vlnkit.scoring.registry)
+        if task.add_flags is not None:
+            task.add_flags(parser)
 
 
 def warm_up():
@@ -131,8 +104,8 @@ def build(
     buckets: int | None = None,
     range_bytes: int | None = None,
     followers: dict[str, list[str]] | None = None,
-    benchmark: Benchmark | None = None,
-    options: BenchmarkOptions | None = None,
+    task: Task | None = None,
+    options: TaskOptions | None = None,
 ) -> None:
     """Wire the score job: read batches by bucket, join and score each bucket, write the episode rows, the
     two episode lists, the dead letters and summary.json (with the leaderboards).
@@ -143,8 +116,8 @@ def build(
     worker processes);
     `followers` names the agents whose files are RxR follower files (`follower_agents`): their scores
     are compared with the metrics RxR released (`human_metrics_comparison.json`);
-    `benchmark` (default R2R's) and its `options` decide the rule, the rows and the readers' forms
-    (`vlnkit.scoring.benchmarks`).
+    `task` (default R2R's) and its `options` decide the rule, the rows and the readers' forms
+    (`vlnkit.scoring.registry`).
     """
     import apache_beam as beam
 
@@ -159,24 +132,22 @@ def build(
     from vlnkit.evaluation.leaderboard import write_leaderboard
     from vlnkit.evaluation.score_summary import bootstrap_pairs, score_summary
     from vlnkit.io.schemas import schema_version
-    from vlnkit.scoring.benchmark import R2R_BENCHMARK, BenchmarkOptions
     from vlnkit.scoring.followers import COMPARISON_FILE, finish_differences
+    from vlnkit.scoring.task import R2R_TASK, TaskOptions
 
     followers = followers or {}
-    benchmark = benchmark or R2R_BENCHMARK
-    options = options or BenchmarkOptions()
+    task = task or R2R_TASK
+    options = options or TaskOptions()
     names = list(agents)
     if buckets is None:
         buckets = bucket_count(sorted({f for files in agents.values() for f in files}) + list(dataset_files))
     read = pipeline | "Read" >> ReadScoringInputs(
-        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, benchmark, options
+        list(agents.items()), dataset_files, connectivity_dir, buckets, range_bytes, task, options
     )
     pairs = bootstrap_pairs(names, bootstrap.baseline) if bootstrap.enabled else []
-    score = ScoreBuckets(
-        connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers, benchmark, options
-    )
+    score = ScoreBuckets(connectivity_dir, agents, dataset_files, config, bootstrap, pairs, followers, task, options)
     scored = read["batches"] | "Score" >> score
-    side = write_episodes(scored, output_dir, benchmark.schema, num_shards, bootstrap)
+    side = write_episodes(scored, output_dir, task.schema, num_shards, bootstrap)
     dead_letters = (read[DEAD_LETTER], scored[DEAD_LETTER])
     if followers:
         side["compared"] = beam.pvalue.AsSingleton(
@@ -189,25 +160,21 @@ def build(
         )
         side["follower_lines"] = beam.pvalue.AsDict(checked["counts"])
         dead_letters += (checked[DEAD_LETTER],)
-    own = {}
-    if benchmark.name == "cvdn":  # the one setting CVDN takes (REVERIE's do not apply to it)
-        own = {"benchmark": benchmark.name, **dict(options.extra)}
-    elif benchmark is not R2R_BENCHMARK:
-        own = {"benchmark": benchmark.name, **options.to_dict()}
     static = {
         "job": JOB.name,
-        "schema_version": schema_version(benchmark.schema),
-        "options": {**config.to_dict(), **own},
+        "schema_version": schema_version(task.schema),
+        "options": {**config.to_dict(), **task.summary_options(options)},
         "predictions": list(dict.fromkeys(f for files in agents.values() for f in files)),
         "dataset": list(dataset_files),
     }
+    described = task.describe(options, config.to_dict())
+    if described is not None:  # what the leaderboard and the console say of the task
+        static["task"] = described
 
     def finish(
         totals: dict, compared: dict | None = None, follower_lines: dict | None = None, bootstrap_sums=None
     ) -> dict:
-        summary = score_summary(
-            static, totals, names, bootstrap_sums, bootstrap.to_dict(), benchmark.metrics, benchmark.counters
-        )
+        summary = score_summary(static, totals, names, bootstrap_sums, bootstrap.to_dict(), task.metrics, task.counters)
         write_leaderboard(output_dir, summary)
         if compared is not None:
             report = {
@@ -239,16 +206,9 @@ def print_summary(summary: dict, ctx: Run) -> None:
         f"Scores (d_th={o['success_distance']} m, success_rule={o.get('success_rule', DEFAULT_SUCCESS_RULE)}, "
         f"keep_repeats={o['keep_repeats']}, spl_reference={o['spl_reference']})"
     )
-    shown = METRICS
-    if "benchmark" in o:  # a benchmark with its own rule: its metrics (vlnkit.scoring.benchmarks)
-        from vlnkit.scoring.benchmarks import BENCHMARKS
-
-        shown = BENCHMARKS[o["benchmark"]].metrics
-    if o.get("benchmark") == "cvdn":
-        title = (
-            f"Scores (CVDN/NDH: success NE < {o['success_distance']} m to the {o['target_path']} path's goal, "
-            f"keep_repeats={o['keep_repeats']})"
-        )
+    task = summary.get("task") or {}  # a task with its own rule: its metrics, and its title where it has one
+    shown = task.get("metrics") or METRICS
+    title = task.get("title") or title
     if "ce_reference" in o:  # a continuous dataset: its own conventions, and the metrics some agent has
         title = (
             f"Scores (continuous: dtw={o['dtw']}, reference={o['ce_reference']}, d_th={o['success_distance']} m, "
@@ -307,35 +267,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
 
 
-def benchmark_of(opts, data_files: list[str]):
-    """(the benchmark the dataset files are scored by, its options), or JobError: a REVERIE test split, files
-    of two benchmarks, REVERIE without its visibility files, a flag that does not apply."""
-    import os
-
-    from vlnkit.datasets.rxr import file_format
-    from vlnkit.datasets.trajectories import is_parquet
-    from vlnkit.scoring.benchmark import BenchmarkOptions
-    from vlnkit.scoring.benchmarks import benchmark_for
+def task_of(opts, data_files: list[str]):
+    """(the task the dataset files are scored by, its options), or JobError: a REVERIE test split, files of
+    two tasks, a flag that does not apply, a file its options name missing (`Task.options_of`)."""
+    from vlnkit.scoring.registry import task_of_files
 
     with user_error():
-        benchmark = benchmark_for(file_format(f) for f in data_files if not is_parquet(f))
-    if benchmark.name == "cvdn":
-        if opts.spl_reference != "shortest":
-            raise JobError("--spl_reference does not apply to CVDN: its SPL's reference is d(start, goal) (eval.py)")
-        if opts.success_distance != 3.0:
-            raise JobError("--success_distance does not apply to CVDN: NDH's success is NE < 3 m (eval.py)")
-        return benchmark, BenchmarkOptions(extra=(("target_path", opts.target_path),))
-    if benchmark.name != "reverie":
-        return benchmark, BenchmarkOptions()
-    if opts.spl_reference != "shortest":
-        raise JobError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")
-    visibility = opts.visibility or fileio.join(os.path.dirname(data_files[0]), "BBox")
-    if not (fileio.exists(visibility) or fileio.match([fileio.join(visibility, "*.json")])):
-        raise JobError(
-            f"--visibility={visibility}: not found; REVERIE needs its object-visibility files (the release's "
-            "BBox folder or DUET's BBoxes.json)"
-        )
-    return benchmark, BenchmarkOptions(visibility, opts.reverie_evaluator, opts.instruction_set)
+        task = task_of_files(data_files)
+        return task, task.options_of(opts, data_files)
 
 
 def run(ctx: Run) -> dict:
@@ -366,16 +305,14 @@ def run(ctx: Run) -> dict:
                     "VLN-CE episode file: continuous agents are scored against their R2R-CE or RxR-Habitat episodes"
                 )
     followers = follower_agents(agent_files)
-    benchmark, options = benchmark_of(opts, data_files)
-    if options.visibility:  # it decides REVERIE's success: an input of the run, with its checksum
-        if options.visibility.endswith(".json"):
-            ctx.inputs("visibility", options.visibility)
+    task, options = task_of(opts, data_files)
+    for flag, pattern in options.inputs().items():  # files the task's options name that decide its results
+        if fileio.is_glob(pattern):
+            ctx.input_set(flag, pattern)
         else:
-            ctx.input_set("visibility", fileio.join(options.visibility, "*.json"))
-    if benchmark.name == "cvdn":  # NDH's success is NE < 3 m (eval.py): its rule decides it, the summary says so
-        import dataclasses
-
-        config = dataclasses.replace(config, success_rule="lt")
+            ctx.inputs(flag, pattern)
+    if task.configure is not None:
+        config = task.configure(config)
     ctx.graphs(opts.connectivity_dir)
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
@@ -391,7 +328,7 @@ def run(ctx: Run) -> dict:
             num_shards=opts.num_shards,
             range_bytes=None if one_worker_process(ctx.options) else RANGE_BYTES,
             followers=followers,
-            benchmark=benchmark,
+            task=task,
             options=options,
         ),
         ["episodes", "missing_predictions", "without_usable_prediction"],

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:
-    from pipelines.verdict import Outcome
     from vlnkit.comparison.config import BootstrapConfig
+    from vlnkit.runs.verdict import Outcome
 
 JOB_NAME = "score"
 MISSING_FILE = "missing_predictions-00000-of-00001.txt"
@@ -43,7 +43,7 @@ def outcome(summary: dict) -> Outcome:
     """Scoring reads predictions: the run counts when it scored episodes and enough predictions could be
     used, and never when the references cannot be scored at all (e.g. the R2R test split, where success
     would be trivially 100%). A run that scored no episode fails whatever --max_failure_fraction says."""
-    from pipelines.verdict import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     blocks = summary.get("agents", {}).values()
     read = sum(int(b.get("predictions_read", 0)) for b in blocks)

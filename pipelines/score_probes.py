@@ -30,8 +30,9 @@ from vlnkit.probes.scoring import (
 )
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.runs.staging import Staging
+    from vlnkit.runs.verdict import Outcome
 
 
 MISSING_FILE = "missing_episodes.txt"
@@ -146,7 +147,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 def outcome(summary: dict) -> Outcome:
     """Agent outputs are what this job reads: enough of them must be usable."""
-    from pipelines.job import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     return Outcome(int(summary.get("scored", 0)), int(summary.get("dead_letters", 0)))
 

@@ -43,18 +43,21 @@ def unconsumed(pipeline: beam.Pipeline) -> list[beam.pvalue.PCollection]:
 
 
 @dataclass
-class _KeepLock(beam.DoFn):
-    """Renews the run's lock from every worker process that runs it (a thread per process, from setup)."""
+class _RenewLock(beam.DoFn):
+    """Renews the run's lock from every worker process that runs it (a thread per process, from setup); its
+    input is consumed and nothing comes out."""
 
     ending: Ending
-    keep_lock: bool
 
     def setup(self):
-        if self.keep_lock:
-            keep_alive(self.ending.publication.lock)
+        keep_alive(self.ending.publication.lock)
 
     def process(self, element):
         return ()
+
+
+def _nothing(element) -> tuple:
+    return ()
 
 
 @dataclass
@@ -76,7 +79,7 @@ class _Finish(beam.DoFn):
 def hold_lock(pipeline: beam.Pipeline, ending: Ending) -> None:
     """A first step whose workers start renewing the run's lock (before the job's own steps are applied,
     so a runner that orders independent stages as they were applied runs it first)."""
-    _ = pipeline | "KeepLock" >> beam.Impulse() | "KeepLockAlive" >> beam.ParDo(_KeepLock(ending, True))
+    _ = pipeline | "KeepLock" >> beam.Impulse() | "KeepLockAlive" >> beam.ParDo(_RenewLock(ending))
 
 
 def publish(pipeline: beam.Pipeline, ending: Ending, keep_lock: bool, hash_inputs: bool):
@@ -84,7 +87,11 @@ def publish(pipeline: beam.Pipeline, ending: Ending, keep_lock: bool, hash_input
     `keep_lock`: the job's workers renew the lock; `hash_inputs`: a branch computes the inputs' checksums.
     Returns the PCollection of the verdict (None for a published run)."""
     ends = unconsumed(pipeline)
-    done = [pcoll | f"Written{n}" >> beam.ParDo(_KeepLock(ending, keep_lock)) for n, pcoll in enumerate(ends)]
+
+    def end_of_write():  # a write's results reduced to nothing where they are made
+        return beam.ParDo(_RenewLock(ending)) if keep_lock else beam.FlatMap(_nothing)
+
+    done = [pcoll | f"Written{n}" >> end_of_write() for n, pcoll in enumerate(ends)]
     if not done:
         done = [pipeline | "NothingWritten" >> beam.Create([])]
     side = {"written": beam.pvalue.AsList(done | "AllWritten" >> beam.Flatten(pipeline=pipeline))}

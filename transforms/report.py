@@ -399,13 +399,13 @@ class _WriteComparisonPage(GraphDoFn):
 
 
 @dataclass
-class _NDHReferences(beam.DoFn):
-    """An NDH instance file -> one {instr_id: target path} dict, and a dead letter per unusable instance."""
+class _CVDNReferences(beam.DoFn):
+    """A CVDN instance file -> one {instr_id: target path} dict, and a dead letter per unusable instance."""
 
     target_path: str
 
     def process(self, path: str):
-        from vlnkit.datasets.ndh import reference_paths
+        from vlnkit.datasets.cvdn import reference_paths
 
         refs, errors = reference_paths(fileio.read_bytes(path), path, self.target_path)
         for e in errors:
@@ -428,15 +428,15 @@ class ComparisonPage(beam.PTransform):
     path: str
     options: dict
     names: list[dict] | None = None  # per file, {agent: its name on the page}; None: agents keep their names
-    target_path: str | None = None  # CVDN/NDH instance files: each episode's reference is this target path
+    target_path: str | None = None  # CVDN instance files: each episode's reference is this target path
 
     def expand(self, pbegin):
         if self.target_path is not None:
             read = (
                 pbegin
-                | "NDHFiles" >> beam.Create(self.dataset_files)
+                | "CVDNFiles" >> beam.Create(self.dataset_files)
                 | "ReadReferences"
-                >> beam.ParDo(_NDHReferences(self.target_path)).with_outputs(DEAD_LETTER, main="records")
+                >> beam.ParDo(_CVDNReferences(self.target_path)).with_outputs(DEAD_LETTER, main="records")
             )
             references = read.records
         else:

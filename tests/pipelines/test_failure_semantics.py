@@ -264,7 +264,7 @@ def test_a_bad_paraphrases_file_is_one_line(kind, inputs, tmp_path, capsys):
     ],
 )
 def test_each_record_offered_counts_once_in_the_verdict(read, failed, stages, verdict):
-    from pipelines.verdict import Outcome, judge, with_stages
+    from vlnkit.runs.verdict import Outcome, judge, with_stages
 
     got = judge(with_stages(Outcome(read, failed), {"dead_letters_by_stage": stages}), max_failure_fraction=0.5)
     assert (got is None) if verdict is None else (verdict in got)

@@ -197,3 +197,29 @@ def test_the_command_without_credentials_ends_in_one_line_within_seconds(tmp_pat
     assert proc.returncode == 2, proc.stderr
     assert _one_line(proc.stderr).startswith("error: build_r4r: no Google credentials found")
     assert seconds < 15, f"{seconds:.1f} s"  # about 2 s here (Beam's import); Beam's own search retries for ~25 s
+
+
+@pytest.mark.parametrize("no_auth", [True, False])
+def test_no_auth_means_no_credential_search_for_cloud_storage_either(monkeypatch, no_auth):
+    """A lock or a listing on gs:// made before the pipeline builds its Cloud Storage client under the run's
+    options; with --no_auth, anonymously, without Beam's credential search (which it runs for Cloud Storage
+    whatever the options say)."""
+    from apache_beam.internal.gcp import auth
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipelines.launch_checks import without_credentials
+    from vlnkit.io import fileio
+
+    searched = []
+    monkeypatch.setattr(auth._Credentials, "_get_service_credentials", staticmethod(lambda o: searched.append(o)))
+    monkeypatch.setattr(auth._Credentials, "_credentials_init", False)  # as a fresh process starts
+    monkeypatch.setattr(auth._Credentials, "_credentials", None)
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")
+    options = PipelineOptions([*DATAFLOW, *(["--no_auth"] if no_auth else [])])
+    without_credentials(options)
+    fileio.use_options(options)  # what `Run` does first
+    client = FileSystems.get_filesystem("gs://vln/out")._gcsIO().client  # what a lock or a listing uses
+    assert len(searched) == (0 if no_auth else 1)
+    assert not searched or searched[0] is options  # the run's options, never none
+    assert not no_auth or type(client._credentials).__name__ == "AnonymousCredentials"

@@ -1,5 +1,5 @@
-"""Scoring CVDN/NDH end to end: two agents on val_seen with intervals, paired comparisons and breakdowns of
-NDH's own metrics, versioned episode rows, a non-edge trajectory dead-lettered by the job, the flags that do
+"""Scoring CVDN end to end: two agents on val_seen with intervals, paired comparisons and breakdowns of
+CVDN's own metrics, versioned episode rows, a non-edge trajectory dead-lettered by the job, the flags that do
 not apply refused, and the report's comparison page naming the metrics."""
 
 import json
@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import report, score
-from vlnkit.evaluation.ndh import EVALUATOR_KEYS
+from vlnkit.evaluation.cvdn import EVALUATOR_KEYS
 from vlnkit.scoring.cvdn import CVDN_METRICS
 
 pytestmark = pytest.mark.real_data
@@ -42,9 +42,9 @@ def scored(shared_data, connectivity_dir, tmp_path_factory):
     return tmp, summary, instances
 
 
-def test_two_agents_with_intervals_comparisons_and_breakdowns_of_ndh_metrics(scored, shared_data):
+def test_two_agents_with_intervals_comparisons_and_breakdowns_of_cvdn_metrics(scored, shared_data):
     tmp, summary, instances = scored
-    assert summary["options"]["benchmark"] == "cvdn" and summary["options"]["target_path"] == "trusted"
+    assert summary["options"]["task"] == "cvdn" and summary["options"]["target_path"] == "trusted"
     assert summary["options"]["success_rule"] == "lt" and summary["schema_version"] == "1"
     seq2seq = summary["agents"]["seq2seq"]
     assert seq2seq["count"] == len(instances) == 382
@@ -102,7 +102,7 @@ def test_flags_that_do_not_apply_are_refused(shared_data, connectivity_dir, tmp_
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_the_comparison_page_names_ndh_metrics(scored, connectivity_dir):
+def test_the_comparison_page_names_cvdn_metrics(scored, connectivity_dir):
     tmp, _, _ = scored
     report.main(
         [

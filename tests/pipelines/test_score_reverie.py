@@ -55,7 +55,7 @@ def test_two_agents_with_intervals_comparisons_and_breakdowns(scored):
     assert good["metrics"]["sr"] == good["metrics"]["rgs"] == good["metrics"]["rgspl"] == 1.0
     assert short["metrics"]["sr"] < 1 and short["metrics"]["rgs"] < 0.5
     assert short["object_id_unusable"] == len(records) and good["object_id_unusable"] == 0
-    assert s["options"]["benchmark"] == "reverie" and s["options"]["evaluator"] == "official"
+    assert s["options"]["task"] == "reverie" and s["options"]["evaluator"] == "official"
     rows = {r["agent"]: r for r in s["leaderboard"]}
     assert rows["good"]["rank"] == 1 and rows["good"]["rgs_ci"] == [1.0, 1.0]
     low, high = rows["short"]["rgs_ci"]
@@ -115,7 +115,7 @@ def test_a_test_split_and_a_mixed_run_are_refused_in_one_line(reverie_dir, r2r_d
             *common,
             f"--dataset={reverie_dir / 'REVERIE_val_seen.json'},{r2r_dir / 'R2R_val_seen.json'}",
         )
-    assert exc.value.code == 2 and "mixes benchmarks" in capsys.readouterr().err
+    assert exc.value.code == 2 and "mixes tasks" in capsys.readouterr().err
 
 
 def test_the_visibility_files_are_an_input_of_the_run(scored, reverie_dir, connectivity_dir, tmp_path):

@@ -25,15 +25,14 @@ from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
 from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
-from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
 from vlnkit.datasets.reference_batches import reference_batch
 from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError
-from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, BenchmarkOptions
 from vlnkit.scoring.reading import dataset_ranks, in_buckets, read_predictions, read_references
+from vlnkit.scoring.task import R2R_TASK, Task, TaskOptions
 
 TOTALS = "totals"
 FILE_DEAD_LETTERS = "file_dead_letters"  # per agent: dead letters of a whole file, which name no record
@@ -46,26 +45,26 @@ def worker_vocabulary(connectivity_dir: str) -> Vocabulary:
     return per_worker("vocabulary", connectivity_dir, lambda: Vocabulary.load(connectivity_dir))
 
 
-def worker_context(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str):
-    """A benchmark's per-worker data (`Benchmark.context`: REVERIE's object visibility), once per worker."""
+def worker_context(task: Task, options: TaskOptions, connectivity_dir: str):
+    """A task's per-worker data (`Task.context`: REVERIE's object visibility), once per worker."""
     vocab, graphs = worker_vocabulary(connectivity_dir), worker_graph_store(connectivity_dir)
-    key = (benchmark.name, options, connectivity_dir)
-    return per_worker("benchmark_context", key, lambda: benchmark.context(options, vocab, graphs))
+    key = (task.name, options, connectivity_dir)
+    return per_worker("task_context", key, lambda: task.context(options, vocab, graphs))
 
 
-def load_context_in_background(benchmark: Benchmark, options: BenchmarkOptions, connectivity_dir: str) -> None:
-    """Start loading a benchmark's per-worker data on a thread while this worker reads its files: the score
+def load_context_in_background(task: Task, options: TaskOptions, connectivity_dir: str) -> None:
+    """Start loading a task's per-worker data on a thread while this worker reads its files: the score
     step's `worker_context` then finds it loaded (or waits for it). A failure is left for that call to raise."""
-    if benchmark.load is None:
+    if task.load is None:
         return
 
     def load():
         try:
-            worker_context(benchmark, options, connectivity_dir)
+            worker_context(task, options, connectivity_dir)
         except Exception:  # noqa: BLE001 -- the score step loads it again and raises it there
             pass
 
-    threading.Thread(target=load, name="vlnkit-benchmark-context", daemon=True).start()
+    threading.Thread(target=load, name="vlnkit-task-context", daemon=True).start()
 
 
 class _PlanRanges(beam.DoFn):
@@ -145,19 +144,18 @@ def _rows_read(piece) -> int:
 class _ReadFile(CountedRead):
     """(kind, agent, rank, path, LineRange or None) -> (bucket, batch); dead letters; per-agent totals."""
 
-    def __init__(self, connectivity_dir: str, buckets: int, benchmark: Benchmark, options: BenchmarkOptions):
+    def __init__(self, connectivity_dir: str, buckets: int, task: Task, options: TaskOptions):
         super().__init__()
         self.connectivity_dir = connectivity_dir
         self.buckets = buckets
-        self.benchmark = benchmark
+        self.task = task
         self.options = options
-        self.id_parts = benchmark.id_parts
-        self.instruction_set = options.instruction_set
-        self.target_path = options.get("target_path", DEFAULT_TARGET_PATH)
+        self.id_parts = task.id_parts
+        self.reading = options.reading()  # what the task's options tell the dataset reader
 
     def setup(self):
         self.vocab = worker_vocabulary(self.connectivity_dir)
-        load_context_in_background(self.benchmark, self.options, self.connectivity_dir)
+        load_context_in_background(self.task, self.options, self.connectivity_dir)
 
     def process(self, element):
         kind, agent, rank, path, line_range = element
@@ -165,7 +163,7 @@ class _ReadFile(CountedRead):
         if predictions:
             pieces = read_predictions(path, agent, rank, self.vocab, line_range, self.id_parts)
         else:
-            pieces = read_references(path, rank, self.vocab, line_range, self.instruction_set, self.target_path)
+            pieces = read_references(path, rank, self.vocab, line_range, **self.reading)
         yield from self.counted(in_buckets(pieces, self.buckets), predictions, agent, _rows_read)
 
 
@@ -176,9 +174,9 @@ class ReadScoringInputs(beam.PTransform):
     `agents` is [(agent name, [file, ...])]: a file's rank within its agent orders duplicates (the first
     file, then the first record, wins). Dataset files are R2R/R4R JSON or JSON Lines, RxR guide JSON
     Lines, or build_r4r Parquet. `range_bytes` (None: every file whole, as one worker process should)
-    is the size of the byte ranges plain JSON Lines files are read in by several workers. `benchmark` and
-    its `options` (`vlnkit.scoring.benchmark`) set how ids and records read (REVERIE's instr_ids have 3
-    parts; CVDN's target path); a worker starts loading the benchmark's per-worker data while it reads.
+    is the size of the byte ranges plain JSON Lines files are read in by several workers. `task` and
+    its `options` (`vlnkit.scoring.task`) set how ids and records read (REVERIE's instr_ids have 3
+    parts; CVDN's target path); a worker starts loading the task's per-worker data while it reads.
     """
 
     agents: list[tuple[str, list[str]]]
@@ -186,8 +184,8 @@ class ReadScoringInputs(beam.PTransform):
     connectivity_dir: str
     buckets: int
     range_bytes: int | None = RANGE_BYTES
-    benchmark: Benchmark = R2R_BENCHMARK
-    options: BenchmarkOptions = field(default_factory=BenchmarkOptions)
+    task: Task = R2R_TASK
+    options: TaskOptions = field(default_factory=TaskOptions)
 
     def expand(self, pbegin):
         files = [("p", agent, rank, path, None) for agent, paths in self.agents for rank, path in enumerate(paths)]
@@ -200,7 +198,7 @@ class ReadScoringInputs(beam.PTransform):
                 | "PlanRanges" >> beam.ParDo(_PlanRanges(self.range_bytes))
                 | "SpreadRanges" >> beam.Reshuffle()
             )
-        read = _ReadFile(self.connectivity_dir, self.buckets, self.benchmark, self.options)
+        read = _ReadFile(self.connectivity_dir, self.buckets, self.task, self.options)
         out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 

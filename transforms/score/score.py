@@ -31,13 +31,13 @@ from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
 from vlnkit.evaluation.scoring_config import ScoringConfig
-from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, BenchmarkOptions
 from vlnkit.scoring.bootstrap import bucket_sums
 from vlnkit.scoring.followers import differences, load_follower_metrics
 from vlnkit.scoring.join import instr_ids, join_bucket
 from vlnkit.scoring.reading import dataset_ranks
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket
+from vlnkit.scoring.task import R2R_TASK, Task, TaskOptions
 
 LINES, BOOTSTRAP, FOLLOWERS = "lines", "bootstrap", "followers"
 MISSING, UNUSABLE = "missing_predictions", "without_usable_prediction"  # the two episode lists
@@ -117,15 +117,15 @@ class _ScoreBucket(ScoreStep):
             for agent, files in self.step.followers.items()
         }
         self.progress = Progress("score: episodes scored")
-        bench, options = self.step.benchmark, self.step.options
-        self.context = worker_context(bench, options, conn)
+        task, options = self.step.task, self.step.options
+        self.context = worker_context(task, options, conn)
 
     def process(self, element):
         step = self.step
-        bench = step.benchmark
-        ids = bench.format_ids or instr_ids
+        task = step.task
+        ids = task.format_ids or instr_ids
         join = join_bucket(list(element[1]), step.agents, step.ranked_files, self.vocab, self.graphs, ids)
-        scores = score_bucket(join, self.scans, step.config, len(step.agents) > 1, bench, self.context)
+        scores = score_bucket(join, self.scans, step.config, len(step.agents) > 1, task, self.context)
         yield from dead_and_lines(scores)
         self.bad.inc(len(scores.dead) - len(join.dead))
         if scores.table is not None:
@@ -137,8 +137,8 @@ class _ScoreBucket(ScoreStep):
                     scores.reference_length,
                     step.bootstrap,
                     step.pairs,
-                    bench.metrics,
-                    (*HEADLINE, *bench.leaderboard_extra),  # the breakdowns' metrics
+                    task.metrics,
+                    (*HEADLINE, *task.leaderboard_extra),  # the breakdowns' metrics
                 )
             for agent, theirs in self.followers.items():
                 mine = scores.table.filter(pc.equal(scores.table.column("agent"), agent))
@@ -165,8 +165,8 @@ class ScoreBuckets(beam.PTransform):
     bootstrap: BootstrapConfig = field(default_factory=lambda: BootstrapConfig(replicates=0))
     pairs: list[tuple[str, str]] = field(default_factory=list)
     followers: dict[str, list[str]] = field(default_factory=dict)
-    benchmark: Benchmark = R2R_BENCHMARK
-    options: BenchmarkOptions = field(default_factory=BenchmarkOptions)
+    task: Task = R2R_TASK
+    options: TaskOptions = field(default_factory=TaskOptions)
 
     @property
     def ranked_files(self) -> list[str]:

@@ -427,7 +427,7 @@ _RECORDS = (
     (("path_id", "scan", "path"), "R2R records"),
     (("instruction_id", "path"), "RxR lines"),
     (("instr_id", "trajectory"), "predictions (R2R submission layout)"),
-    (("inst_idx", "scan"), "CVDN (NDH) records"),
+    (("inst_idx", "scan"), "CVDN records"),
     (("episode_id",), "records keyed by episode_id"),
 )
 _LIST_OF_OBJECTS = re.compile(rb"\[\s*\{")

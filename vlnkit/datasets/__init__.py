@@ -1,6 +1,6 @@
 """Datasets and formats: what a valid record is (`records`), R2R-style files, RxR guide and follower
-files (`rxr`, which also tells the formats apart per file), CVDN's NDH instances and their target
-paths (`ndh`), R4R joining, agent
+files (`rxr`, which also tells the formats apart per file), CVDN's instances and their target
+paths (`cvdn`), R4R joining, agent
 prediction files, sub-instruction alignments, the columnar batches the scoring job carries
 (`columns`, read in chunks by `json_chunks` into `prediction_batches` and `reference_batches`), and
 the shuffle buckets that bring a path's records together (`buckets`)."""
@@ -21,7 +21,7 @@ __getattr__, __all__ = lazy_exports(
             "prediction",
             "flatten_trajectory",
         ),
-        "ndh": ("parse_ndh", "ndh_record", "target_path", "TARGET_PATHS", "DEFAULT_TARGET_PATH", "NDHInstance"),
+        "cvdn": ("parse_cvdn", "cvdn_record", "target_path", "TARGET_PATHS", "DEFAULT_TARGET_PATH", "CVDNInstance"),
         "rxr": ("parse_dataset", "parse_followers", "record_format", "file_format", "episode_ids", "instructions"),
         "r2r": ("parse_r2r", "json_items"),
         "usable": ("require_usable_records", "NoUsableRecords"),

@@ -234,11 +234,11 @@ def _take_columns(obj, rows, names):
     return {n: getattr(obj, n)[rows] for n in names}
 
 
-# ----------------------------------------------------------------------------- a benchmark's own columns
-# A benchmark's reader may give its rows more columns than the generic ones (REVERIE: the target object of a
+# ----------------------------------------------------------------------------- a task's own columns
+# A task's reader may give its rows more columns than the generic ones (REVERIE: the target object of a
 # reference row, the predicted object of a prediction): `extras`, {name: numpy array or `Paths`, one row each}.
 # They travel with their rows through every take, slice and concat, and the join hands them to the
-# benchmark's rule per scored pair (`vlnkit.scoring.benchmark`).
+# task's rule per scored pair (`vlnkit.scoring.task`).
 def take_extras(extras: dict, rows) -> dict:
     return {n: (c.take(rows) if isinstance(c, Paths) else c[rows]) for n, c in extras.items()}
 
@@ -277,7 +277,7 @@ class PredictionBatch(_Compact):
     path_id: np.ndarray
     k: np.ndarray
     paths: Paths
-    extras: dict = field(default_factory=dict)  # a benchmark's own columns (see `take_extras`)
+    extras: dict = field(default_factory=dict)  # a task's own columns (see `take_extras`)
 
     COLUMNS = ("rank", "index", "path_id", "k")
     WIDE = dict.fromkeys(COLUMNS, np.int64)
@@ -353,7 +353,7 @@ class ReferenceBatch(_Compact):
     first_k: np.ndarray | None = None
     language: np.ndarray | None = None
     languages: tuple[str, ...] = ()
-    extras: dict = field(default_factory=dict)  # a benchmark's own columns (see `take_extras`)
+    extras: dict = field(default_factory=dict)  # a task's own columns (see `take_extras`)
 
     COLUMNS = ("rank", "index", "path_id", "scan", "instructions", "first_k", "language")
     WIDE = {**dict.fromkeys(("rank", "index", "path_id", "instructions", "first_k"), np.int64), "language": np.int32}

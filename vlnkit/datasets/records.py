@@ -398,8 +398,8 @@ def _instr_id(value) -> str | None:
     return None
 
 
-# The keys of integer episode ids, for benchmarks that number their episodes instead of "<path_id>_<k>":
-# RxR's `instruction_id` and CVDN's NDH `inst_idx`. An `instr_id`, when present, wins.
+# The keys of integer episode ids, for tasks that number their episodes instead of "<path_id>_<k>":
+# RxR's `instruction_id` and CVDN's `inst_idx`. An `instr_id`, when present, wins.
 INTEGER_ID_KEYS = ("instruction_id", "inst_idx")
 
 
@@ -409,7 +409,7 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
     A prediction is `{"instr_id": "<path_id>_<k>" (or an integer), "trajectory": ...}` (`path` is
     taken for `trajectory`) in any layout of `flatten_trajectory`, with at least one viewpoint; or
     one addressed by an integer episode id (`INTEGER_ID_KEYS`): for RxR `{"instruction_id": int,
-    "path": [...]}` (`InstructionPrediction`), for CVDN's NDH task `{"inst_idx": int, "trajectory":
+    "path": [...]}` (`InstructionPrediction`), for CVDN's task `{"inst_idx": int, "trajectory":
     [...]}`, whose instr_id is the integer's text.
 
         >>> prediction({"instr_id": "7_0", "trajectory": ["a", "b"]}, "p.json", 0)["path"]
@@ -420,18 +420,24 @@ def prediction(obj, source: str, index: int) -> dict | RecordError:
         '108'
         >>> prediction({"instr_id": "7_0", "trajectory": []}, "p.json", 3).reason
         'empty trajectory (no viewpoints)'
+        >>> prediction({"trajectory": [["a", 0.0, 0.0]]}, "p.json", 4).reason
+        "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)"
     """
     label = f"#{index}"
     if not isinstance(obj, dict):
         return RecordError(source, label, f"expected a JSON object, got {type(obj).__name__}")
     id_key = None if "instr_id" in obj else next((k for k in INTEGER_ID_KEYS if k in obj), None)
-    if id_key is not None:  # RxR's layout (and RxR follower lines), NDH's
+    if id_key is not None:  # RxR's layout (and RxR follower lines), CVDN's
         iid = obj[id_key]
         if isinstance(iid, bool) or not isinstance(iid, int):
             return RecordError(source, label, f"{id_key!r} must be an integer, got {iid!r:.40}")
         instr_id = str(iid)
     else:
         instr_id = _instr_id(obj.get("instr_id"))
+    if instr_id is None and "instr_id" not in obj:  # the prediction names its episode by none of the keys
+        return RecordError(
+            source, label, "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)"
+        )
     if instr_id is None:
         return RecordError(source, label, f"missing or invalid 'instr_id' ({obj.get('instr_id')!r:.40})")
     label = f"#{index} (instr_id={instr_id})"

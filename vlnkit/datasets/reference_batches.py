@@ -18,17 +18,17 @@ import msgspec
 import numpy as np
 
 from vlnkit.datasets.columns import Paths, ReferenceBatch, Vocabulary, encode_languages, flat_paths
-from vlnkit.datasets.json_chunks import exact_item, gc_paused
-from vlnkit.datasets.line_scan import ScannedReferences, scan_records
-from vlnkit.datasets.ndh import (
+from vlnkit.datasets.cvdn import (
     CVDN_FORMAT,
+    CVDN_INSTANCE,
     DEFAULT_TARGET_PATH,
     END_PANOS,
-    NDH_INSTANCE,
     PLANNER_GOAL,
-    ndh_columns,
-    ndh_label,
+    cvdn_columns,
+    cvdn_label,
 )
+from vlnkit.datasets.json_chunks import exact_item, gc_paused
+from vlnkit.datasets.line_scan import ScannedReferences, scan_records
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
 from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, TARGET_OBJECT, pack_keys, record_reason
@@ -49,7 +49,7 @@ class ReferenceChunk:
     first_k: int = 0
     languages: tuple[str, ...] = ()
     language: np.ndarray | None = None
-    extras: dict | None = None  # a benchmark's own columns (REVERIE: the target object)
+    extras: dict | None = None  # a task's own columns (REVERIE: the target object)
 
     def __len__(self) -> int:
         return len(self.scans)
@@ -106,17 +106,17 @@ def _reverie_columns(records: list | None, instruction_set: str = "instructions"
     )
 
 
-NDH_EXTRAS = (PLANNER_GOAL, END_PANOS)
+CVDN_EXTRAS = (PLANNER_GOAL, END_PANOS)
 
 
-def _ndh_columns(instances: list | None, target_path: str = DEFAULT_TARGET_PATH) -> ReferenceChunk | None:
-    """The columns of valid `NDHInstance`s (None for none): one episode per instance, keyed by inst_idx (k -1,
+def _cvdn_columns(instances: list | None, target_path: str = DEFAULT_TARGET_PATH) -> ReferenceChunk | None:
+    """The columns of valid `CVDNInstance`s (None for none): one episode per instance, keyed by inst_idx (k -1,
     like an RxR instruction_id), its target path as the reference path, the planner's goal and the end panos
-    as extras (`vlnkit.datasets.ndh.ndh_columns`)."""
+    as extras (`vlnkit.datasets.cvdn.cvdn_columns`)."""
     if not instances:
         return None
-    c = ndh_columns(instances, target_path)
-    extras = {name: c[name] for name in NDH_EXTRAS}
+    c = cvdn_columns(instances, target_path)
+    extras = {name: c[name] for name in CVDN_EXTRAS}
     return ReferenceChunk(
         c["inst_idx"], c["scans"], np.ones(len(instances), np.int64), c["lengths"], c["viewpoints"], -1, extras=extras
     )
@@ -126,7 +126,7 @@ _COLUMNS = {
     R2R: (R2R_RECORD, _reference_columns),
     RXR_GUIDE_FORMAT: (RXR_GUIDE, _guide_columns),
     REVERIE_FORMAT: (REVERIE_RECORD, _reverie_columns),
-    CVDN_FORMAT: (NDH_INSTANCE, _ndh_columns),
+    CVDN_FORMAT: (CVDN_INSTANCE, _cvdn_columns),
 }
 
 
@@ -186,7 +186,7 @@ class FileFormat:
     ):
         self.fmt = fmt
         self.instruction_set = instruction_set  # REVERIE's `instrType`
-        self.target_path = target_path  # CVDN/NDH's: which path is the reference (`vlnkit.datasets.ndh`)
+        self.target_path = target_path  # CVDN's: which path is the reference (`vlnkit.datasets.cvdn`)
 
     def typed(self, lines: list[bytes]) -> ReferenceChunk | None:
         if self.fmt is None and lines:
@@ -273,7 +273,7 @@ def reference_batch(
             [],
         )
     if fmt == CVDN_FORMAT:
-        return _ndh_batch(items, start, source, rank, vocab, parquet, target_path)
+        return _cvdn_batch(items, start, source, rank, vocab, parquet, target_path)
     rxr, reverie = fmt == RXR_GUIDE_FORMAT, fmt == REVERIE_FORMAT
     label = rxr_label if rxr else record_label
     errors, kept, pids, scans, counts, paths, tags, objects = [], [], [], [], [], [], [], []
@@ -317,28 +317,28 @@ def reference_batch(
     return batch, errors
 
 
-def _ndh_batch(items, start, source, rank, vocab, parquet, target_path) -> tuple[ReferenceBatch, list[RecordError]]:
-    """NDH instances one by one: a dead letter for each invalid one (worded by `NDHInstance`), a batch of the rest."""
+def _cvdn_batch(items, start, source, rank, vocab, parquet, target_path) -> tuple[ReferenceBatch, list[RecordError]]:
+    """CVDN instances one by one: a dead letter for each invalid one (worded by `CVDNInstance`), a batch of the rest."""
     errors, kept, valid = [], [], []
     for n, obj in enumerate(items):
         obj = exact_item(items, n)
         if isinstance(obj, RecordError):
             errors.append(obj)
             continue
-        reason = NDH_INSTANCE.reason(obj)
+        reason = CVDN_INSTANCE.reason(obj)
         if reason is not None:
             key = obj.get("inst_idx") if isinstance(obj, dict) else None
             key = (key, -1) if isinstance(key, int) and not isinstance(key, bool) and -(2**63) <= key < 2**63 else None
             errors.append(
-                RecordError(source, f"#{start + n}" if parquet else ndh_label(obj, start + n), reason, key=key)
+                RecordError(source, f"#{start + n}" if parquet else cvdn_label(obj, start + n), reason, key=key)
             )
             continue
         kept.append(start + n)
         valid.append(obj)
-    c = _ndh_columns(valid, target_path)
+    c = _cvdn_columns(valid, target_path)
     if c is None:
         c = ReferenceChunk(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], -1, extras={})
-        c.extras = {name: (np.zeros(0, np.int64), []) for name in NDH_EXTRAS}
+        c.extras = {name: (np.zeros(0, np.int64), []) for name in CVDN_EXTRAS}
     batch = ReferenceBatch(
         np.full(len(kept), rank, np.int64),
         np.asarray(kept, np.int64),

@@ -11,7 +11,7 @@ instructions share a path, so path_id addresses nothing); an R2R record holds se
 `"<path_id>_<k>"`. Every reader tells the formats apart per file, by its first record, never by the
 file's name (`record_format`, `stream_format`, `file_format`):
 
-- a record with `inst_idx` and a planner or player path is a CVDN/NDH instance (`vlnkit.datasets.ndh`);
+- a record with `inst_idx` and a planner or player path is a CVDN instance (`vlnkit.datasets.cvdn`);
 - a record with `instructions` is R2R (or R4R, or build_r4r's paths);
 - one with `instruction_id` and `metrics` or `demonstration_id` but no `instruction` is an RxR follower line;
 - any other with `instruction_id` is an RxR guide line (so a guide line without `instruction` is told so).
@@ -39,8 +39,8 @@ import json
 import zlib
 from collections.abc import Iterator
 
+from vlnkit.datasets.cvdn import CVDN_FORMAT, CVDN_INSTANCE, is_cvdn
 from vlnkit.datasets.json_chunks import first_line, json_chunks
-from vlnkit.datasets.ndh import CVDN_FORMAT, NDH_INSTANCE, is_ndh
 from vlnkit.datasets.r2r import json_items, r2r_record
 from vlnkit.datasets.records import R2R_RECORD, RXR_FOLLOWER, RXR_GUIDE, RecordKind
 from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED, is_reverie
@@ -53,13 +53,13 @@ KINDS: dict[str, RecordKind] = {
     R2R: R2R_RECORD,
     RXR_GUIDE_FORMAT: RXR_GUIDE,
     RXR_FOLLOWER_FORMAT: RXR_FOLLOWER,
-    CVDN_FORMAT: NDH_INSTANCE,
+    CVDN_FORMAT: CVDN_INSTANCE,
     REVERIE_FORMAT: REVERIE_RECORD,
     REVERIE_TEST_FORMAT: R2R_RECORD,  # never validated record by record: the file is refused as a whole
 }
-# The refusal of a CVDN/NDH instance file where R2R records or RxR guide lines belong: the file as a whole, once.
-NDH_AS_DATASET = (
-    "a CVDN/NDH instance file (inst_idx, planner_path, player_path, end_panos): only the score job reads it "
+# The refusal of a CVDN instance file where R2R records or RxR guide lines belong: the file as a whole, once.
+CVDN_AS_DATASET = (
+    "a CVDN instance file (inst_idx, planner_path, player_path, end_panos): only the score job reads it "
     "(python -m pipelines.score --dataset=<file>)"
 )
 # The refusal of a follower file where a dataset belongs: the file as a whole, once.
@@ -71,7 +71,7 @@ FOLLOWER_AS_DATASET = (
 WHOLE_FILE_REFUSALS = {
     RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET,
     REVERIE_TEST_FORMAT: TEST_SPLIT_REFUSED,
-    CVDN_FORMAT: NDH_AS_DATASET,
+    CVDN_FORMAT: CVDN_AS_DATASET,
 }
 
 
@@ -89,7 +89,7 @@ def record_format(obj) -> str:
     """
     if is_reverie(obj):
         return REVERIE_FORMAT if "objId" in obj else REVERIE_TEST_FORMAT
-    if is_ndh(obj):
+    if is_cvdn(obj):
         return CVDN_FORMAT
     if not isinstance(obj, dict) or "instructions" in obj or "instruction_id" not in obj:
         return R2R
@@ -118,13 +118,13 @@ def line_format(line: bytes) -> str | None:
 HEAD_BYTES = 1 << 16  # a JSON list's first record is looked for in this much of the file first
 
 
-def _first_listed_format(head: bytes) -> str | None:
-    """The format of the first item of a JSON list that starts in `head` and is a complete object there;
-    None when it cannot be told from `head` alone (the whole file is parsed then). Telling a 4 MB R2R
-    list this way takes microseconds, where parsing it whole takes most of a second.
+def _first_listed(head: bytes):
+    """The first item of a JSON list that starts in `head` and is a complete object there; None when it
+    cannot be told from `head` alone (the whole file is parsed then). Telling a 4 MB R2R list this way
+    takes microseconds, where parsing it whole takes most of a second.
 
-    >>> _first_listed_format(b'[{"path_id": 1, "instructions": ["go"]}, {"pa'), _first_listed_format(b'[{"path_id": 1')
-    ('r2r', None)
+    >>> _first_listed(b'[{"path_id": 1, "instructions": ["go"]}, {"pa'), _first_listed(b'[{"path_id": 1')
+    ({'path_id': 1, 'instructions': ['go']}, None)
     """
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \t\r\n")
     if not text.startswith("["):
@@ -134,47 +134,63 @@ def _first_listed_format(head: bytes) -> str | None:
         obj, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError:
         return None
-    return record_format(obj) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else None
 
 
-def stream_format(open_stream, source: str = "") -> str:
-    """The format of the file `open_stream()` opens (its first record). Plain JSON Lines are read no
-    further than their first line; anything else (a JSON list, an indented object) is parsed whole, from
-    a second `open_stream()`. A file without any record is "r2r" (its reader then says what is wrong).
-
-    >>> import io
-    >>> stream_format(lambda: io.BytesIO(b'[{"instruction_id": 1, "path": ["a"], "metrics": {}}]'))
-    'rxr_follower'
-    """
+def first_record(open_stream, source: str = ""):
+    """The first record (a dict) of the file `open_stream()` opens, or None when it holds none. Plain JSON
+    Lines are read no further than their first line; anything else (a JSON list, an indented object) is
+    parsed whole, from a second `open_stream()`."""
     with open_stream() as stream:
         line = first_line(stream)
     if line is not None:
-        return line_format(line) or R2R
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        return obj if isinstance(obj, dict) else None
     with open_stream() as stream:
-        found = _first_listed_format(stream.read(HEAD_BYTES))
+        found = _first_listed(stream.read(HEAD_BYTES))
     if found is not None:
         return found
     with open_stream() as stream:
         for chunk in json_chunks(stream, source):
             if not isinstance(chunk, RecordError):
-                found = items_format(chunk[1])
+                found = next((item for item in chunk[1] if isinstance(item, dict)), None)
                 if found is not None:
                     return found
-    return R2R
+    return None
 
 
-def file_format(path: str) -> str:
-    """The format of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through).
+def stream_format(open_stream, source: str = "") -> str:
+    """The format of the file `open_stream()` opens (its first record, `first_record`). A file without any
+    record is "r2r" (its reader then says what is wrong).
 
-    A file that cannot be read through (a truncated or corrupt `.gz`, a read error) is "r2r", as a file
-    without records is: its reader then makes it a dead letter naming the file and the error.
+    >>> import io
+    >>> stream_format(lambda: io.BytesIO(b'[{"instruction_id": 1, "path": ["a"], "metrics": {}}]'))
+    'rxr_follower'
     """
+    obj = first_record(open_stream, source)
+    return R2R if obj is None else record_format(obj)
+
+
+def file_record(path: str):
+    """The first record of a dataset or prediction file, local or gs:// (gzip and bzip2 are read through);
+    None for a file without records or one that cannot be read through (a truncated or corrupt `.gz`, a
+    read error: its reader then makes it a dead letter naming the file and the error)."""
     from vlnkit.io import fileio
 
     try:
-        return stream_format(lambda: fileio.open_read(path), path)
+        return first_record(lambda: fileio.open_read(path), path)
     except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile and bz2's errors are OSErrors
-        return R2R
+        return None
+
+
+def file_format(path: str) -> str:
+    """The format of a dataset or prediction file (its first record, `file_record`); "r2r" for a file
+    without records or one that cannot be read through."""
+    obj = file_record(path)
+    return R2R if obj is None else record_format(obj)
 
 
 def rxr_label(obj, index: int) -> str:
@@ -212,7 +228,7 @@ def _validate(obj) -> str | None:
 
 def parse_dataset(data: bytes | str, source: str, *, require_distance: bool = False) -> Iterator[dict | RecordError]:
     """Each valid record of an R2R-format, REVERIE or RxR guide file (the format of its first record) as a
-    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN/NDH file is
+    dict, or a RecordError per unusable record; a follower file, a REVERIE test split or a CVDN file is
     one RecordError for the whole file.
 
     R2R records come as `vlnkit.datasets.r2r.parse_r2r` gives them; guide lines as `rxr_guide_record`

@@ -6,7 +6,7 @@
   give exact, order-independent summaries.
 - `rewards`: the metrics as incremental RL rewards (`RewardBatch` for B environments at once,
   `RewardEpisode` for one), each step O(|R|).
-- `ndh`: CVDN's NDH metrics as its official evaluator defines them (`score_ndh`: oracle path success and
+- `cvdn`: CVDN's metrics as its official evaluator defines them (`score_cvdn`: oracle path success and
   goal progress besides the standard metrics under its conventions).
 - `random_baseline`: the R2R paper's random-walk baseline, generated in vectorized batches.
 - `score_summary`: the score job's `summary.json` from its summed totals and bootstrap sums
@@ -69,6 +69,6 @@ __getattr__, __all__ = lazy_exports(
         "leaderboard": ("leaderboard", "leaderboard_text", "write_leaderboard", "language_rows"),
         "schemas": ("EPISODE_SCORES", "RANDOM_EPISODE_SCORES"),
         "bucket_scores": ("BucketScores",),
-        "ndh": ("score_ndh", "first_non_edges", "NDH_METRICS"),
+        "cvdn": ("score_cvdn", "first_non_edges", "CVDN_EVAL_METRICS"),
     },
 )

@@ -118,8 +118,8 @@ def pair_scores(
     Work arrays: row (>= lq + 1 floats), colmin (>= lq floats), ed_work (>= 2 lq + lr ints).
     need_grid: DTW, PC and the query-to-reference distances (one |R| x |Q| pass); need_ed: SED.
     strict: success is NE < d_th (R2R eval.py) instead of NE <= d_th (the R4R/nDTW papers' code).
-    given_sr, given_osr: a benchmark's own success and oracle success (0 or 1; negative: the distance
-    rule), which then gate SPL, SED and SDTW (`vlnkit.scoring.benchmark`: REVERIE's object visibility).
+    given_sr, given_osr: a task's own success and oracle success (0 or 1; negative: the distance
+    rule), which then gate SPL, SED and SDTW (`vlnkit.scoring.task`: REVERIE's object visibility).
     """
     g = r[lr - 1]
     pl = path_length(dist, q, lq)
@@ -308,7 +308,7 @@ def score_flat_pairs(
     its length into q_len), the steps that are neither a repeat nor an edge (jumps), every metric through
     `pair_scores` (into out[:, b]: the same call, so the same bits, as `score_many`) and the reference
     path's length. Nodes must be valid indices of their scan (the caller resolved them). `given_sr` and
-    `given_osr` (one per pair, or empty for the distance rule) are a benchmark's own success and oracle
+    `given_osr` (one per pair, or empty for the distance rule) are a task's own success and oracle
     success (see `pair_scores`).
     """
     width = 1

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.md")
+TASK_SUCCESS = "task_success"  # the success line a task with its own rule gives (the summary's task block)
 LEADERBOARD_METRICS = ("sr", "spl", "ndtw", "sdtw", "cls", "ne", "pl", "osr")
 LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown per language
 # Straight-line bounds of a continuous dataset's geodesic metrics (`--goal_distance=euclidean`): columns of
@@ -49,10 +50,10 @@ COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts 
 # Object grounding (REVERIE: the predicted object is the target; RGSPL weighs it by path efficiency): columns
 # of their own, shown (with their intervals) only when some agent has them.
 GROUNDING_METRICS = ("rgs", "rgspl")
-# CVDN/NDH (vlnkit.evaluation.ndh): oracle path success and goal progress, shown (with intervals) when some
+# CVDN (vlnkit.evaluation.cvdn): oracle path success and goal progress, shown (with intervals) when some
 # agent has them.
-NDH_SHOWN = ("ops", "gp")
-OWN_METRICS = (*GROUNDING_METRICS, *NDH_SHOWN)  # a benchmark's own metrics, beside the shared ones
+CVDN_SHOWN = ("ops", "gp")
+OWN_METRICS = (*GROUNDING_METRICS, *CVDN_SHOWN)  # a task's own metrics, beside the shared ones
 
 
 def _is_rate(metric: str) -> bool:
@@ -178,17 +179,8 @@ def success_line(options: dict) -> str:
     "Success: NE <= 3.0 m (success_rule=le, as the R4R/nDTW papers' code; R2R eval.py uses NE < d_th)."
     """
     d, rule = options["success_distance"], options.get("success_rule", DEFAULT_SUCCESS_RULE)
-    if options.get("benchmark") == "cvdn":
-        return (
-            f"Success: NE < 3 m to the goal of the {options.get('target_path', 'planner')} path (CVDN/NDH, "
-            "tasks/NDH/eval.py); OPS: oracle success against the planner's goal; GP: goal progress (m) towards "
-            "the dialog's end panos."
-        )
-    if options.get("benchmark") == "reverie":
-        return (
-            "Success: the target object is visible from the stop (REVERIE, no distance test); RGS: the predicted "
-            f"object is the target; SPL and RGSPL by the {options.get('evaluator', 'official')} evaluator's rule."
-        )
+    if options.get(TASK_SUCCESS):  # a task with its own rule says its success line (`vlnkit.scoring.task`)
+        return options[TASK_SUCCESS]
     if "ce_reference" in options:  # a continuous dataset: the geodesic rates are the simulator's own
         line = (
             "Success: SR, OSR and SPL are each agent's own simulator results (geodesic NE, under its codebase's "
@@ -282,12 +274,14 @@ def _csv_value(value):
 
 
 def leaderboard_options(summary: dict) -> dict:
-    """What the leaderboard's header lines need from a summary: its scoring options and bootstrap settings.
+    """What the leaderboard's header lines need from a summary: its scoring options, bootstrap settings and
+    the success line of its task, when the task has its own rule.
 
     >>> leaderboard_options({"options": {"success_distance": 3.0}, "bootstrap": {"bootstrap": 100}})
     {'success_distance': 3.0, 'bootstrap': 100}
     """
-    return {**summary["options"], **summary.get("bootstrap", {})}
+    success = (summary.get("task") or {}).get("success")
+    return {**summary["options"], **summary.get("bootstrap", {}), **({TASK_SUCCESS: success} if success else {})}
 
 
 def write_leaderboard(output_dir: str, summary: dict) -> None:

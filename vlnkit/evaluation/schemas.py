@@ -56,12 +56,12 @@ RANDOM_EPISODE_SCORES = versioned_schema(
 )
 
 
-def benchmark_episode_scores(name: str, version: int, own: list[pa.Field], meanings: dict[str, str]) -> pa.Schema:
-    """A benchmark's episode rows (REVERIE, CVDN): the rows of every graph dataset (`EPISODE_SCORES`) with the
-    benchmark's `own` columns after the shared metrics; each column means what it means there unless
+def task_episode_scores(name: str, version: int, own: list[pa.Field], meanings: dict[str, str]) -> pa.Schema:
+    """A task's episode rows (REVERIE, CVDN): the rows of every graph dataset (`EPISODE_SCORES`) with the
+    task's `own` columns after the shared metrics; each column means what it means there unless
     `meanings` says otherwise (every own column must be in it).
 
-    >>> s = benchmark_episode_scores("demo", 1, [pa.field("gp", pa.float64())], {"gp": "goal progress"})
+    >>> s = task_episode_scores("demo", 1, [pa.field("gp", pa.float64())], {"gp": "goal progress"})
     >>> s.names[s.names.index("md") + 1], s.names[-2:]
     ('gp', ['non_adjacent_steps', 'path'])
     """

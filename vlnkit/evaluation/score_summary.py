@@ -110,8 +110,8 @@ def score_summary(
     """The summary: shared counts, per-agent blocks under "agents" and, for one agent, its block at the top.
 
     `metrics` are the metric names the totals hold (`METRICS`; a continuous dataset's job has more,
-    `vlnkit.continuous.schemas.CE_METRICS`, and so has a benchmark with its own rule, REVERIE's): means,
-    null counts, intervals and comparisons cover them. `counters` are a benchmark's own per-agent counts.
+    `vlnkit.continuous.schemas.CE_METRICS`, and so has a task with its own rule, REVERIE's): means,
+    null counts, intervals and comparisons cover them. `counters` are a task's own per-agent counts.
 
     With `bootstrap` (the merged `vlnkit.comparison.accumulate` sums of the job), every leaderboard row
     gains "<metric>_ci" and "tied_with_above", and the summary gains "comparisons" and "breakdowns".

@@ -71,6 +71,7 @@ LICENSES = (
     (r"(?i)(^|/)fgr2r[^/]*$", "Fine-Grained R2R", "MIT; Matterport3D terms"),
     (r"(?i)(^|/)r4r[^/]*$", "R4R", "Apache 2.0 (google-research r4r); Matterport3D terms"),
     (r"(?i)(^|/)reverie[^/]*$", "REVERIE", "MIT (code); Matterport3D terms (data)"),
+    (r"(?i)(^|/)(cvdn|ndh)(/|[^/]*$)", "CVDN", "MIT (mmurray/cvdn code and dialogs); Matterport3D terms"),
     (r"(?i)(^|/)r2r[^/]*$", "Room-to-Room", "Matterport3D terms (non-commercial research)"),
 )
 UNKNOWN = "not known to vlnkit: see where the file came from"

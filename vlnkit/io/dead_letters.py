@@ -30,3 +30,9 @@ class RecordError:
 
     def to_dict(self) -> dict:
         return {"stage": self.stage, "source": self.source, "record": self.record, "reason": self.reason}
+
+
+class UnusableInput(ValueError):
+    """An input the run's results depend on as a whole (not record by record: REVERIE's visibility files)
+    cannot be read: no dead letter can stand for it, so the run fails (exit code 3) with this one line,
+    which names the file."""

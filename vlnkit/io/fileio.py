@@ -36,6 +36,15 @@ def _filesystems(path: str):
     return FileSystems
 
 
+def use_options(options) -> None:
+    """Build every Beam filesystem client of this process with a run's pipeline options (`--no_auth`, the
+    project, ...), as Beam's `Pipeline` does once it is built; without them a `gs://` access made before
+    (a lock, a listing) builds its client from no options and searches for Google credentials."""
+    from apache_beam.io.filesystems import FileSystems
+
+    FileSystems.set_options(options)
+
+
 def is_remote(path: str) -> bool:
     """Whether a path names a Beam filesystem (`gs://`, `s3://`, ...) rather than the local disk.
 
@@ -195,3 +204,35 @@ def rename(src: str, dst: str) -> None:
         _filesystems(src).rename([src], [dst])
         return
     os.replace(src, dst)
+
+
+def delete(paths: list[str]) -> None:
+    """Delete files by name, on any filesystem (an object store's objects in one call)."""
+    if not paths:
+        return
+    if is_remote(paths[0]):
+        _filesystems(paths[0]).delete(list(paths))
+        return
+    for path in paths:
+        os.remove(path)
+
+
+def copy(src: str, dst: str) -> None:
+    """Copy one file (on an object store, one object replaced whole: a reader sees the old or the new one)."""
+    if is_remote(src) or is_remote(dst):
+        _filesystems(src if is_remote(src) else dst).copy([src], [dst])
+        return
+    import shutil
+
+    shutil.copyfile(src, dst)
+
+
+def stored_checksum(path: str) -> str | None:
+    """The checksum an object store keeps for an object (Cloud Storage: its crc32c, from a metadata call);
+    None for a local file, or where the store keeps none."""
+    if not is_remote(path):
+        return None
+    try:
+        return _filesystems(path).get_filesystem(path).checksum(path)
+    except Exception:  # noqa: BLE001 -- a store that keeps none
+        return None

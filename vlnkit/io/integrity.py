@@ -82,12 +82,7 @@ def _stored_crc32c(path: str) -> str | None:
     """The crc32c Cloud Storage keeps for a gs:// object (a metadata call); None elsewhere."""
     if not path.startswith("gs://"):
         return None
-    from apache_beam.io.filesystems import FileSystems
-
-    try:
-        found = FileSystems.get_filesystem(path).checksum(path)
-    except Exception:  # noqa: BLE001 -- a store that keeps none: the bytes are streamed instead
-        return None
+    found = fileio.stored_checksum(path)  # None: a store that keeps none, the bytes are streamed instead
     return found if isinstance(found, str) and len(found) == 8 else None
 
 

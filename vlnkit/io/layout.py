@@ -116,10 +116,7 @@ def pointer_generation(root: str) -> int:
 def list_tree(folder: str) -> list[str]:
     """Every file under a folder (local or any Beam filesystem), sorted."""
     if fileio.is_remote(folder):
-        from apache_beam.io.filesystems import FileSystems
-
-        pattern = folder.rstrip("/") + "/**"
-        return sorted(m.path for r in FileSystems.match([pattern]) for m in r.metadata_list)
+        return [path for path, _ in fileio.match([folder.rstrip("/") + "/**"])]
     found = []
     for base, dirs, names in os.walk(folder):
         dirs.sort()

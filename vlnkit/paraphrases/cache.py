@@ -113,9 +113,7 @@ class TranslationCache:
         new = self.flush()
         stale = [p for p in old if p != new]
         if stale:
-            from apache_beam.io.filesystems import FileSystems
-
-            FileSystems.delete(stale)
+            fileio.delete(stale)
         return new
 
 

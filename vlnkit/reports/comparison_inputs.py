@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
-# The metrics the page shows where a file has them: the headline ones, and a benchmark's own (REVERIE's
-# object grounding RGS, RGSPL; CVDN/NDH's oracle path success and goal progress).
+# The metrics the page shows where a file has them: the headline ones, and a task's own (REVERIE's
+# object grounding RGS, RGSPL; CVDN's oracle path success and goal progress).
 PAGE_METRICS = (*HEADLINE, *OWN_METRICS)
 # What a continuous dataset's episodes file (`continuous_episode_scores`) needs: positions instead of a path.
 CONTINUOUS_COLUMNS = ("agent", "instr_id", "scan", "positions")

@@ -16,6 +16,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from vlnkit.datasets.cvdn import TARGET_PATH
 from vlnkit.io import fileio, inputs
 from vlnkit.reports.stats import (
     DEFAULT_KEEP_BAND,
@@ -134,15 +135,15 @@ def scored_on(folder: str) -> list[str]:
 
 
 def scored_target_path(folders: list[str]) -> str | None:
-    """The target path CVDN/NDH episodes were scored against (the score job's `--target_path`, in its
+    """The target path CVDN episodes were scored against (the score job's `--target_path`, in its
     summary.json's options), or None when no folder holds a CVDN score run; ReportInputError when two folders
     say different paths (one comparison page, one reference per episode)."""
     found = set()
     for folder in folders:
         path = fileio.join(folder, "summary.json")
         options = (read_json(path) if fileio.exists(path) else {}).get("options") or {}
-        if options.get("benchmark") == "cvdn":
-            found.add(options.get("target_path", "planner"))
+        if TARGET_PATH in options:  # a score run of a task whose episodes have a target path
+            found.add(options[TARGET_PATH])
     if len(found) > 1:
         raise ReportInputError(
             f"CVDN score runs against different target paths ({', '.join(sorted(found))}): compare agents scored "

@@ -3,7 +3,7 @@
 After every write of a run has finished, one step (`finish`) reads back the declared outputs
 (`vlnkit.io.integrity`), judges the run (`vlnkit.runs.verdict`), writes `manifest.json` (`vlnkit.runs.manifest`)
 and, for a good run, `_SUCCESS`, switches the pointer, prunes old versions and releases the lock
-(`vlnkit.runs.publication`). It runs as the pipeline's last step (`transforms.publish.Publish`), so a run
+(`vlnkit.runs.publication`). It runs as the pipeline's last step (`transforms.publish.publish`), so a run
 publishes the same way whether its launcher waits for it, exits, or is killed: a launcher that waits
 reads the verdict back from the manifest (`read_ending`).
 
@@ -13,6 +13,7 @@ travels to a worker): the job's declarations, the run's settings, its inputs, th
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -55,8 +56,7 @@ class Ending:
     code: dict  # the launcher's `code_identity()`
     outcome: Callable[[dict], Outcome] = default_outcome
     declared: Callable[[dict], dict[str, int | None]] | None = None
-    digests: list[dict] | None = None  # the inputs' checksums, when the launcher already has them
-    digests_file: str | None = None  # where a launcher on the same machine leaves them (`hand_digests`)
+    digests_file: str | None = None  # where a launcher on this machine leaves the inputs' checksums
     waited: bool = True  # a launcher reads the verdict back; else a failed run fails the job (`Failed`)
     started: float = field(default_factory=time.time)
 
@@ -65,55 +65,42 @@ class Ending:
         return self.publication.folder
 
 
-# The input checksums a launcher computes on a thread while its in-process pipeline runs, by version:
-# the last step, in the same process, takes them from here instead of reading every input again.
-_HASHING: dict[str, Future] = {}
-DIGESTS_WAIT_SECONDS = 600.0
-
-
-def hashing_here(version: str, digests: Future) -> None:
-    """Hand the last step of the run `version`, if it runs in this process, the inputs' checksums."""
-    _HASHING[version] = digests
-
-
 def digests_file(version: str) -> str:
-    """Where a local run's launcher leaves its inputs' checksums for a last step in another process of
-    this machine (`hand_digests`), by version."""
+    """Where the launcher of a run on the local runner leaves its inputs' checksums for the run's last step
+    (in its own process or in a worker process of this machine), by version (`hand_digests`)."""
     return os.path.join(tempfile.gettempdir(), f"vlnkit-inputs-{version}.json")
 
 
 def hand_digests(digests: Future, path: str) -> None:
-    """Hand the last step, if it runs in another process of this machine (the local runner's worker
-    processes), the inputs' checksums through a file, once they are computed (a failure too)."""
+    """Hand the last step of a run on this machine (the local runner, in this process or in its worker
+    processes) the inputs' checksums through the file `path`: created and locked now, before the pipeline
+    runs, written and unlocked once they are computed (empty when hashing failed). The step's read waits
+    on the lock (`input_digests`); a launcher that dies releases it with its process."""
+    handed = open(path, "wb")  # noqa: SIM115 -- closed by `write`, which releases the lock
+    fcntl.flock(handed, fcntl.LOCK_EX)
 
     def write(done: Future) -> None:
-        error = done.exception()
-        data = json.dumps({"error": repr(error)} if error else {"digests": done.result()}).encode()
-        with open(f"{path}.tmp", "wb") as f:
-            f.write(data)
-        os.replace(f"{path}.tmp", path)
+        try:
+            if done.exception() is None:
+                handed.write(json.dumps(done.result()).encode())
+        finally:
+            handed.close()
 
     digests.add_done_callback(write)
 
 
 def input_digests(ending: Ending) -> list[dict]:
-    """The inputs' checksums: as the launcher handed them over (in `ending`, in this process, or through a
-    file on this machine), else read here (a step on a remote worker, or a launcher that failed to)."""
-    if ending.digests is not None:
-        return ending.digests
-    here = _HASHING.pop(ending.publication.version, None)
-    if here is not None:
-        return here.result()
-    if ending.digests_file:
-        deadline = time.monotonic() + DIGESTS_WAIT_SECONDS
-        while not os.path.exists(ending.digests_file) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if os.path.exists(ending.digests_file):
-            with open(ending.digests_file, "rb") as f:
-                handed = json.load(f)
-            os.remove(ending.digests_file)
-            if "digests" in handed:
-                return handed["digests"]
+    """The inputs' checksums as a local launcher handed them over (`hand_digests`: the read waits until the
+    launcher has written them), else read here (a launcher that failed to hash them). A run on any other
+    runner gets them from a branch of its pipeline (`transforms.publish.publish`), so that its workers
+    read its inputs, not the launcher."""
+    if ending.digests_file and os.path.exists(ending.digests_file):
+        with open(ending.digests_file, "rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH)  # held by the launcher until its checksums are written
+            data = f.read()
+        os.remove(ending.digests_file)
+        if data:
+            return json.loads(data)
     return describe_inputs(ending.inputs)
 
 

@@ -152,9 +152,7 @@ def _place_outside(root: str, final: str, staged: str) -> None:
     """Make a file named outside the output folder show the published version's copy."""
     name = os.path.basename(staged.rstrip("/"))
     if fileio.is_remote(final) or fileio.is_remote(root):
-        from apache_beam.io.filesystems import FileSystems
-
-        FileSystems.copy([staged], [final])  # one object replaced whole: a reader sees the old or the new one
+        fileio.copy(staged, final)  # one object replaced whole: a reader sees the old or the new one
         return
     folder = os.path.dirname(os.path.abspath(final))
     target = os.path.relpath(os.path.join(os.path.abspath(root), layout.POINTER, name), folder)
@@ -166,22 +164,15 @@ def _place_outside(root: str, final: str, staged: str) -> None:
 
 
 def _remove_matching(root: str, patterns: list[str]) -> None:
-    from apache_beam.io.filesystems import FileSystems
-
-    found = [m.path for r in FileSystems.match([fileio.join(root, p) for p in patterns]) for m in r.metadata_list]
+    found = [path for path, _ in fileio.match([fileio.join(root, p) for p in patterns])]
     found = [p for p in found if "/" not in p[len(root.rstrip("/")) + 1 :]]  # top-level objects only
-    if found:
-        FileSystems.delete(found)
+    fileio.delete(found)
 
 
 def _remove_beam_temp(root: str) -> None:
     """Beam's temporary folders a run of the older layout left directly in the output folder."""
     if fileio.is_remote(root):
-        from apache_beam.io.filesystems import FileSystems
-
-        for r in FileSystems.match([fileio.join(root, "beam-temp-*") + "/**"]):
-            if r.metadata_list:
-                FileSystems.delete([m.path for m in r.metadata_list])
+        fileio.delete([path for path, _ in fileio.match([fileio.join(root, "beam-temp-*") + "/**"])])
         return
     import glob
 

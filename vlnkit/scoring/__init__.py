@@ -7,7 +7,10 @@
 - `score`: a joined bucket -> an Arrow table of episode rows and exact totals (`score_bucket`), every
   pair scored by one compiled call (`score_pairs`) on the worker's flat scan tables (`scans`).
 - `bootstrap`: a bucket's rows -> mergeable bootstrap sums (`bucket_sums`).
-- `cvdn`: CVDN's NDH benchmark for the score job (`CVDN`: its episode rows and `ndh_rule`, success by the
+- `task`: what a VLN task declares (`Task`: its flags and typed options, its rule's `Decision`, its rows
+  and summary text); `registry`: the tasks the job knows (`TASKS`) and which one a dataset is scored by;
+  `reverie`: REVERIE's (`REVERIE`: success by object visibility, remote grounding);
+- `cvdn`: CVDN's task for the score job (`CVDN`: its episode rows and `cvdn_rule`, success by the
   official evaluator's rule, oracle path success and goal progress, non-edge moves refused).
 - `followers`: RxR follower files' released metrics against ours (`follower_agents`, `differences`).
 - `warm`: the job's compiled kernels loaded on a thread at start-up (`warm_up_in_background`).
@@ -27,7 +30,10 @@ __getattr__, __all__ = lazy_exports(
         "join": ("join_bucket", "BucketJoin", "AgentMatch", "instr_ids", "to_scan_nodes"),
         "score": ("score_bucket", "score_pairs", "BucketScores", "PairScores", "metric_columns"),
         "scans": ("ScanTables",),
-        "cvdn": ("CVDN", "ndh_rule", "CVDN_METRICS", "CVDN_EPISODE_SCORES"),
+        "task": ("Task", "TaskOptions", "Decision", "RulePairs", "R2R_TASK"),
+        "registry": ("TASKS", "task_for"),
+        "reverie": ("REVERIE", "ReverieOptions", "reverie_rule", "REVERIE_METRICS", "REVERIE_EPISODE_SCORES"),
+        "cvdn": ("CVDN", "CVDNOptions", "cvdn_rule", "CVDN_METRICS", "CVDN_EPISODE_SCORES"),
         "bootstrap": ("bucket_sums",),
         "warm": ("warm_up", "warm_up_in_background"),
         "followers": (

@@ -1,12 +1,12 @@
-"""CVDN's NDH rule for the score job: success within 3 m (strictly) of the target path's goal, oracle path
+"""CVDN's rule for the score job: success within 3 m (strictly) of the target path's goal, oracle path
 success against the planner's goal, goal progress towards the dialog's end panos.
 
-The reader (`vlnkit.datasets.reference_batches`, format "cvdn") makes each NDH instance one episode keyed by
-its inst_idx, with the target path (`--target_path`: planner, player or trusted, `vlnkit.datasets.ndh`) as
+The reader (`vlnkit.datasets.reference_batches`, format "cvdn") makes each CVDN instance one episode keyed by
+its inst_idx, with the target path (`--target_path`: planner, player or trusted, `vlnkit.datasets.cvdn`) as
 its reference path and the planner's goal and the end panos as extras. So the join checks the trajectory's
 start against the target path's, as the evaluator does (eval.py:62), and the compiled kernel scores every
 path metric against the target path; this rule decides success as the evaluator does and adds what only
-NDH has (`vlnkit.evaluation.ndh`, where each rule is cited: mmurray/cvdn `tasks/NDH/eval.py`):
+CVDN has (`vlnkit.evaluation.cvdn`, where each rule is cited: mmurray/cvdn `tasks/NDH/eval.py`):
 
 - `sr`, `osr`: NE < 3 m and ONE < 3 m against the target's goal (eval.py:110-111), given to the kernel,
   which gates SPL with them (SPL's reference: the shortest distance from the start, eval.py:95, 114-122);
@@ -21,30 +21,28 @@ both), a planner goal or end pano outside the scan's graph, or a goal or end pan
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths, Vocabulary
-from vlnkit.datasets.ndh import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL
+from vlnkit.datasets.cvdn import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL, TARGET_PATH, TARGET_PATHS
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
-from vlnkit.evaluation.ndh import first_non_edges, ndh_extras, ndh_success, nearest
-from vlnkit.evaluation.schemas import benchmark_episode_scores
-from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
-from vlnkit.scoring.join import to_scan_nodes
+from vlnkit.evaluation.schemas import task_episode_scores
+from vlnkit.scoring.task import Decision, RulePairs, Task, TaskOptions
 
-NDH_OWN = ("ops", "gp", "sgp")
-CVDN_METRICS = (*METRICS, *NDH_OWN)
-TARGET_PATH = "target_path"  # the benchmark option (`BenchmarkOptions.get`)
+CVDN_OWN = ("ops", "gp", "sgp")
+CVDN_METRICS = (*METRICS, *CVDN_OWN)
 
-# The rows of every graph dataset, with NDH's own metrics after the shared ones.
-CVDN_EPISODE_SCORES = benchmark_episode_scores(
+# The rows of every graph dataset, with CVDN's own metrics after the shared ones.
+CVDN_EPISODE_SCORES = task_episode_scores(
     "cvdn_episode_scores",
     1,
-    [pa.field(m, pa.float64(), nullable=True) for m in NDH_OWN],
+    [pa.field(m, pa.float64(), nullable=True) for m in CVDN_OWN],
     {
-        "instr_id": "the NDH instance (its inst_idx)",
+        "instr_id": "the CVDN instance (its inst_idx)",
         "language": "the instruction's language tag; null for CVDN",
         **{m: METRIC_MEANINGS[m] + " (against the --target_path path)" for m in METRICS},
         "sr": "success: 1 if the agent stopped less than 3 m from the target path's goal, else 0",
@@ -57,8 +55,58 @@ CVDN_EPISODE_SCORES = benchmark_episode_scores(
 )
 
 
+@dataclass(frozen=True)
+class CVDNOptions(TaskOptions):
+    """`target_path`: the path SR, OSR, SPL and NE are measured against (`vlnkit.datasets.cvdn.TARGET_PATHS`)."""
+
+    target_path: str = DEFAULT_TARGET_PATH
+
+    def reading(self) -> dict:
+        return {TARGET_PATH: self.target_path}
+
+
+def add_flags(parser) -> None:
+    parser.add_argument(
+        f"--{TARGET_PATH}",
+        choices=TARGET_PATHS,
+        default=DEFAULT_TARGET_PATH,
+        help="CVDN: the path SR, OSR, SPL and NE are measured against: the planner's (the official evaluator's "
+        "default), the player's, or trusted (the player's when it reaches the planner's goal, else the planner's; "
+        "tasks/NDH/eval.py path_type)",
+    )
+
+
+def options_of(args, dataset_files: list[str]) -> CVDNOptions:
+    """CVDN's option from the flags; ValueError (one line) for a flag that does not apply."""
+    if args.spl_reference != "shortest":
+        raise ValueError("--spl_reference does not apply to CVDN: its SPL's reference is d(start, goal) (eval.py)")
+    if args.success_distance != 3.0:
+        raise ValueError("--success_distance does not apply to CVDN: CVDN's success is NE < 3 m (eval.py)")
+    return CVDNOptions(args.target_path)
+
+
+def strict_success(config):
+    """CVDN's success is NE < 3 m (eval.py): its rule decides it, and the summary says so."""
+    return dataclasses.replace(config, success_rule="lt")
+
+
+def success_line(options: dict) -> str:
+    return (
+        f"Success: NE < 3 m to the goal of the {options['target_path']} path (CVDN, "
+        "tasks/NDH/eval.py); OPS: oracle success against the planner's goal; GP: goal progress (m) towards "
+        "the dialog's end panos."
+    )
+
+
+def title(options: dict) -> str:
+    return (
+        f"Scores (CVDN: success NE < {options['success_distance']} m to the {options['target_path']} path's goal, "
+        f"keep_repeats={options['keep_repeats']})"
+    )
+
+
 @dataclass
-class NDHContext:
+class CVDNContext:
     """What the rule needs beyond the pairs: the worker's vocabulary and graphs (to place the extras' viewpoints
     in their scans) and the target path the references were read with."""
 
@@ -67,13 +115,15 @@ class NDHContext:
     target_path: str = DEFAULT_TARGET_PATH
 
 
-def load_ndh(options: BenchmarkOptions, vocab, graphs) -> NDHContext:
-    return NDHContext(vocab, graphs, options.get(TARGET_PATH, DEFAULT_TARGET_PATH))
+def load_cvdn(options: CVDNOptions, vocab, graphs) -> CVDNContext:
+    return CVDNContext(vocab, graphs, options.target_path)
 
 
-def _scan_nodes(pairs: RulePairs, ctx: NDHContext, paths: Paths) -> tuple[Paths, dict[int, str]]:
+def _scan_nodes(pairs: RulePairs, ctx: CVDNContext, paths: Paths) -> tuple[Paths, dict[int, str]]:
     """An extra's viewpoints as node indices of each pair's scan (a node 0 where one is not in it), and
     {pair: the first viewpoint that is not}."""
+    from vlnkit.scoring.join import to_scan_nodes  # compiled: loaded where the job scores, not for --help
+
     names = np.asarray(pairs.scans.scans, dtype=object)
     scan_ids = np.asarray([ctx.vocab.scan_ids.get(s, -1) for s in pairs.scans.scans], np.int64)
     nodes, bad = to_scan_nodes(paths, scan_ids[pairs.slot], names[pairs.slot], ctx.vocab, ctx.graphs)
@@ -83,8 +133,11 @@ def _scan_nodes(pairs: RulePairs, ctx: NDHContext, paths: Paths) -> tuple[Paths,
     return Paths(nodes.offsets, values), bad
 
 
-def ndh_rule(pairs: RulePairs, ctx: NDHContext, config) -> RuleOutput:
-    """NDH's metrics of a bucket's pairs (see the module docstring)."""
+def cvdn_rule(pairs: RulePairs, ctx: CVDNContext) -> Decision:
+    """What CVDN decides of a bucket's pairs: success, oracle success, its own metrics and the pairs it
+    refuses (see the module docstring)."""
+    from vlnkit.evaluation.cvdn import cvdn_extras, cvdn_success, first_non_edges, nearest  # compiled
+
     scans, slot = pairs.scans, pairs.slot
     base, size = scans.starts[slot], scans.sizes[slot]
 
@@ -132,21 +185,25 @@ def ndh_rule(pairs: RulePairs, ctx: NDHContext, config) -> RuleOutput:
     refused = np.zeros(len(pairs), bool)
     refused[list(reasons)] = True
     safe = np.where(refused, starts, goals), np.where(refused, starts, planner_goals)  # no inf for refused pairs
-    success = ndh_success(distance(every, finals, safe[0]))
-    oracle = ndh_success(nearest(distance, queries.offsets, queries.values, safe[0]))
-    columns = dict(pairs.score(success, oracle).scores)
+    success = cvdn_success(distance(every, finals, safe[0]))
+    oracle = cvdn_success(nearest(distance, queries.offsets, queries.values, safe[0]))
     q = (queries.offsets, queries.values)
     with np.errstate(invalid="ignore"):
-        columns.update(ndh_extras(distance, starts, finals, safe[1], success, q, (ends.offsets, ends.values)))
-    return RuleOutput(columns, refused=refused, reasons=reasons)
+        columns = cvdn_extras(distance, starts, finals, safe[1], success, q, (ends.offsets, ends.values))
+    return Decision(success, oracle, refused, reasons, columns=columns)
 
 
-CVDN = Benchmark(
+CVDN = Task(
     "cvdn",
     (CVDN_FORMAT,),
     CVDN_EPISODE_SCORES,
     CVDN_METRICS,
-    rule=ndh_rule,
-    load=load_ndh,
+    decide=cvdn_rule,
+    load=load_cvdn,
     leaderboard_extra=("ops", "gp"),
+    add_flags=add_flags,
+    options_of=options_of,
+    configure=strict_success,
+    success=success_line,
+    title=title,
 )

@@ -186,7 +186,7 @@ class BucketJoin:
     episode_k: np.ndarray
     agents: dict[str, AgentMatch]
     dead: list[RecordError]  # dataset duplicates
-    format_ids: object = None  # (keys, k) -> instr_id strings (`instr_ids`, or a benchmark's own)
+    format_ids: object = None  # (keys, k) -> instr_id strings (`instr_ids`, or a task's own)
 
     def episode_ids(self, episodes: np.ndarray) -> pa.Array:
         keys, k = self.references.path_id[self.episode_ref[episodes]], self.episode_k[episodes]
@@ -207,7 +207,7 @@ def _dedupe_references(
         dup, keep = int(order[pos]), int(kept[pos])
         what = "instruction_id" if refs.first_k[dup] == BARE_K else "path_id"
         key = repr(int(refs.path_id[dup]))
-        if format_ids is not instr_ids:  # a benchmark's own key (REVERIE: "<path_id>_<objId>")
+        if format_ids is not instr_ids:  # a task's own key (REVERIE: "<path_id>_<objId>")
             what, key = "record", repr(format_ids(refs.path_id[dup : dup + 1], np.array([BARE_K]))[0].as_py())
         dead.append(
             RecordError(
@@ -284,7 +284,7 @@ def join_bucket(
 
     `agents` maps each agent to its prediction files (rank -> source path, for dead letters);
     `dataset_files` maps reference ranks to paths (`vlnkit.scoring.reading.dataset_ranks`). `graphs` is
-    a `GraphStore`. `format_ids(keys, k)` writes instr_ids (a benchmark's own form: REVERIE's).
+    a `GraphStore`. `format_ids(keys, k)` writes instr_ids (a task's own form: REVERIE's).
     """
     refs = ReferenceBatch.concat([b for b in pieces if isinstance(b, ReferenceBatch)])
     refs, dataset_dead = _dedupe_references(refs, dataset_files, format_ids)

@@ -40,9 +40,9 @@ from vlnkit.datasets.columns import (
     RefusedReferences,
     Vocabulary,
 )
+from vlnkit.datasets.cvdn import DEFAULT_TARGET_PATH
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
-from vlnkit.datasets.ndh import DEFAULT_TARGET_PATH
 from vlnkit.datasets.prediction_batches import (
     parquet_prediction_items,
     prediction_batch,
@@ -128,7 +128,7 @@ def read_predictions(
 ) -> Iterator[PredictionBatch | RecordError]:
     """The usable predictions of one file (or byte range) of `agent`, as batches, and a dead letter for
     every other record: unreadable ("read"), or with an instr_id no dataset holds ("match"). `parts` is the
-    benchmark's instr_id form (`vlnkit.scoring.benchmark.Benchmark.id_parts`; 3: REVERIE's)."""
+    task's instr_id form (`vlnkit.scoring.task.Task.id_parts`; 3: REVERIE's)."""
     try:
         # The cyclic collector stays off while a file is read: a chunk's parsed objects form no cycles
         # and are freed by reference counting, but a collection while a chunk is alive would scan every
@@ -187,7 +187,7 @@ def read_references(
     records, RxR guide lines and REVERIE records are told apart by the file's first record; an RxR follower
     file and a REVERIE test split are refused as a whole (once, by the range that holds its start).
     `instruction_set`: REVERIE's episodes come from `instructions` or `instructions_l`; `target_path`: a
-    CVDN/NDH instance's reference path is its planner's, its player's or the trusted one (`vlnkit.datasets.ndh`)."""
+    CVDN instance's reference path is its planner's, its player's or the trusted one (`vlnkit.datasets.cvdn`)."""
     parquet = is_parquet(path)
     fmt = FileFormat(instruction_set=instruction_set, target_path=target_path)
     with gc_paused():

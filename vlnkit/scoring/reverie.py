@@ -24,12 +24,14 @@ DUET's evaluator stops on an assertion there, the official one scores it as a fa
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from vlnkit.datasets.reverie import (
+    INSTRUCTION_SETS,
     NO_OBJECT,
     PREDICTED_OBJECT,
     REVERIE_FORMAT,
@@ -39,18 +41,19 @@ from vlnkit.datasets.reverie import (
     visibility_keys,
 )
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
-from vlnkit.evaluation.schemas import benchmark_episode_scores
-from vlnkit.scoring.benchmark import Benchmark, BenchmarkOptions, RuleOutput, RulePairs
-from vlnkit.scoring.join import instr_ids
+from vlnkit.evaluation.schemas import task_episode_scores
+from vlnkit.io import fileio
+from vlnkit.io.dead_letters import UnusableInput
+from vlnkit.scoring.task import Decision, RulePairs, Task, TaskOptions
 
-EVALUATORS = ("official", "duet")
+EVALUATORS = ("official", "duet")  # whose conventions: eval_release.py's or DUET's env.py
 OBJECT_METRICS = ("rgs", "rgspl", "steps")
 REVERIE_METRICS = (*METRICS, *OBJECT_METRICS)
 DUET_FLOOR = 0.01  # env.py: max(trajectory_lengths, gt_lengths, 0.01)
 TARGET, PREDICTED = TARGET_OBJECT, PREDICTED_OBJECT
 
 # The rows of every graph dataset, with the object metrics and ids after the shared metrics.
-REVERIE_EPISODE_SCORES = benchmark_episode_scores(
+REVERIE_EPISODE_SCORES = task_episode_scores(
     "reverie_episode_scores",
     1,
     [
@@ -75,17 +78,93 @@ REVERIE_EPISODE_SCORES = benchmark_episode_scores(
 )
 
 
+@dataclass(frozen=True)
+class ReverieOptions(TaskOptions):
+    """`visibility`: the object-visibility source (the release's BBox folder or DUET's BBoxes.json);
+    `evaluator`: whose conventions (`EVALUATORS`); `instruction_set`: the records' `instructions` or
+    `instructions_l` (eval_release.py's instrType)."""
+
+    visibility: str | None = None
+    evaluator: str = "official"
+    instruction_set: str = "instructions"
+
+    def reading(self) -> dict:
+        return {"instruction_set": self.instruction_set}
+
+    def inputs(self) -> dict[str, str]:  # it decides success: an input of the run, with its checksum
+        if not self.visibility:
+            return {}
+        folder = not self.visibility.endswith(".json")
+        return {"visibility": fileio.join(self.visibility, "*.json") if folder else self.visibility}
+
+
+def add_flags(parser) -> None:
+    parser.add_argument(
+        "--visibility",
+        default=None,
+        help="REVERIE: object visibility, the release's BBox folder (<scan>_<viewpoint>.json files) or DUET's merged "
+        "BBoxes.json (default: BBox beside the first --dataset file)",
+    )
+    parser.add_argument(
+        "--reverie_evaluator",
+        choices=EVALUATORS,
+        default="official",
+        help="REVERIE: whose conventions, the official evaluator's (eval_release.py: SPL's shortest length is "
+        "d(start, goal)) or DUET's (its env.py: the reference path's length, denominator floored at 0.01)",
+    )
+    parser.add_argument(
+        "--instruction_set",
+        choices=INSTRUCTION_SETS,
+        default="instructions",
+        help="REVERIE: the episodes are the records' instructions or their instructions_l (eval_release.py's instrType)",
+    )
+
+
+def options_of(args, dataset_files: list[str]) -> ReverieOptions:
+    """REVERIE's options from the flags; ValueError (one line) for a flag that does not apply, visibility
+    files that are not there (a folder without `<scan>_<viewpoint>.json` files: every episode would fail),
+    or an instruction set a dataset file's records do not hold."""
+    from vlnkit.datasets.rxr import file_record  # the first record of each file, as the job tells formats
+
+    if args.spl_reference != "shortest":
+        raise ValueError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")
+    visibility = args.visibility or fileio.join(os.path.dirname(dataset_files[0]), "BBox")
+    found = (
+        fileio.exists(visibility) if visibility.endswith(".json") else fileio.match([fileio.join(visibility, "*.json")])
+    )
+    if not found:
+        raise ValueError(
+            f"--visibility={visibility}: no visibility files found; REVERIE needs its object-visibility files (the "
+            "release's BBox folder of <scan>_<viewpoint>.json files, or DUET's BBoxes.json)"
+        )
+    for path in dataset_files:
+        record = file_record(path)
+        if record is not None and args.instruction_set not in record:
+            raise ValueError(
+                f"--instruction_set={args.instruction_set}: {path} has no {args.instruction_set!r} in its records "
+                "(REVERIE v1 has only 'instructions')"
+            )
+    return ReverieOptions(visibility, args.reverie_evaluator, args.instruction_set)
+
+
+def success_line(options: dict) -> str:
+    return (
+        "Success: the target object is visible from the stop (REVERIE, no distance test); RGS: the predicted "
+        f"object is the target; SPL and RGSPL by the {options.get('evaluator', 'official')} evaluator's rule."
+    )
+
+
 @dataclass
 class Visibility:
     """A worker's object visibility: a bit per (global viewpoint, object id) seen (`bits`, row `stride` wide:
     one gather answers a whole batch; 3 MB for REVERIE v1), sorted (scan, object) keys of objects seen from
-    somewhere, the vocabulary that numbers viewpoints, and the benchmark's options."""
+    somewhere, the vocabulary that numbers viewpoints, and the task's options."""
 
     bits: np.ndarray
     stride: int
     objects: np.ndarray
     vocab: object
-    options: BenchmarkOptions
+    options: ReverieOptions
 
     def seen(self, viewpoint: np.ndarray, obj: np.ndarray) -> np.ndarray:
         """Whether object obj[i] is visible from global viewpoint viewpoint[i] (-1: no viewpoint)."""
@@ -94,10 +173,16 @@ class Visibility:
         return ok & ((self.bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
 
 
-def load_visibility(options: BenchmarkOptions, vocab, graphs=None) -> Visibility:
+def load_visibility(options: ReverieOptions, vocab, graphs=None) -> Visibility:
+    """The worker's object visibility. A visibility file that cannot be read makes the run's results
+    untrustworthy (its viewpoint's objects would count as unseen): `UnusableInput`, the run fails in one
+    line naming the file."""
     if not options.visibility:
         raise ValueError("REVERIE needs its object-visibility files: --visibility=<BBox folder or BBoxes.json>")
-    seen, objects = read_visibility(options.visibility, vocab)
+    try:
+        seen, objects = read_visibility(options.visibility, vocab)
+    except ValueError as exc:
+        raise UnusableInput(str(exc)) from None
     viewpoint, obj = unpack_keys(seen)
     stride = int(obj.max()) + 1 if len(obj) else 1
     flags = np.zeros(len(vocab.strings) * stride, bool)
@@ -125,19 +210,38 @@ def visible(pairs: RulePairs, vis: Visibility, target: np.ndarray) -> tuple[np.n
     return success, oracle
 
 
-def reverie_rule(pairs: RulePairs, vis: Visibility, config) -> RuleOutput:
-    """REVERIE's metrics of a bucket's pairs (see the module docstring)."""
-    options = vis.options
+def reverie_rule(pairs: RulePairs, vis: Visibility) -> Decision:
+    """What REVERIE decides of a bucket's pairs: success and oracle success by visibility, grounding, the
+    ids, and the counts of unusable object ids and of targets no viewpoint sees (see the module docstring)."""
     target = pairs.ref_extra[TARGET]
     predicted = pairs.pred_extra.get(PREDICTED, np.full(len(pairs), NO_OBJECT, np.int64))
     success, oracle = visible(pairs, vis, target)
-    scored = pairs.score(success.astype(np.float64), oracle.astype(np.float64))
-    columns = dict(scored.scores)
-    pl = columns["pl"]
-    if options.evaluator == "duet":
-        shortest = scored.reference_length
+    rgs = (predicted == target) & (predicted != NO_OBJECT)
+    scan_ids = np.asarray([vis.vocab.scan_ids.get(s, -1) for s in pairs.scans.scans], np.int64)[pairs.slot]
+    never = ~_member(visibility_keys(scan_ids, target), vis.objects)
+    return Decision(
+        success.astype(np.float64),
+        oracle.astype(np.float64),
+        counts={
+            "object_id_unusable": pairs.agent[predicted == NO_OBJECT],
+            "targets_never_visible": pairs.agent[never],
+        },
+        columns={
+            "rgs": rgs.astype(np.float64),
+            "steps": (pairs.queries.lengths - 1).astype(np.float64),
+            TARGET: target,
+            PREDICTED: predicted,
+        },
+    )
+
+
+def reverie_lengths(pairs: RulePairs, vis: Visibility, decision: Decision, scores) -> dict:
+    """SPL and RGSPL by the chosen evaluator's shortest length, from the path metrics' PL (`scores`, the
+    core's `PairScores`)."""
+    pl = scores.scores["pl"]
+    if vis.options.evaluator == "duet":
+        shortest = scores.reference_length
         ratio = shortest / np.maximum(np.maximum(pl, shortest), DUET_FLOOR)
-        columns["spl"] = success * ratio
     else:
         starts = pairs.queries.values[pairs.queries.offsets[:-1]]
         goals = pairs.reference_nodes.values[pairs.reference_nodes.offsets[1:] - 1]
@@ -145,39 +249,30 @@ def reverie_rule(pairs: RulePairs, vis: Visibility, config) -> RuleOutput:
         longest = np.maximum(pl, shortest)
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(longest > 0, shortest / longest, 1.0)  # R2R's SPL: 1 where both are 0
-    columns["spl"] = success * ratio
-    rgs = (predicted == target) & (predicted != NO_OBJECT)
-    columns["rgs"] = rgs.astype(np.float64)
-    columns["rgspl"] = rgs * ratio
-    columns["steps"] = (pairs.queries.lengths - 1).astype(np.float64)
-    columns[TARGET] = target
-    columns[PREDICTED] = predicted
-    scan_ids = np.asarray([vis.vocab.scan_ids.get(s, -1) for s in pairs.scans.scans], np.int64)[pairs.slot]
-    never = ~_member(visibility_keys(scan_ids, target), vis.objects)
-    return RuleOutput(
-        columns,
-        counts={
-            "object_id_unusable": pairs.agent[predicted == NO_OBJECT],
-            "targets_never_visible": pairs.agent[never],
-        },
-    )
+    return {"spl": decision.success * ratio, "rgspl": decision.columns["rgs"] * ratio}
 
 
 def reverie_ids(keys: np.ndarray, k: np.ndarray) -> pa.Array:
     """REVERIE instr_ids "<path_id>_<objId>_<k>" of packed record keys."""
+    from vlnkit.scoring.join import instr_ids  # compiled: loaded where the job scores, not for --help
+
     path_id, obj = unpack_keys(keys)
     return instr_ids(path_id, k, obj)
 
 
-REVERIE = Benchmark(
+REVERIE = Task(
     "reverie",
     (REVERIE_FORMAT,),
     REVERIE_EPISODE_SCORES,
     REVERIE_METRICS,
-    rule=reverie_rule,
+    decide=reverie_rule,
+    finish=reverie_lengths,
     load=load_visibility,
     id_parts=3,
     counters=("object_id_unusable", "targets_never_visible"),
     leaderboard_extra=("rgs", "rgspl"),
     format_ids=reverie_ids,
+    add_flags=add_flags,
+    options_of=options_of,
+    success=success_line,
 )

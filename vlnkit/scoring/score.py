@@ -26,13 +26,13 @@ from vlnkit.evaluation.score_summary import agent_key, language_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.io.dead_letters import RecordError
 from vlnkit.parallel import parts, run_in_parallel, thread_count
-from vlnkit.scoring.benchmark import R2R_BENCHMARK, Benchmark, RulePairs
 from vlnkit.scoring.join import BucketJoin
 from vlnkit.scoring.scans import ScanTables
+from vlnkit.scoring.task import R2R_TASK, Decision, RulePairs, Task
 
 PAIR_WORK = 1 << 12  # about how many pairs cost one unit of `thread_count` work (a few us each)
 NO_VALUE = np.iinfo(np.int64).min  # an integer column's null, in a rule's columns
-RULE = "rule"  # the dead-letter stage of a pair a benchmark's rule refuses
+RULE = "rule"  # the dead-letter stage of a pair a task's rule refuses
 
 
 def metric_columns(scores: dict[str, np.ndarray], metrics=METRICS) -> dict[str, pa.Array]:
@@ -85,7 +85,7 @@ def score_pairs(
     slot `pair_slot[b]`; both paths are node indices of that scan. A pair's scores do not depend on the pairs
     it is scored with, bit for bit (each is `pair_scores` of `vlnkit.evaluation.kernels` on its own).
     `success` and `oracle` (0/1 per pair) replace the distance rule for SR and OSR and gate SPL, SED and
-    SDTW (a benchmark's own success rule, `vlnkit.scoring.benchmark`).
+    SDTW (a task's own success rule, `vlnkit.scoring.task`).
 
         >>> import numpy as np
         >>> from vlnkit.navigation.graph import GraphStore, NavGraph
@@ -125,7 +125,7 @@ def score_pairs(
     return PairScores({m: out[ALL.index(m)] for m in METRICS}, jumps, q_len, ref_length, q_out)
 
 
-def _refuse(join: BucketJoin, agents, who, episodes, output, dead, unusable, totals, label_agents) -> np.ndarray:
+def _refuse(join: BucketJoin, agents, who, episodes, output: Decision, dead, unusable, totals, label_agents):
     """The pairs a rule refused become dead letters (stage "rule") and their episodes unusable; returns the
     mask of the pairs kept."""
     refused = output.refused
@@ -148,11 +148,11 @@ def score_bucket(
     scans: ScanTables,
     config: ScoringConfig,
     label_agents: bool = False,
-    benchmark: Benchmark = R2R_BENCHMARK,
+    task: Task = R2R_TASK,
     context=None,
 ) -> BucketScores:
-    """Score a joined bucket (see the module docstring) by `benchmark`'s rule (`context`: the rule's
-    per-worker data, `Benchmark.context`). `label_agents`: prefix episode lines with the agent."""
+    """Score a joined bucket (see the module docstring) by `task`'s rule (`context`: the rule's
+    per-worker data, `Task.context`). `label_agents`: prefix episode lines with the agent."""
     refs = join.references
     totals = {
         "reference_episodes": len(join.episode_ref),
@@ -197,13 +197,13 @@ def score_bucket(
         concat_extras([join.agents[a].extras for a in agents]),
         scans,
         config,
-        scorer=lambda success, oracle: score_pairs(scans, pair_slot, references, queries, config, success, oracle),
     )
-    output = benchmark.rule(rule_pairs, context, config)
-    pairs = rule_pairs.scored
-    if pairs is None:
-        raise ValueError(f"the {benchmark.name} rule did not score its pairs (RulePairs.score)")
-    scores, jumps, q_len, ref_length = output.columns, pairs.jumps, pairs.query_lengths, pairs.reference_length
+    output = task.decide(rule_pairs, context)
+    pairs = score_pairs(scans, pair_slot, references, queries, config, output.success, output.oracle)
+    scores = {**pairs.scores, **output.columns}
+    if task.finish is not None:
+        scores.update(task.finish(rule_pairs, context, output, pairs))
+    jumps, q_len, ref_length = pairs.jumps, pairs.query_lengths, pairs.reference_length
     given = queries.lengths
     scored_nodes = pairs.scored_nodes(queries)
     for name, which in output.counts.items():
@@ -230,15 +230,15 @@ def score_bucket(
         "instr_id": join.episode_ids(episodes),
         "scan": pa.array(scans.scans, pa.string()).take(pa.array(pair_slot)),
         "language": languages.take(pa.array(codes, pa.int32(), mask=codes < 0)),
-        **metric_columns(scores, benchmark.metrics),
+        **metric_columns(scores, task.metrics),
         "non_adjacent_steps": pa.array(jumps, pa.int64()),
         "path": pa.ListArray.from_arrays(pa.array(offsets), path_names),
     }
-    schema = benchmark.schema
+    schema = task.schema
     table = pa.table(
         [shared[f.name] if f.name in shared else _column(scores[f.name], f) for f in schema], schema=schema
     )
-    scores = {m: scores[m] for m in benchmark.metrics}
+    scores = {m: scores[m] for m in task.metrics}
 
     # Exact sums per agent, and per agent and language (RxR); the counters of each agent.
     add_group_sums(totals, scores, who, [agent_key(a, "") for a in agents])

@@ -80,7 +80,7 @@ def test_json_list_and_json_lines_with_per_record_errors():
         assert reasons[:5] == [
             "empty trajectory (no viewpoints)",
             "empty trajectory (no viewpoints)",
-            "missing or invalid 'instr_id' (None)",
+            "no episode id: none of 'instr_id', 'instruction_id' (RxR), 'inst_idx' (CVDN)",
             "missing field 'trajectory'",
             "expected a JSON object, got list",
         ]

@@ -76,7 +76,9 @@ def test_a_short_output_fails_the_run_and_keeps_its_folder(tmp_path):
     assert record["status"] == "failed" and record["failure"] == verdict and record["output_problems"]
 
 
-def test_a_step_in_another_local_process_takes_the_launchers_checksums_from_a_file(tmp_path):
+def test_the_last_step_waits_for_the_launchers_checksums_and_reads_the_inputs_itself_when_it_has_none(tmp_path):
+    import threading
+    import time
     from concurrent.futures import Future
 
     from vlnkit.runs.ending import hand_digests, input_digests
@@ -84,11 +86,44 @@ def test_a_step_in_another_local_process_takes_the_launchers_checksums_from_a_fi
     ending = _run(tmp_path / "D", rows=1, counted=1)
     ending.digests_file = str(tmp_path / "handed.json")
     done: Future = Future()
-    hand_digests(done, ending.digests_file)
+    hand_digests(done, ending.digests_file)  # before the pipeline runs: the file exists, locked
+    got = []
+    step = threading.Thread(target=lambda: got.append(input_digests(ending)))
+    step.start()
+    time.sleep(0.3)
+    assert step.is_alive() and not got  # the step waits on the lock, without polling
     done.set_result([{"path": "x", "bytes": 1, "sha256": "from the launcher"}])
-    assert input_digests(ending) == [{"path": "x", "bytes": 1, "sha256": "from the launcher"}]
+    step.join(10)
+    assert got == [[{"path": "x", "bytes": 1, "sha256": "from the launcher"}]]
     assert not (tmp_path / "handed.json").exists()
     failed: Future = Future()
     hand_digests(failed, ending.digests_file)
     failed.set_exception(OSError("unreadable"))  # the step then reads the inputs itself
     assert input_digests(ending)[0]["sha256"] == "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
+
+
+def test_a_launcher_that_dies_releases_the_step(tmp_path):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from vlnkit.runs.ending import input_digests
+
+    ending = _run(tmp_path / "D", rows=1, counted=1)
+    ending.digests_file = str(tmp_path / "handed.json")
+    launcher = (
+        "import os, sys; from concurrent.futures import Future; from vlnkit.runs.ending import hand_digests; "
+        f"f = Future(); hand_digests(f, {ending.digests_file!r}); print('locked', flush=True); sys.stdin.read(); os._exit(9)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", launcher], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    got = []
+    step = threading.Thread(target=lambda: got.append(input_digests(ending)))
+    step.start()
+    time.sleep(0.3)
+    assert step.is_alive()
+    proc.stdin.close()  # the launcher dies without its checksums: its lock goes with it
+    assert proc.wait(30) == 9
+    step.join(10)
+    assert got[0][0]["sha256"] == "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"

@@ -1,5 +1,5 @@
-"""CVDN/NDH through the score job's core (read, join, score by the benchmark's rule): against a plain
-implementation of the official evaluator's rules (tests/oracles/ndh_eval.py) on crafted agents and random
+"""CVDN through the score job's core (read, join, score by the task's rule): against a plain
+implementation of the official evaluator's rules (tests/oracles/cvdn_eval.py) on crafted agents and random
 graphs, every dead letter where the evaluator stops, and the shared agent's training log."""
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.oracles.ndh_eval import PlainNDHEvaluation
+from tests.oracles.cvdn_eval import PlainCVDNEvaluation
 from vlnkit.datasets.columns import Vocabulary
-from vlnkit.datasets.ndh import TARGET_PATHS
+from vlnkit.datasets.cvdn import TARGET_PATHS
 from vlnkit.datasets.rxr import file_format
-from vlnkit.evaluation.ndh import EVALUATOR_KEYS, evaluator_summary
+from vlnkit.evaluation.cvdn import EVALUATOR_KEYS, evaluator_summary
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore, NavGraph
-from vlnkit.scoring.benchmark import BenchmarkOptions
-from vlnkit.scoring.benchmarks import benchmark_for
-from vlnkit.scoring.cvdn import CVDN, TARGET_PATH
+from vlnkit.scoring.cvdn import CVDN, CVDNOptions
 from vlnkit.scoring.join import join_bucket
 from vlnkit.scoring.reading import in_buckets, read_predictions, read_references
+from vlnkit.scoring.registry import task_for
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket
 
@@ -91,13 +90,13 @@ class Scored:
 
 
 def score_files(dataset: str, predictions: str, vocab, graphs, target: str) -> Scored:
-    """One agent's predictions of an NDH file scored as the score job scores them (one bucket)."""
+    """One agent's predictions of a CVDN file scored as the score job scores them (one bucket)."""
     pieces = list(read_references(dataset, 0, vocab, target_path=target))
     pieces += list(read_predictions(predictions, "a", 0, vocab))
     read_dead = [p for p in pieces if not hasattr(p, "paths")]
     join = join_bucket([b for _, b in in_buckets(pieces, 1)], {"a": [predictions]}, [dataset], vocab, graphs)
-    context = CVDN.context(BenchmarkOptions(extra=((TARGET_PATH, target),)), vocab, graphs)
-    scores = score_bucket(join, ScanTables(graphs), ScoringConfig(success_rule="lt"), benchmark=CVDN, context=context)
+    context = CVDN.context(CVDNOptions(target), vocab, graphs)
+    scores = score_bucket(join, ScanTables(graphs), ScoringConfig(success_rule="lt"), task=CVDN, context=context)
     table = scores.table if scores.table is not None else CVDN.schema.empty_table()
     return Scored(table, scores.missing, read_dead + scores.dead)
 
@@ -142,7 +141,7 @@ def test_crafted_agents_score_as_the_plain_evaluator_does(target, tmp_path):
     conn = {"s": connectivity(COORDS, EDGES)}
     result = ours(conn, instances, preds, target, tmp_path)
     assert result.dead == [] and result.missing == []
-    summary, episodes = PlainNDHEvaluation(conn, instances, target).score(preds)
+    summary, episodes = PlainCVDNEvaluation(conn, instances, target).score(preds)
     assert_agrees(result, episodes)
     ours_summary = evaluator_summary({m: result.column(m) for m in EVALUATOR_KEYS})
     assert ours_summary == pytest.approx(summary, rel=1e-15)
@@ -176,7 +175,7 @@ def test_a_move_along_no_edge_is_a_dead_letter_naming_the_instance_and_both_view
     )
     assert "6" not in result.table.column("instr_id").to_pylist() and result.table.num_rows == len(CASES) - 1
     with pytest.raises(KeyError):  # the evaluator stops there
-        PlainNDHEvaluation(conn, instances).score(preds)
+        PlainCVDNEvaluation(conn, instances).score(preds)
 
 
 def test_every_case_the_evaluator_stops_on_is_a_dead_letter(tmp_path):
@@ -266,7 +265,7 @@ def test_random_worlds_score_as_the_plain_evaluator_does(world, target):
     with tempfile.TemporaryDirectory() as folder:
         result = ours(conn, instances, preds, target, Path(folder))
     assert result.dead == [] and result.missing == []
-    _, episodes = PlainNDHEvaluation(conn, instances, target).score(preds)
+    _, episodes = PlainCVDNEvaluation(conn, instances, target).score(preds)
     assert_agrees(result, episodes, rel=1e-12)
 
 
@@ -293,7 +292,7 @@ def split_scores(cvdn, real, split: str, target: str) -> Scored:
 def test_the_shared_agent_scores_what_its_training_log_reports(cvdn, real, split, episodes):
     with open(cvdn / "agent_outputs" / f"{AGENT}-log.csv", newline="") as f:
         (logged,) = [row for row in csv.DictReader(f) if row["iteration"] == "100"]
-    assert benchmark_for([file_format(str(cvdn / f"{split}.json"))]) is CVDN
+    assert task_for([file_format(str(cvdn / f"{split}.json"))]) is CVDN
     result = split_scores(cvdn, real, split, "trusted")
     assert result.dead == [] and result.missing == [] and result.table.num_rows == episodes
     summary = evaluator_summary({m: result.column(m) for m in EVALUATOR_KEYS})
@@ -309,5 +308,5 @@ def test_the_shared_agent_per_episode_against_the_plain_evaluator(cvdn, real, co
     for target in ("planner", "player"):
         result = split_scores(cvdn, real, "val_seen", target)
         assert result.dead == []
-        _, episodes = PlainNDHEvaluation(conn, instances, target).score(preds)
+        _, episodes = PlainCVDNEvaluation(conn, instances, target).score(preds)
         assert_agrees(result, episodes, rel=1e-12)

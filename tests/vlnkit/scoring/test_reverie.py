@@ -1,4 +1,4 @@
-"""REVERIE through the score job's core (read, join, score by the benchmark's rule), held to a separate plain
+"""REVERIE through the score job's core (read, join, score by the task's rule), held to a separate plain
 implementation of the two evaluators' rules (tests/oracles/reverie_rules.py) on crafted agents."""
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from vlnkit.datasets.reverie import (
 )
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
-from vlnkit.scoring.benchmark import BenchmarkOptions
-from vlnkit.scoring.benchmarks import benchmark_for
 from vlnkit.scoring.join import join_bucket
 from vlnkit.scoring.reading import in_buckets, read_predictions, read_references
-from vlnkit.scoring.reverie import REVERIE
+from vlnkit.scoring.registry import task_for
+from vlnkit.scoring.reverie import REVERIE, ReverieOptions
 from vlnkit.scoring.scans import ScanTables
 from vlnkit.scoring.score import score_bucket
 
@@ -60,7 +59,7 @@ def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     if options not in CONTEXTS:  # loaded once per worker in the job
         CONTEXTS[options] = REVERIE.context(options, vocab, graphs)
     context = CONTEXTS[options]
-    return score_bucket(join, scans, ScoringConfig(), benchmark=REVERIE, context=context).table
+    return score_bucket(join, scans, ScoringConfig(), task=REVERIE, context=context).table
 
 
 def oracle_agent(records):
@@ -113,9 +112,7 @@ def test_oracle_agent_scores_sr_and_rgs_100(reverie, world, connectivity_dir, tm
     preds = oracle_agent(records)
     path = tmp_path / "oracle.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in preds))
-    table = score_files(
-        reverie / f"REVERIE_{split}.json", path, world, BenchmarkOptions(str(reverie / "BBox")), tmp_path
-    )
+    table = score_files(reverie / f"REVERIE_{split}.json", path, world, ReverieOptions(str(reverie / "BBox")), tmp_path)
     assert table.num_rows == sum(len(r["instructions"]) for r in records)
     for m in ("sr", "osr", "rgs", "ndtw"):
         assert np.asarray(table[m]).min() == 1.0, m
@@ -124,7 +121,7 @@ def test_oracle_agent_scores_sr_and_rgs_100(reverie, world, connectivity_dir, tm
     spl = np.asarray(table["spl"])
     assert (spl == 1.0).mean() > 0.97 and (spl == np.asarray(table["rgspl"])).all()
     duet = score_files(
-        reverie / f"REVERIE_{split}.json", path, world, BenchmarkOptions(str(reverie / "BBox"), "duet"), tmp_path
+        reverie / f"REVERIE_{split}.json", path, world, ReverieOptions(str(reverie / "BBox"), "duet"), tmp_path
     )
     assert np.asarray(duet["spl"]).min() == 1.0
 
@@ -139,7 +136,7 @@ def test_every_metric_matches_the_plain_rules(reverie, world, connectivity_dir, 
     dataset.write_text(json.dumps(records))
     visible = reverie_rules.visible_objects(str(reverie / "BBox"), set(scans))
     dist = reverie_rules.Distances(connectivity_dir)
-    options = BenchmarkOptions(str(reverie / "BBox"), evaluator)
+    options = ReverieOptions(str(reverie / "BBox"), evaluator)
     for name, preds in agents(records, connectivity_dir).items():
         path = tmp_path / f"{name}.{layout}"
         text = json.dumps(preds) if layout == "json" else "".join(json.dumps(p) + "\n" for p in preds)
@@ -186,9 +183,9 @@ def test_object_ids_and_instr_ids_are_read_as_the_evaluators_compare_them():
 
 def test_a_test_split_or_a_mix_is_refused_in_one_line():
     with pytest.raises(ValueError, match="test-split records have no 'objId'"):
-        benchmark_for(["reverie_test"])
-    with pytest.raises(ValueError, match="mixes benchmarks"):
-        benchmark_for(["reverie", "r2r"])
+        task_for(["reverie_test"])
+    with pytest.raises(ValueError, match="mixes tasks"):
+        task_for(["reverie", "r2r"])
 
 
 @pytest.mark.parametrize("instruction_set", ["instructions", "instructions_l"])

@@ -1,4 +1,4 @@
-"""A test oracle: CVDN's NDH evaluation written plainly from the rules of mmurray/cvdn `tasks/NDH/eval.py`.
+"""A test oracle: CVDN's evaluation written plainly from the rules of mmurray/cvdn `tasks/NDH/eval.py`.
 
 Written without `vlnkit` on purpose: graphs are networkx graphs built from connectivity entries the way the
 evaluator's `load_nav_graphs` builds them (an edge per `unobstructed` pair of included viewpoints, weighted
@@ -10,7 +10,7 @@ a KeyError for a move along no edge or an unknown viewpoint.
 >>> entries = [{"image_id": v, "included": True, "unobstructed": [abs(i - j) == 1 for j in range(3)],
 ...             "pose": [1, 0, 0, i * 2.0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]} for i, v in enumerate("abc")]
 >>> inst = {"inst_idx": 1, "scan": "s", "planner_path": ["a", "b"], "player_path": ["a", "b", "c"], "end_panos": ["c"]}
->>> summary, _ = PlainNDHEvaluation({"s": entries}, [inst]).score([{"inst_idx": 1, "trajectory": [["a", 0, 0], ["b", 0, 0]]}])
+>>> summary, _ = PlainCVDNEvaluation({"s": entries}, [inst]).score([{"inst_idx": 1, "trajectory": [["a", 0, 0], ["b", 0, 0]]}])
 >>> summary["success_rate"], summary["dist_to_end_reduction"]
 (1.0, 2.0)
 """
@@ -38,7 +38,7 @@ def nav_graph(entries: list[dict]) -> nx.Graph:
     return graph
 
 
-class PlainNDHEvaluation:
+class PlainCVDNEvaluation:
     """The evaluator's `Evaluation` for one set of instances, with `path_type` "planner", "player" or "trusted"."""
 
     def __init__(self, connectivity: dict[str, list[dict]], instances: list[dict], path_type: str = "planner"):

@@ -1,19 +1,19 @@
-"""The NDH metrics on hand-worked distance matrices: every rule of `vlnkit.evaluation.ndh` with its number."""
+"""The CVDN metrics on hand-worked distance matrices: every rule of `vlnkit.evaluation.cvdn` with its number."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from vlnkit.evaluation.ndh import (
+from vlnkit.evaluation.cvdn import (
+    CVDN_EVAL_METRICS,
     EVALUATOR_KEYS,
-    NDH_METRICS,
     evaluator_summary,
     first_non_edges,
     flat_indices,
     matrix_distance,
     nearest,
-    score_ndh,
+    score_cvdn,
 )
 
 
@@ -24,8 +24,8 @@ def line(n: int, step: float = 1.0) -> np.ndarray:
 
 
 def one(d, target, planner_goal, ends, query) -> dict[str, float]:
-    s = score_ndh(d, [target], np.array([planner_goal]), [ends], [query])
-    return {m: float(s[m][0]) for m in NDH_METRICS}
+    s = score_cvdn(d, [target], np.array([planner_goal]), [ends], [query])
+    return {m: float(s[m][0]) for m in CVDN_EVAL_METRICS}
 
 
 def test_stopping_at_the_goal_is_success_with_spl_one():
@@ -100,13 +100,13 @@ def test_nearest_keeps_the_evaluators_orientation():
 
 def test_the_inputs_must_agree_in_number():
     with pytest.raises(ValueError, match="one of each per episode"):
-        score_ndh(line(3), [[0, 1]], np.array([1, 2]), [[1]], [[0]])
+        score_cvdn(line(3), [[0, 1]], np.array([1, 2]), [[1]], [[0]])
     with pytest.raises(ValueError, match="an episode has no end panos"):
-        score_ndh(line(3), [[0, 1]], np.array([1]), [[]], [[0]])
+        score_cvdn(line(3), [[0, 1]], np.array([1]), [[]], [[0]])
 
 
 def test_evaluator_summary_uses_the_evaluators_keys():
-    s = score_ndh(line(5), [[0, 1, 2, 3], [0, 1]], np.array([3, 1]), [[4], [4]], [[0, 1, 2, 3], [0]])
+    s = score_cvdn(line(5), [[0, 1, 2, 3], [0, 1]], np.array([3, 1]), [[4], [4]], [[0, 1, 2, 3], [0]])
     summary = evaluator_summary(s)
     assert list(summary) == list(EVALUATOR_KEYS.values())
     # The second episode stays 1 m from its goal: success, and SPL = 1 / max(0, 1).

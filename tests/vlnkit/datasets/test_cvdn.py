@@ -1,4 +1,4 @@
-"""NDH (CVDN) instance files and predictions keyed by inst_idx: what is read, what is refused and how it is
+"""CVDN instance files and predictions keyed by inst_idx: what is read, what is refused and how it is
 worded, and the target-path rule of the evaluator (planner, player, trusted)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from vlnkit.datasets.ndh import (
+from vlnkit.datasets.cvdn import (
     DEFAULT_TARGET_PATH,
     TARGET_PATHS,
     check_target_path,
-    is_ndh,
-    ndh_record,
-    parse_ndh,
+    cvdn_record,
+    is_cvdn,
+    parse_cvdn,
     target_path,
 )
 from vlnkit.datasets.records import prediction
@@ -34,7 +34,7 @@ INSTANCE = {
 
 
 def read(items) -> list:
-    return list(parse_ndh(json.dumps(items), "val_seen.json"))
+    return list(parse_cvdn(json.dumps(items), "val_seen.json"))
 
 
 def test_a_valid_instance_keeps_every_key_and_gets_an_instr_id():
@@ -70,20 +70,20 @@ def test_a_missing_field_is_named():
 
 def test_json_lines_and_a_broken_file():
     text = "\n".join(json.dumps({**INSTANCE, "inst_idx": i}) for i in range(3))
-    assert [r["inst_idx"] for r in parse_ndh(text, "f.jsonl")] == [0, 1, 2]
-    (bad,) = parse_ndh("[{", "f.json")
+    assert [r["inst_idx"] for r in parse_cvdn(text, "f.jsonl")] == [0, 1, 2]
+    (bad,) = parse_cvdn("[{", "f.json")
     assert bad.record == "" and bad.reason.startswith("invalid JSON")
 
 
 def test_a_file_that_is_one_object_is_refused_as_a_whole():
-    (bad,) = parse_ndh(json.dumps({"inst_idx": 1}), "f.json")
+    (bad,) = parse_cvdn(json.dumps({"inst_idx": 1}), "f.json")
     assert bad.record == "" and "the file is one JSON object" in bad.reason
 
 
-def test_is_ndh():
-    assert is_ndh(INSTANCE)
-    assert not is_ndh({"path_id": 1, "instructions": ["go"], "path": ["a"]})
-    assert not is_ndh({"instruction_id": 26, "path": ["a"]})
+def test_is_cvdn():
+    assert is_cvdn(INSTANCE)
+    assert not is_cvdn({"path_id": 1, "instructions": ["go"], "path": ["a"]})
+    assert not is_cvdn({"instruction_id": 26, "path": ["a"]})
 
 
 def test_predictions_keyed_by_inst_idx():
@@ -106,7 +106,7 @@ def test_predictions_keyed_by_inst_idx():
 
 # ----------------------------------------------------------------------------- target paths (eval.py:31-37)
 def test_target_paths():
-    rec = ndh_record(INSTANCE, "f", 0)
+    rec = cvdn_record(INSTANCE, "f", 0)
     assert TARGET_PATHS == ("planner", "player", "trusted") and DEFAULT_TARGET_PATH == "planner"
     assert target_path(rec) == ["a", "b", "c"]
     assert target_path(rec, "player") == ["a", "b", "x"]

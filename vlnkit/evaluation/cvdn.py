@@ -4,7 +4,7 @@ The evaluator is `tasks/NDH/eval.py` of mmurray/cvdn (commit 0f0ca33, Python 2; 
 below); the copy that wrote the shared agent's training log is weituo12321/PREVALENT_R2R
 `tasks/NDH/eval.py` (commit 8f5bbba, Python 3), which differs only in printing and one added summary
 value (`sgp` below). Per episode, with `start` and `goal` the first and last viewpoints of the target
-path (`vlnkit.datasets.ndh.target_path`), `planner_goal` the last of `planner_path`, q_1..q_n the
+path (`vlnkit.datasets.cvdn.target_path`), `planner_goal` the last of `planner_path`, q_1..q_n the
 trajectory and d the shortest-path distance on the scan's graph:
 
 | name | evaluator's summary key | per episode | eval.py |
@@ -29,7 +29,7 @@ edges (eval.py:83-91, a repeat is no move): callers check both first and refuse 
 
 >>> import numpy as np
 >>> d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])  # three nodes on a line
->>> s = score_ndh(d, [[0, 1, 2]], np.array([2]), [[1, 2]], [[0, 1]])
+>>> s = score_cvdn(d, [[0, 1, 2]], np.array([2]), [[1, 2]], [[0, 1]])
 >>> {m: float(s[m][0]) for m in ("pl", "ne", "sr", "spl", "gp")}
 {'pl': 1.0, 'ne': 1.0, 'sr': 1.0, 'spl': 1.0, 'gp': 1.0}
 """
@@ -41,10 +41,10 @@ import numpy as np
 from vlnkit.evaluation.batch import means, score_batch, totals
 from vlnkit.evaluation.common import check_distances
 
-NDH_THRESHOLD = 3.0  # eval.py:21, `self.error_margin`
-NDH_SUCCESS_RULE = "lt"  # eval.py:110-112: `i < self.error_margin`
+CVDN_THRESHOLD = 3.0  # eval.py:21, `self.error_margin`
+CVDN_SUCCESS_RULE = "lt"  # eval.py:110-112: `i < self.error_margin`
 STANDARD = ("pl", "ne", "one", "sr", "osr", "spl")  # the toolkit's metrics, under the evaluator's conventions
-NDH_METRICS = (*STANDARD, "ops", "gp", "sgp")
+CVDN_EVAL_METRICS = (*STANDARD, "ops", "gp", "sgp")
 # The evaluator's summary keys (eval.py:124-132; `sc_dr` only in the PREVALENT_R2R copy).
 EVALUATOR_KEYS = {
     "pl": "length",
@@ -118,18 +118,18 @@ def nearest(distance, offsets: np.ndarray, values: np.ndarray, fixed: np.ndarray
     return np.minimum.reduceat(d, offsets[:-1])
 
 
-def ndh_success(distance_to_goal: np.ndarray) -> np.ndarray:
+def cvdn_success(distance_to_goal: np.ndarray) -> np.ndarray:
     """1.0 where a distance to the goal is below 3 m, strictly (eval.py:21, 110-112), else 0.0."""
-    return (np.asarray(distance_to_goal) < NDH_THRESHOLD).astype(np.float64)
+    return (np.asarray(distance_to_goal) < CVDN_THRESHOLD).astype(np.float64)
 
 
-def ndh_extras(distance, starts, finals, planner_goals, success, queries, end_panos) -> dict[str, np.ndarray]:
-    """The NDH metrics the toolkit's kernel does not compute: `ops`, `gp` and `sgp` (see the module docstring).
+def cvdn_extras(distance, starts, finals, planner_goals, success, queries, end_panos) -> dict[str, np.ndarray]:
+    """The CVDN metrics the toolkit's kernel does not compute: `ops`, `gp` and `sgp` (see the module docstring).
 
     `starts`, `finals`, `planner_goals`: a node per episode; `success`: each episode's `sr`; `queries` and
     `end_panos`: (offsets, values) of the trajectories' and goal regions' nodes; `distance` as in `nearest`.
     """
-    ops = ndh_success(nearest(distance, *queries, planner_goals))
+    ops = cvdn_success(nearest(distance, *queries, planner_goals))
     near_start = nearest(distance, *end_panos, starts, towards=False)
     near_final = nearest(distance, *end_panos, finals, towards=False)
     with np.errstate(invalid="ignore"):  # inf - inf where no end pano is in reach: NaN, undefined
@@ -146,8 +146,8 @@ def flat_indices(paths) -> tuple[np.ndarray, np.ndarray]:
     return offsets, values.astype(np.int64)
 
 
-def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries) -> dict[str, np.ndarray]:
-    """Every NDH metric (`NDH_METRICS`) of B episodes of one scan: {name: (B,) float64 array}.
+def score_cvdn(distances: np.ndarray, targets, planner_goals, end_panos, queries) -> dict[str, np.ndarray]:
+    """Every CVDN metric (`CVDN_EVAL_METRICS`) of B episodes of one scan: {name: (B,) float64 array}.
 
     `targets`: the target paths (node indices; their first node is the start, their last the goal);
     `planner_goals`: (B,) the last node of each planner path; `end_panos`: per episode a non-empty list of
@@ -166,12 +166,12 @@ def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries)
         )
     if b and min(map(len, end_panos)) < 1:
         raise ValueError("an episode has no end panos; goal progress needs at least one")
-    rule = {"threshold": NDH_THRESHOLD, "success_rule": NDH_SUCCESS_RULE, "spl_reference": "shortest"}
+    rule = {"threshold": CVDN_THRESHOLD, "success_rule": CVDN_SUCCESS_RULE, "spl_reference": "shortest"}
     scores = score_batch(distances, targets, queries, metrics=STANDARD, keep_repeats=True, **rule)
     q_offsets, q_values = flat_indices(queries)
     starts = np.asarray([t[0] for t in targets], np.int64)
     finals = q_values[q_offsets[1:] - 1] if b else np.zeros(0, np.int64)
-    extras = ndh_extras(
+    extras = cvdn_extras(
         matrix_distance(distances),
         starts,
         finals,
@@ -184,7 +184,7 @@ def score_ndh(distances: np.ndarray, targets, planner_goals, end_panos, queries)
 
 
 def evaluator_summary(scores: dict[str, np.ndarray]) -> dict[str, float]:
-    """The summary the evaluator prints (eval.py:124-132, its keys), from per-episode `score_ndh` values:
+    """The summary the evaluator prints (eval.py:124-132, its keys), from per-episode `score_cvdn` values:
     each a mean over the episodes, as an exact sum divided once (`vlnkit.evaluation.batch.means`).
 
         >>> evaluator_summary({m: np.array([1.0, 0.0]) for m in EVALUATOR_KEYS})["success_rate"]
