@@ -15,6 +15,7 @@ import vlnkit.compiled as compiled
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL_MODULES = [
+    "vlnkit.captioning.rouge",
     "vlnkit.comparison.kernels",
     "vlnkit.continuous.documents",
     "vlnkit.continuous.kernels",
