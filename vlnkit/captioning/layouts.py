@@ -8,7 +8,12 @@ A system's file is one of:
 - `keyed`: a dict keyed by instr_id or path_id whose values are a string or a record with the
   instruction under `generated_instr`, `instruction` or `prediction` (coop_instruction, hear);
 - `list`: a list of such records, each naming `instr_id` or `path_id`;
-- `jsonl`: JSON Lines of such records.
+- `jsonl`: JSON Lines of such records;
+- `r2r`: an R2R-format list (`path_id`, `instructions`: [str], no text field), as written by instruction
+  generators whose output agent code reads directly (`build_crafty`'s `instructions.json`): every entry of
+  `instructions` is a generated instruction, id `<path_id>_<k>`, with no references carried (they come
+  from `--references`). Without this layout such a file read as `list`, its instructions as references
+  and no text, so every record was a dead letter.
 
 A record's references (`instructions` or `refs`) travel with it when the file has them; a reference
 file (R2R and the like) can supply them instead (`vlnkit.captioning.references`).
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-LAYOUTS = ("spice", "multi_system", "keyed", "list", "jsonl")
+LAYOUTS = ("spice", "multi_system", "keyed", "list", "jsonl", "r2r")
 TEXT_FIELDS = ("generated_instr", "instruction", "prediction", "test", "caption")
 REF_FIELDS = ("instructions", "refs", "references")
 
@@ -72,11 +77,23 @@ def _record(system: str, key: str | None, record, extra_fields=("human_scores", 
     return Generated(system, instr_id, path_id, _text_of(record), _refs_of(record), scan, extra)
 
 
+def _is_r2r_record(record) -> bool:
+    """An R2R-format record of generated instructions: a path, a list of instructions and no single text."""
+    return (
+        isinstance(record, dict)
+        and "path_id" in record
+        and isinstance(record.get("instructions"), list)
+        and _text_of(record) is None
+    )
+
+
 def detect(data) -> str:
     """Which layout a parsed JSON document is in (JSON Lines are detected before parsing)."""
     if isinstance(data, list):
         if data and all(isinstance(r, dict) and {"image_id", "test"} <= r.keys() for r in data):
             return "spice"
+        if data and all(_is_r2r_record(r) for r in data):
+            return "r2r"
         if all(isinstance(r, dict) and ("instr_id" in r or "path_id" in r) for r in data):
             return "list"
         raise LayoutError("a list whose records name neither image_id/test nor instr_id/path_id")
@@ -124,6 +141,12 @@ def parse(text: str, system: str, source: str = "<text>") -> list[Generated]:
         return [Generated(system, str(r["image_id"]), path_id_of(r["image_id"]), r["test"], _refs_of(r)) for r in data]
     if layout == "list":
         return [_record(system, None, r) for r in data]
+    if layout == "r2r":
+        return [
+            Generated(system, f"{r['path_id']}_{k}", str(r["path_id"]), text, None, r.get("scan"))
+            for r in data
+            for k, text in enumerate(r["instructions"])
+        ]
     if layout == "keyed":
         return [_record(system, k, v) for k, v in data.items()]
     return [_own_reference_left_out(_record(name, k, v)) for name, records in data.items() for k, v in records.items()]
