@@ -22,7 +22,7 @@ fi
 command -v java >/dev/null && command -v mvn >/dev/null || {
   apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null; }
 rm -rf "$DEST.partial" && mkdir -p "$DEST.partial"
-mvn -q -B -f java/flink/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+mvn -q -B -Dstyle.color=never -f java/flink/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
   -DoutputDirectory="$DEST.partial"
 if [ "${1:-}" = "--relist" ]; then
   (cd "$DEST.partial" && sha256sum -- *.jar) > "$LIST"

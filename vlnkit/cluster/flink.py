@@ -178,31 +178,8 @@ def start(config: dict, wait: float = 180.0) -> dict[str, int]:
         logs / "jobmanager.out",
     )
     _pids_file(config).write_text(json.dumps(pids))
-    memory, dynamic = taskmanager_resources(dist, conf_dir)
-    # SDK workers the TaskManagers start (vlnkit-sdk-worker) come from this Python environment.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     for i in range(1, int(config["taskmanagers"]) + 1):
-        spill = state / f"taskmanager-{i}" / "tmp"
-        spill.mkdir(parents=True, exist_ok=True)
-        pids[f"taskmanager-{i}"] = _start(
-            [
-                *java,
-                *memory,
-                f"-Dlog.file={logs / f'taskmanager-{i}.log'}",
-                "-cp",
-                flink_cp,
-                "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
-                "--configDir",
-                str(conf_dir),
-                *dynamic,
-                "-D",
-                f"io.tmp.dirs={spill}",
-                "-D",
-                f"taskmanager.resource-id=taskmanager-{i}",
-            ],
-            logs / f"taskmanager-{i}.out",
-            env=env,
-        )
+        pids[f"taskmanager-{i}"] = start_taskmanager(config, i)
         _pids_file(config).write_text(json.dumps(pids))
     flink = config["flink"]
     artifacts = state / "artifacts"
@@ -243,6 +220,46 @@ def start(config: dict, wait: float = 180.0) -> dict[str, int]:
         time.sleep(0.5)
     stop(config)
     raise ClusterError(f"the cluster did not come up within {wait:.0f} s; see {logs}")
+
+
+def start_taskmanager(config: dict, i: int) -> int:
+    """Start TaskManager `i` (again, after it was lost) with the cluster's configuration; its pid.
+
+    Its memory and CPU are computed as Flink's taskmanager.sh computes them; its spill folder
+    (io.tmp.dirs) is its own. The SDK workers it starts (vlnkit-sdk-worker) come from this Python
+    environment, put first on its PATH."""
+    state = Path(config["state_dir"])
+    dist, conf_dir, logs = flink_dist_dir(), state / "conf", state / "log"
+    memory, dynamic = taskmanager_resources(dist, conf_dir)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    spill = state / f"taskmanager-{i}" / "tmp"
+    spill.mkdir(parents=True, exist_ok=True)
+    pid = _start(
+        [
+            "java",
+            *ADD_OPENS,
+            f"-Dlog4j.configurationFile=file:{conf_dir / 'log4j.properties'}",
+            *memory,
+            f"-Dlog.file={logs / f'taskmanager-{i}.log'}",
+            "-cp",
+            _classpath(dist / "lib"),
+            "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
+            "--configDir",
+            str(conf_dir),
+            *dynamic,
+            "-D",
+            f"io.tmp.dirs={spill}",
+            "-D",
+            f"taskmanager.resource-id=taskmanager-{i}",
+        ],
+        logs / f"taskmanager-{i}.out",
+        env=env,
+    )
+    pids = read_pids(config)
+    if pids:
+        pids[f"taskmanager-{i}"] = pid
+        _pids_file(config).write_text(json.dumps(pids))
+    return pid
 
 
 def _zombie(pid: int) -> bool:

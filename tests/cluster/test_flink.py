@@ -1,0 +1,208 @@
+"""Jobs on a real Flink session cluster: a JobManager, two TaskManagers (each its own JVM) and Beam 2.62's
+Flink job server, started once for this module by `vlnkit.cluster.flink.start` from configs/flink-cluster.yaml
+(ports and folders of its own). Every job is launched as a user launches it,
+`python -m pipelines.<job> --config=configs/flink.yaml`, with only the job endpoint changed; the SDK workers
+are started by the TaskManagers (PROCESS environment), never by the launcher.
+
+The workers of a run can be held at the start of its last step until a gate file exists
+(`VLNKIT_FAULT_POINT=written?GATE`, given through the environment's `env`), so that a test acts while a job
+is known to be running on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+
+import pytest
+
+from tests.cloud.conftest import free_port
+from tests.conftest import ROOT
+from tests.pipelines.test_publishing import finish, snapshot
+from tests.pipelines.test_runners import job_flags, rows
+from tests.processes import start_module
+from vlnkit.cluster import flink as cluster
+from vlnkit.io import integrity
+from vlnkit.io.layout import current_version
+
+pytestmark = pytest.mark.real_data
+
+
+@pytest.fixture(scope="module")
+def flink(tmp_path_factory):
+    config = cluster.load_config(str(ROOT / "configs" / "flink-cluster.yaml"))
+    config["state_dir"] = str(tmp_path_factory.mktemp("flink"))
+    config["job_port"], config["artifact_port"] = free_port(), free_port()
+    config["flink"]["rest.port"], config["flink"]["jobmanager.rpc.port"] = free_port(), free_port()
+    cluster.start(config)
+    try:
+        yield config
+    finally:
+        cluster.stop(config)
+
+
+def environment(command: str = "vlnkit-sdk-worker", **env: str) -> str:
+    return "--environment_config=" + json.dumps({"command": command, "env": env})
+
+
+def launch(flink, job: str, flags: list[str], *more: str) -> object:
+    argv = [
+        f"--config={ROOT}/configs/flink.yaml",
+        f"--job_endpoint=127.0.0.1:{flink['job_port']}",
+        *flags,
+        *more,
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "VLNKIT_FAULT_POINT"}
+    return start_module(f"pipelines.{job}", argv, env)
+
+
+def in_process(job: str, flags: list[str]) -> dict:
+    import importlib
+
+    return importlib.import_module(f"pipelines.{job}").main(["--runner=DirectRunner", *flags])
+
+
+def rest(flink, path: str, method: str = "GET") -> dict:
+    url = f"{cluster.rest_url(flink)}{path}"
+    with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else {}
+
+
+def running_jobs(flink) -> list[str]:
+    return [j["jid"] for j in rest(flink, "/jobs/overview")["jobs"] if j["state"] == "RUNNING"]
+
+
+def wait_until(condition, seconds: float = 300.0, what: str = "") -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.2)
+
+
+def one_error_line(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.parametrize("job", ["build_r4r", "score"])
+def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, shared_data, tmp_path):
+    flags, prefixes = job_flags(job, shared_data, tmp_path / "flink")
+    if job == "score":  # three agents with intervals: the third is the first one under another name
+        third = next(f for f in flags if f.startswith("--predictions=random=")).replace("random=", "again=", 1)
+        flags.append(third)
+    code, err = finish(launch(flink, job, [*flags, f"--output_dir={tmp_path}/flink/out"]), timeout=900)
+    assert code == 0, err[-3000:]
+    ref_flags, _ = job_flags(job, shared_data, tmp_path / "local")
+    if job == "score":
+        ref_flags.append(third)
+    in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])
+    got, want = rows(tmp_path / "flink" / "out", prefixes), rows(tmp_path / "local" / "out", prefixes)
+    assert got == want and any(want.values())
+    summary = lambda side: json.loads((tmp_path / side / "out" / "summary.json").read_text())  # noqa: E731
+    strip = lambda s: json.loads(
+        json.dumps(s).replace(str(tmp_path / "flink"), "<w>").replace(str(tmp_path / "local"), "<w>")
+    )  # noqa: E731
+    assert strip(summary("flink")) == strip(summary("local"))
+    if job == "build_r4r":  # the R4R JSON file byte for byte
+        assert (tmp_path / "flink" / "R4R.json").read_bytes() == (tmp_path / "local" / "R4R.json").read_bytes()
+    assert integrity.verify(str(tmp_path / "flink" / "out")) == []
+
+
+def test_no_job_service_at_the_address_stops_in_one_line_within_seconds(shared_data, tmp_path):
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    began = time.monotonic()
+    proc = launch({"job_port": free_port()}, "build_r4r", [*flags, f"--output_dir={tmp_path}/out"])
+    code, err = finish(proc, timeout=60)
+    assert code == 2 and len(one_error_line(err)) == 1 and "no job service answers" in err, err
+    assert time.monotonic() - began < 30
+    assert not (tmp_path / "out").exists()  # nothing staged, nothing locked
+
+
+def _held(flink, shared_data, tmp_path, *more):
+    """A build_r4r run on the cluster over a published in-process version, its workers held at the last step."""
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    out = tmp_path / "out"
+    in_process("build_r4r", [*flags, f"--output_dir={out}"])
+    gate = tmp_path / "gate"
+    proc = launch(
+        flink,
+        "build_r4r",
+        [*flags, f"--output_dir={out}", "--lock_lease_seconds=5"],
+        "--environment_type=PROCESS",
+        environment(VLNKIT_FAULT_POINT=f"written?{gate}"),
+        *more,
+    )
+    return out, gate, proc
+
+
+def test_no_wait_returns_once_accepted_and_the_job_publishes_through_its_last_step(flink, shared_data, tmp_path):
+    out, gate, proc = _held(flink, shared_data, tmp_path, "--no_wait")
+    before, published = snapshot(out), current_version(str(out))
+    code, err = finish(proc, timeout=300)
+    assert code == 0, err[-3000:]
+    assert running_jobs(flink), "the launcher returned, its job runs on the cluster"
+    assert (out / "lock.json").exists() and current_version(str(out)) == published
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path / "second")
+    with pytest.raises(SystemExit) as refused:  # a second run of the same output, meanwhile
+        in_process("build_r4r", [*flags, f"--output_dir={out}"])
+    assert refused.value.code == 2 and snapshot(out) == before
+    gate.touch()
+    wait_until(lambda: current_version(str(out)) != published and not (out / "lock.json").exists(), what="publish")
+    assert integrity.verify(str(out)) == []
+    assert rows(out / "current", ["paths"]) == rows(out / "versions" / published, ["paths"])
+
+
+def test_a_job_cancelled_through_flinks_rest_api_exits_3_in_one_line(flink, shared_data, tmp_path):
+    out, gate, proc = _held(flink, shared_data, tmp_path)
+    before = snapshot(out)
+    wait_until(lambda: running_jobs(flink), what="the job to run")
+    time.sleep(5)
+    (jid,) = running_jobs(flink)
+    rest(flink, f"/jobs/{jid}?mode=cancel", method="PATCH")
+    code, err = finish(proc, timeout=300)
+    gate.touch()
+    assert code == 3 and len(one_error_line(err)) == 1 and "CANCELLED" in one_error_line(err)[0], err[-3000:]
+    assert snapshot(out) == before
+
+
+def test_an_sdk_worker_that_cannot_import_the_project_fails_the_job_in_one_line(flink, shared_data, tmp_path):
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    worker = tmp_path / "worker"  # a worker whose Python has Beam but not this project
+    worker.write_text(
+        "#!/bin/sh\nexec env PYTHONNOUSERSITE=1 python -c \"import sys; sys.modules['pipelines'] = None; "
+        "sys.modules['vlnkit'] = None; sys.modules['transforms'] = None; "
+        'from vlnkit.cluster.sdk_worker import main; main()" "$@"\n'
+    )
+    worker.chmod(0o755)
+    code, err = finish(
+        launch(flink, "build_r4r", [*flags, f"--output_dir={tmp_path}/out"], environment(str(worker))), timeout=600
+    )
+    errors = one_error_line(err)
+    assert code == 3 and len(errors) == 1 and "FAILED" in errors[0], err[-3000:]
+    assert not (tmp_path / "out" / "current").exists()
+
+
+def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_unchanged(flink, shared_data, tmp_path):
+    """The documented choice (docs/cloud.md): no restart (configs/flink-cluster.yaml), so a lost TaskManager
+    fails the job; the launcher says so in one line and the published version stays as it was."""
+    out, gate, proc = _held(flink, shared_data, tmp_path)
+    before = snapshot(out)
+    staged = lambda: [
+        v for v in (out / "versions").iterdir() if (v / "summary.json").exists() and v.name != current_version(str(out))
+    ]  # noqa: E731
+    wait_until(staged, what="the job to reach its last step")
+    os.kill(cluster.read_pids(flink)["taskmanager-1"], signal.SIGKILL)  # it runs half of the held last step
+    try:
+        time.sleep(20)  # Flink sees the TaskManager gone; the held workers beside the other one then go on
+        gate.touch()
+        code, err = finish(proc, timeout=300)
+        errors = one_error_line(err)
+        assert code == 3 and len(errors) == 1, err[-3000:]
+        assert snapshot(out) == before
+    finally:
+        gate.touch()
+        cluster.start_taskmanager(flink, 1)
+        wait_until(lambda: rest(flink, "/overview")["taskmanagers"] == 2, seconds=120, what="the TaskManager back")
