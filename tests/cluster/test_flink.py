@@ -101,10 +101,13 @@ def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, sh
     in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])
     got, want = rows(tmp_path / "flink" / "out", prefixes), rows(tmp_path / "local" / "out", prefixes)
     assert got == want and any(want.values())
-    summary = lambda side: json.loads((tmp_path / side / "out" / "summary.json").read_text())  # noqa: E731
-    strip = lambda s: json.loads(
-        json.dumps(s).replace(str(tmp_path / "flink"), "<w>").replace(str(tmp_path / "local"), "<w>")
-    )  # noqa: E731
+
+    def summary(side):
+        return json.loads((tmp_path / side / "out" / "summary.json").read_text())
+
+    def strip(s):
+        return json.loads(json.dumps(s).replace(str(tmp_path / "flink"), "<w>").replace(str(tmp_path / "local"), "<w>"))
+
     assert strip(summary("flink")) == strip(summary("local"))
     if job == "build_r4r":  # the R4R JSON file byte for byte
         assert (tmp_path / "flink" / "R4R.json").read_bytes() == (tmp_path / "local" / "R4R.json").read_bytes()
@@ -190,9 +193,14 @@ def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_uncha
     fails the job; the launcher says so in one line and the published version stays as it was."""
     out, gate, proc = _held(flink, shared_data, tmp_path)
     before = snapshot(out)
-    staged = lambda: [
-        v for v in (out / "versions").iterdir() if (v / "summary.json").exists() and v.name != current_version(str(out))
-    ]  # noqa: E731
+
+    def staged():
+        return [
+            v
+            for v in (out / "versions").iterdir()
+            if (v / "summary.json").exists() and v.name != current_version(str(out))
+        ]
+
     wait_until(staged, what="the job to reach its last step")
     os.kill(cluster.read_pids(flink)["taskmanager-1"], signal.SIGKILL)  # it runs half of the held last step
     try:
