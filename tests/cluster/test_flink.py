@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 import urllib.request
 
@@ -173,11 +174,21 @@ def test_a_job_cancelled_through_flinks_rest_api_exits_3_in_one_line(flink, shar
 
 def test_an_sdk_worker_that_cannot_import_the_project_fails_the_job_in_one_line(flink, shared_data, tmp_path):
     flags, _ = job_flags("build_r4r", shared_data, tmp_path)
-    worker = tmp_path / "worker"  # a worker whose Python has Beam but not this project
+    # A worker whose Python has Beam but not this project: its imports of the project's packages are refused
+    # (a sitecustomize on its PYTHONPATH), and its boot is the boot's file run by path.
+    refuse = tmp_path / "without_project"
+    refuse.mkdir()
+    (refuse / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('vlnkit', 'pipelines', 'transforms', 'configs'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+    )
+    worker = tmp_path / "worker"
     worker.write_text(
-        "#!/bin/sh\nexec env PYTHONNOUSERSITE=1 python -c \"import sys; sys.modules['pipelines'] = None; "
-        "sys.modules['vlnkit'] = None; sys.modules['transforms'] = None; "
-        'from vlnkit.cluster.sdk_worker import main; main()" "$@"\n'
+        f'#!/bin/sh\nPYTHONPATH={refuse} exec {sys.executable} {ROOT}/vlnkit/cluster/sdk_worker.py "$@"\n'
     )
     worker.chmod(0o755)
     code, err = finish(
@@ -185,6 +196,7 @@ def test_an_sdk_worker_that_cannot_import_the_project_fails_the_job_in_one_line(
     )
     errors = one_error_line(err)
     assert code == 3 and len(errors) == 1 and "FAILED" in errors[0], err[-3000:]
+    assert "ModuleNotFoundError" in errors[0], errors[0]
     assert not (tmp_path / "out" / "current").exists()
 
 
