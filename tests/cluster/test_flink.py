@@ -73,8 +73,19 @@ def rest(flink, path: str, method: str = "GET") -> dict:
     return json.loads(body) if body else {}
 
 
-def running_jobs(flink) -> list[str]:
-    return [j["jid"] for j in rest(flink, "/jobs/overview")["jobs"] if j["state"] == "RUNNING"]
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+
+
+def jobs(flink) -> dict[str, str]:
+    """Every job the cluster knows: id -> Flink's state."""
+    return {j["jid"]: j["state"] for j in rest(flink, "/jobs/overview")["jobs"]}
+
+
+def new_job(flink, before: dict[str, str], state: str | None = None) -> str | None:
+    """The one job the cluster did not know in `before` (in `state`, if given), or None yet."""
+    found = [jid for jid, s in jobs(flink).items() if jid not in before and (state is None or s == state)]
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 def wait_until(condition, seconds: float = 300.0, what: str = "") -> None:
@@ -143,11 +154,20 @@ def _held(flink, shared_data, tmp_path, *more):
 
 
 def test_no_wait_returns_once_accepted_and_the_job_publishes_through_its_last_step(flink, shared_data, tmp_path):
+    known = jobs(flink)
     out, gate, proc = _held(flink, shared_data, tmp_path, "--no_wait")
+    try:
+        _no_wait(flink, shared_data, tmp_path, known, out, gate, proc)
+    finally:
+        gate.touch()  # never leave a held job on the cluster
+
+
+def _no_wait(flink, shared_data, tmp_path, known, out, gate, proc):
     before, published = snapshot(out), current_version(str(out))
     code, err = finish(proc, timeout=300)
     assert code == 0, err[-3000:]
-    assert running_jobs(flink), "the launcher returned, its job runs on the cluster"
+    jid = new_job(flink, known)
+    assert jid and jobs(flink)[jid] not in TERMINAL, "the launcher returned, its job runs on the cluster"
     assert (out / "lock.json").exists() and current_version(str(out)) == published
     flags, _ = job_flags("build_r4r", shared_data, tmp_path / "second")
     with pytest.raises(SystemExit) as refused:  # a second run of the same output, meanwhile
@@ -155,19 +175,21 @@ def test_no_wait_returns_once_accepted_and_the_job_publishes_through_its_last_st
     assert refused.value.code == 2 and snapshot(out) == before
     gate.touch()
     wait_until(lambda: current_version(str(out)) != published and not (out / "lock.json").exists(), what="publish")
+    assert jobs(flink)[jid] == "FINISHED"
     assert integrity.verify(str(out)) == []
     assert rows(out / "current", ["paths"]) == rows(out / "versions" / published, ["paths"])
 
 
 def test_a_job_cancelled_through_flinks_rest_api_exits_3_in_one_line(flink, shared_data, tmp_path):
+    known = jobs(flink)
     out, gate, proc = _held(flink, shared_data, tmp_path)
-    before = snapshot(out)
-    wait_until(lambda: running_jobs(flink), what="the job to run")
-    time.sleep(5)
-    (jid,) = running_jobs(flink)
-    rest(flink, f"/jobs/{jid}?mode=cancel", method="PATCH")
-    code, err = finish(proc, timeout=300)
-    gate.touch()
+    try:
+        before = snapshot(out)
+        wait_until(lambda: new_job(flink, known, "RUNNING"), what="the job to run")
+        rest(flink, f"/jobs/{new_job(flink, known)}?mode=cancel", method="PATCH")
+        code, err = finish(proc, timeout=300)
+    finally:
+        gate.touch()
     assert code == 3 and len(one_error_line(err)) == 1 and "CANCELLED" in one_error_line(err)[0], err[-3000:]
     assert snapshot(out) == before
 
