@@ -70,6 +70,10 @@ setup(
             # by vlnkit). A modern pip installs its pure-Python module; the compiled one needs
             # `pip install cython wheel && pip install --no-build-isolation --force-reinstall fastdtw==0.3.4`.
             "fastdtw>=0.3.4,<0.4",
+            # The Dataflow API's types: the Flex Template metadata test parses with them, and the Dataflow
+            # stand-in (tests/dataflow_standin) answers with them. apache-beam[gcp] brings it from 2.65 on;
+            # 2.62, the pinned release, does not.
+            "google-cloud-dataflow-client>=0.8,<1",
         ],
     },
 )
