@@ -179,6 +179,7 @@ def _no_wait(flink, shared_data, tmp_path, known, out, gate, proc):
     assert refused.value.code == 2 and snapshot(out) == before
     gate.touch()
     wait_until(lambda: current_version(str(out)) != published and not (out / "lock.json").exists(), what="publish")
+    wait_until(lambda: jobs(flink)[jid] in TERMINAL, seconds=120, what="the job to end after publishing")
     assert jobs(flink)[jid] == "FINISHED"
     assert integrity.verify(str(out)) == []
     assert rows(out / "current", ["paths"]) == rows(out / "versions" / published, ["paths"])
