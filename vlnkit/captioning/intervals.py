@@ -101,24 +101,38 @@ def compare(systems: dict[str, SystemItems], replicates: int, seed: int, confide
             ra, rb = replicate_scores(sa, weights), replicate_scores(sb, weights)
             pa_, pb = point_scores(sa), point_scores(sb)
             for metric in pa_:
-                d = pa_[metric] - pb[metric]
-                reps = ra[metric] - rb[metric]
-                reps = reps[~np.isnan(reps)]
-                extreme = int((np.abs(reps - d) >= abs(d)).sum())
                 rows.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": metric,
-                        "episodes": len(sa.path_ids),
-                        "difference": d,
-                        "interval": percentile_interval(reps, confidence),
-                        "p_value": (1 + extreme) / (1 + len(reps)),
-                    }
+                    paired_row(
+                        a, b, metric, len(sa.path_ids), pa_[metric] - pb[metric], ra[metric] - rb[metric], confidence
+                    )
                 )
+    return holm_by_metric(rows, confidence)
+
+
+def paired_row(
+    a: str, b: str, metric: str, episodes: int, difference: float, replicate_differences, confidence: float
+) -> dict:
+    """One comparison row: the difference, its percentile interval and the two-sided bootstrap p-value
+    (replicates whose difference is undefined left out). One definition for the Beam-free `compare` and
+    the job's summary (`summary.comparisons`), which get their replicates by different routes."""
+    reps = np.asarray(replicate_differences)
+    reps = reps[~np.isnan(reps)]
+    extreme = int((np.abs(reps - difference) >= abs(difference)).sum())
+    return {
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "episodes": episodes,
+        "difference": difference,
+        "interval": percentile_interval(reps, confidence),
+        "p_value": (1 + extreme) / (1 + len(reps)),
+    }
+
+
+def holm_by_metric(rows: list[dict], confidence: float) -> list[dict]:
+    """Holm's correction over each metric's family of comparison rows: `p_holm` and `significant` set."""
     for metric in dict.fromkeys(r["metric"] for r in rows):
         family = [r for r in rows if r["metric"] == metric]
         for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
-            r["p_holm"] = adjusted
-            r["significant"] = adjusted < 1.0 - confidence
+            r["p_holm"], r["significant"] = adjusted, adjusted < 1.0 - confidence
     return rows

@@ -9,7 +9,8 @@ import numpy as np
 
 from vlnkit.captioning.agreement import instance_tau, system_tau
 from vlnkit.captioning.bleu import BleuStats, _bleu
-from vlnkit.comparison.paired import adjacent_ties, holm
+from vlnkit.captioning.intervals import holm_by_metric, paired_row
+from vlnkit.comparison.paired import adjacent_ties
 from vlnkit.comparison.replicates import percentile_interval
 
 BLEU = ("bleu_1", "bleu_2", "bleu_3", "bleu_4")
@@ -74,25 +75,8 @@ def comparisons(point: dict, replicates: dict, path_sets: dict[str, str], confid
             ra, rb = corpus_from_sums(replicates[a]), corpus_from_sums(replicates[b])
             for m in METRICS:
                 d = float(pa_[m][0] - pb[m][0])
-                reps = ra[m] - rb[m]
-                reps = reps[~np.isnan(reps)]
-                extreme = int((np.abs(reps - d) >= abs(d)).sum())
-                rows.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": m,
-                        "episodes": int(point[a]["items"][0]),
-                        "difference": d,
-                        "interval": percentile_interval(reps, confidence),
-                        "p_value": (1 + extreme) / (1 + len(reps)),
-                    }
-                )
-    for m in METRICS:
-        family = [r for r in rows if r["metric"] == m]
-        for r, adjusted in zip(family, holm([r["p_value"] for r in family])):
-            r["p_holm"], r["significant"] = adjusted, adjusted < 1.0 - confidence
-    return rows
+                rows.append(paired_row(a, b, m, int(point[a]["items"][0]), d, ra[m] - rb[m], confidence))
+    return holm_by_metric(rows, confidence)
 
 
 def leaderboard(systems: dict[str, dict], rows: list[dict], rank_by: str, confidence: float) -> list[dict]:
