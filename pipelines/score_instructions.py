@@ -29,8 +29,9 @@ from vlnkit.io import fileio
 from vlnkit.io.redact import redact
 
 if TYPE_CHECKING:
-    from pipelines.job import Outcome, Run
+    from pipelines.job import Run
     from vlnkit.runs.staging import Staging
+    from vlnkit.runs.verdict import Outcome
 
 RANKABLE = ("cider_d", "bleu_4", "bleu_1", "bleu_2", "bleu_3", "rouge_l")
 
@@ -142,7 +143,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
-    from pipelines.job import Outcome
+    from vlnkit.runs.verdict import Outcome
 
     return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)))
 
