@@ -22,7 +22,9 @@ setup(
         + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS],
     },
     install_requires=[
-        "apache-beam[gcp]>=2.60,<3",
+        # Below 2.78: Beam 2.78.0 (released 2026-12) refuses GroupScans' keyed tuples at pipeline construction
+        # (TypeCheckError: expected Tuple[K, V], got Tuple[Any, ...]); the whole suite passes on 2.77.0.
+        "apache-beam[gcp]>=2.60,<2.78",
         "numpy>=1.26,<3",
         "scipy>=1.11,<2",
         "networkx>=3.2,<4",
