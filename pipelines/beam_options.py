@@ -26,11 +26,31 @@ from pipelines.beam_import import import_beam
 
 import_beam()  # the first import of Beam in a job's process: without the adapters no job uses
 
-from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+from apache_beam.options.pipeline_options import PipelineOptions, SetupOptions  # noqa: E402
 
 
 class JobOptions(PipelineOptions):
-    """PipelineOptions that build each class's view once (it adds no flags of its own)."""
+    """PipelineOptions that build each class's view once (it adds no flags of its own), and that pickle
+    with cloudpickle unless --pickle_library says otherwise.
+
+    Why cloudpickle: a job run as `python -m pipelines.<job>` is `__main__`, and its steps hold functions
+    defined there (an `Ending`'s `declared` lambda reads the module's `declared_outputs`). cloudpickle
+    carries such a function's globals with it; dill (Beam 2.62's default pickler; Beam 2.65 and later
+    default to cloudpickle) pickles them by reference to `__main__`, which on a remote worker is Beam's
+    `sdk_worker_main`: the step then fails with a NameError. The launcher and every worker read the
+    same option.
+
+    >>> JobOptions([]).view_as(SetupOptions).pickle_library
+    'cloudpickle'
+    >>> JobOptions(["--pickle_library=dill"]).view_as(SetupOptions).pickle_library
+    'dill'
+    """
+
+    def __init__(self, flags=None, **kwargs):
+        super().__init__(flags, **kwargs)
+        setup = self.view_as(SetupOptions)
+        if setup.pickle_library == "default":
+            setup.pickle_library = "cloudpickle"
 
     def view_as(self, cls):
         views = self.__dict__.setdefault("_views", {})  # set directly: PipelineOptions guards setattr

@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {job:<16} {first_line(job)}")
         print(f"  {'published':<16} Print the files of an output folder's published version (vlnkit published D)")
         print(f"  {'verify':<16} Re-check a published version against its manifest (vlnkit verify D [--all])")
+        print(f"  {'flink-cluster':<16} Start, stop or show a Flink session cluster here (vlnkit flink-cluster start)")
         print(
             "\nEach job is also its own command: vlnkit-build-r4r, vlnkit-score, ... (and python -m pipelines.<job>)."
         )
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> None:
         from vlnkit.io.layout import main as published_main
 
         raise SystemExit(_to_a_pipe(published_main, argv[1:]))
+    if argv[0] == "flink-cluster":  # not a job: a Flink session cluster on this machine (docs/cloud.md)
+        from vlnkit.cluster.flink import main as cluster_main
+
+        raise SystemExit(cluster_main(argv[1:]))
     if argv[0] == "verify":  # not a job: files, sizes, checksums and rows against the manifest
         from vlnkit.io.integrity import main as verify_main
 

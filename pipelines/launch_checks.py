@@ -108,12 +108,42 @@ def refuse_without_credentials(options: PipelineOptions, output_dir: str) -> Non
         search.setLevel(level)
 
 
+JOB_SERVICE_WAIT_S = 5.0  # how long a launch waits for a job service (a Flink job server) to answer
+
+
+def refuse_unreachable_job_service(options: PipelineOptions, seconds: float = JOB_SERVICE_WAIT_S) -> None:
+    """A portable run whose --job_endpoint (a Flink job server, say) does not answer within `seconds`: stop in
+    one line before anything is listed, locked or staged. Beam itself would wait a minute for the channel
+    and end in a `grpc.FutureTimeoutError` traceback, after the job had staged its version folder."""
+    from apache_beam.options.pipeline_options import PortableOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner
+    endpoint = options.view_as(PortableOptions).job_endpoint
+    if not isinstance(runner, str) or runner.lower() not in ("portablerunner", "flinkrunner"):
+        return
+    if not endpoint or endpoint == "embed":
+        return
+    import grpc
+
+    channel = grpc.insecure_channel(endpoint)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=seconds)
+    except grpc.FutureTimeoutError:
+        raise JobError(
+            f"no job service answers at --job_endpoint={endpoint} (waited {seconds:.0f} s); for Flink, start "
+            "the cluster and its job server first (vlnkit flink-cluster start; docs/cloud.md, Flink)"
+        ) from None
+    finally:
+        channel.close()
+
+
 def check_launch(options: PipelineOptions, output_dir: str) -> None:
     """Every launch-side check, in order: the cheap flag check first, then the credential search (none
-    with --no_auth)."""
+    with --no_auth), then whether a job service the run names answers."""
     refuse_classic_template(options)
     without_credentials(options)
     refuse_without_credentials(options, output_dir)
+    refuse_unreachable_job_service(options)
 
 
 def without_credentials(options: PipelineOptions) -> None:

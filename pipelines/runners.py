@@ -141,11 +141,27 @@ def job_failure(exc: BaseException) -> JobFailed:
     "the job ended in state FAILED: ModuleNotFoundError: No module named 'vlnkit'"
     >>> str(job_failure(RuntimeError("Dataflow pipeline failed. State: CANCELLED, Error:\\nNone")))
     'the job ended in state CANCELLED'
+
+    Beam's portable runner reports in one line, the runner's last error after the state; Beam's Flink job
+    server reports a job cancelled in Flink (its REST API, say) as FAILED, with Flink's cancellation
+    exception, which is what the user did, so the line says CANCELLED:
+
+    >>> str(job_failure(RuntimeError("Pipeline j1 failed in state FAILED: java.io.IOException: disk full")))
+    'the job ended in state FAILED: java.io.IOException: disk full'
+    >>> str(job_failure(RuntimeError("Pipeline j1 failed in state FAILED: "
+    ...     "org.apache.flink.runtime.client.JobCancellationException: Job was cancelled.")))
+    'the job ended in state CANCELLED: org.apache.flink.runtime.client.JobCancellationException: Job was cancelled.'
     """
     text = str(exc)
     state = re.search(r"\bState: (\w+)|\bin state (\w+)", text)
-    where = f"the job ended in state {(state.group(1) or state.group(2)) if state else 'FAILED'}"
+    name = (state.group(1) or state.group(2)) if state else "FAILED"
+    if "JobCancellationException" in text:
+        name = "CANCELLED"
+    where = f"the job ended in state {name}"
     lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "None"]
     named = [line for line in lines if _EXCEPTION_LINE.match(line)]
     detail = named[-1] if named else (lines[-1] if len(lines) > 1 else "")
+    portable = re.match(r"Pipeline \S+ failed in state \w+: (.+)", lines[0]) if lines else None
+    if not detail and portable:
+        detail = portable.group(1).strip()
     return JobFailed(f"{where}: {detail}" if detail else where)

@@ -1,0 +1,255 @@
+"""Jobs on a real Flink session cluster: a JobManager, two TaskManagers (each its own JVM) and Beam 2.62's
+Flink job server, started once for this module by `vlnkit.cluster.flink.start` from configs/flink-cluster.yaml
+(ports and folders of its own). Every job is launched as a user launches it,
+`python -m pipelines.<job> --config=configs/flink.yaml`, with only the job endpoint changed; the SDK workers
+are started by the TaskManagers (PROCESS environment), never by the launcher.
+
+The workers of a run can be held at the start of its last step until a gate file exists
+(`VLNKIT_FAULT_POINT=written?GATE`, given through the environment's `env`), so that a test acts while a job
+is known to be running on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.cloud.conftest import free_port
+from tests.conftest import ROOT
+from tests.pipelines.test_publishing import finish, snapshot
+from tests.pipelines.test_runners import job_flags, rows
+from tests.processes import start_module
+from vlnkit.cluster import flink as cluster
+from vlnkit.io import integrity
+from vlnkit.io.layout import current_version
+
+pytestmark = pytest.mark.real_data
+
+
+@pytest.fixture(scope="module")
+def flink(tmp_path_factory):
+    config = cluster.load_config(str(ROOT / "configs" / "flink-cluster.yaml"))
+    config["state_dir"] = str(tmp_path_factory.mktemp("flink"))
+    config["job_port"], config["artifact_port"] = free_port(), free_port()
+    config["flink"]["rest.port"], config["flink"]["jobmanager.rpc.port"] = free_port(), free_port()
+    cluster.start(config)
+    try:
+        yield config
+    finally:
+        cluster.stop(config)
+
+
+def environment(command: str = "vlnkit-sdk-worker", **env: str) -> str:
+    return "--environment_config=" + json.dumps({"command": command, "env": env})
+
+
+def launch(flink, job: str, flags: list[str], *more: str) -> object:
+    argv = [
+        f"--config={ROOT}/configs/flink.yaml",
+        f"--job_endpoint=127.0.0.1:{flink['job_port']}",
+        *flags,
+        *more,
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "VLNKIT_FAULT_POINT"}
+    return start_module(f"pipelines.{job}", argv, env)
+
+
+def in_process(job: str, flags: list[str]) -> dict:
+    import importlib
+
+    return importlib.import_module(f"pipelines.{job}").main(["--runner=DirectRunner", *flags])
+
+
+def rest(flink, path: str, method: str = "GET") -> dict:
+    url = f"{cluster.rest_url(flink)}{path}"
+    with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as response:
+        body = response.read()
+    return json.loads(body) if body else {}
+
+
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")
+
+
+def jobs(flink) -> dict[str, str]:
+    """Every job the cluster knows: id -> Flink's state."""
+    return {j["jid"]: j["state"] for j in rest(flink, "/jobs/overview")["jobs"]}
+
+
+def new_job(flink, before: dict[str, str], state: str | None = None) -> str | None:
+    """The one job the cluster did not know in `before` (in `state`, if given), or None yet."""
+    found = [jid for jid, s in jobs(flink).items() if jid not in before and (state is None or s == state)]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def wait_until(condition, seconds: float = 300.0, what: str = "") -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.2)
+
+
+def one_error_line(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.parametrize("job", ["build_r4r", "score"])
+def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, shared_data, tmp_path):
+    flags, prefixes = job_flags(job, shared_data, tmp_path / "flink")
+    if job == "score":  # three agents with intervals: the third is the first one under another name
+        third = next(f for f in flags if f.startswith("--predictions=random=")).replace("random=", "again=", 1)
+        flags.append(third)
+    code, err = finish(launch(flink, job, [*flags, f"--output_dir={tmp_path}/flink/out"]), timeout=900)
+    assert code == 0, err[-3000:]
+    ref_flags, _ = job_flags(job, shared_data, tmp_path / "local")
+    if job == "score":
+        ref_flags.append(third)
+    in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])
+    got, want = rows(tmp_path / "flink" / "out", prefixes), rows(tmp_path / "local" / "out", prefixes)
+    assert got == want and any(want.values())
+
+    def summary(side):
+        return json.loads((tmp_path / side / "out" / "summary.json").read_text())
+
+    def strip(s):
+        return json.loads(json.dumps(s).replace(str(tmp_path / "flink"), "<w>").replace(str(tmp_path / "local"), "<w>"))
+
+    assert strip(summary("flink")) == strip(summary("local"))
+    if job == "build_r4r":  # the R4R JSON file byte for byte
+        assert (tmp_path / "flink" / "R4R.json").read_bytes() == (tmp_path / "local" / "R4R.json").read_bytes()
+    assert integrity.verify(str(tmp_path / "flink" / "out")) == []
+
+
+def test_no_job_service_at_the_address_stops_in_one_line_within_seconds(shared_data, tmp_path):
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    began = time.monotonic()
+    proc = launch({"job_port": free_port()}, "build_r4r", [*flags, f"--output_dir={tmp_path}/out"])
+    code, err = finish(proc, timeout=60)
+    assert code == 2 and len(one_error_line(err)) == 1 and "no job service answers" in err, err
+    assert time.monotonic() - began < 30
+    assert not (tmp_path / "out").exists()  # nothing staged, nothing locked
+
+
+def _held(flink, shared_data, tmp_path, *more):
+    """A build_r4r run on the cluster over a published in-process version, its workers held at the last step."""
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    out = tmp_path / "out"
+    in_process("build_r4r", [*flags, f"--output_dir={out}"])
+    gate = tmp_path / "gate"
+    proc = launch(
+        flink,
+        "build_r4r",
+        [*flags, f"--output_dir={out}", "--lock_lease_seconds=5"],
+        "--environment_type=PROCESS",
+        environment(VLNKIT_FAULT_POINT=f"written?{gate}"),
+        *more,
+    )
+    return out, gate, proc
+
+
+def test_no_wait_returns_once_accepted_and_the_job_publishes_through_its_last_step(flink, shared_data, tmp_path):
+    known = jobs(flink)
+    out, gate, proc = _held(flink, shared_data, tmp_path, "--no_wait")
+    try:
+        _no_wait(flink, shared_data, tmp_path, known, out, gate, proc)
+    finally:
+        gate.touch()  # never leave a held job on the cluster
+
+
+def _no_wait(flink, shared_data, tmp_path, known, out, gate, proc):
+    before, published = snapshot(out), current_version(str(out))
+    code, err = finish(proc, timeout=300)
+    assert code == 0, err[-3000:]
+    assert (out / "lock.json").exists() and current_version(str(out)) == published  # handed over, held
+    # The launcher returns once Beam's job server accepted the job; the server submits it to Flink after
+    # uploading its classpath (docs/cloud.md): the job shows in Flink within a minute or two.
+    wait_until(lambda: new_job(flink, known), seconds=240, what="the job in Flink")
+    jid = new_job(flink, known)
+    assert jobs(flink)[jid] not in TERMINAL, "the launcher is gone, its job runs on the cluster"
+    assert (out / "lock.json").exists() and current_version(str(out)) == published
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path / "second")
+    with pytest.raises(SystemExit) as refused:  # a second run of the same output, meanwhile
+        in_process("build_r4r", [*flags, f"--output_dir={out}"])
+    assert refused.value.code == 2 and snapshot(out) == before
+    gate.touch()
+    wait_until(lambda: current_version(str(out)) != published and not (out / "lock.json").exists(), what="publish")
+    wait_until(lambda: jobs(flink)[jid] in TERMINAL, seconds=120, what="the job to end after publishing")
+    assert jobs(flink)[jid] == "FINISHED"
+    assert integrity.verify(str(out)) == []
+    assert rows(out / "current", ["paths"]) == rows(out / "versions" / published, ["paths"])
+
+
+def test_a_job_cancelled_through_flinks_rest_api_exits_3_in_one_line(flink, shared_data, tmp_path):
+    known = jobs(flink)
+    out, gate, proc = _held(flink, shared_data, tmp_path)
+    try:
+        before = snapshot(out)
+        wait_until(lambda: new_job(flink, known, "RUNNING"), what="the job to run")
+        rest(flink, f"/jobs/{new_job(flink, known)}?mode=cancel", method="PATCH")
+        code, err = finish(proc, timeout=300)
+    finally:
+        gate.touch()
+    assert code == 3 and len(one_error_line(err)) == 1 and "CANCELLED" in one_error_line(err)[0], err[-3000:]
+    assert snapshot(out) == before
+
+
+def test_an_sdk_worker_that_cannot_import_the_project_fails_the_job_in_one_line(flink, shared_data, tmp_path):
+    flags, _ = job_flags("build_r4r", shared_data, tmp_path)
+    # A worker whose Python has Beam but not this project: its imports of the project's packages are refused
+    # (a sitecustomize on its PYTHONPATH), and its boot is the boot's file run by path.
+    refuse = tmp_path / "without_project"
+    refuse.mkdir()
+    (refuse / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('vlnkit', 'pipelines', 'transforms', 'configs'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+    )
+    worker = tmp_path / "worker"
+    worker.write_text(
+        f'#!/bin/sh\nPYTHONPATH={refuse} exec {sys.executable} {ROOT}/vlnkit/cluster/sdk_worker.py "$@"\n'
+    )
+    worker.chmod(0o755)
+    code, err = finish(
+        launch(flink, "build_r4r", [*flags, f"--output_dir={tmp_path}/out"], environment(str(worker))), timeout=600
+    )
+    errors = one_error_line(err)
+    assert code == 3 and len(errors) == 1 and "FAILED" in errors[0], err[-3000:]
+    assert "ModuleNotFoundError" in errors[0], errors[0]
+    assert not (tmp_path / "out" / "current").exists()
+
+
+def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_unchanged(flink, shared_data, tmp_path):
+    """The documented choice (docs/cloud.md): no restart (configs/flink-cluster.yaml), so a lost TaskManager
+    fails the job; the launcher says so in one line and the published version stays as it was."""
+    out, gate, proc = _held(flink, shared_data, tmp_path)
+    before = snapshot(out)
+
+    def staged():
+        return [
+            v
+            for v in (out / "versions").iterdir()
+            if (v / "summary.json").exists() and v.name != current_version(str(out))
+        ]
+
+    wait_until(staged, what="the job to reach its last step")
+    os.kill(cluster.read_pids(flink)["taskmanager-1"], signal.SIGKILL)  # it runs half of the held last step
+    try:
+        time.sleep(20)  # Flink sees the TaskManager gone; the held workers beside the other one then go on
+        gate.touch()
+        code, err = finish(proc, timeout=300)
+        errors = one_error_line(err)
+        assert code == 3 and len(errors) == 1, err[-3000:]
+        assert snapshot(out) == before
+    finally:
+        gate.touch()
+        cluster.start_taskmanager(flink, 1)
+        wait_until(lambda: rest(flink, "/overview")["taskmanagers"] == 2, seconds=120, what="the TaskManager back")
