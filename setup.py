@@ -17,7 +17,7 @@ setup(
     packages=find_packages(
         include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*", "configs"]
     ),
-    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256"]},
+    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256", "*.pom.xml"]},
     include_package_data=True,
     entry_points={
         "console_scripts": ["vlnkit = pipelines.cli:main"]
@@ -50,7 +50,7 @@ setup(
     extras_require={
         # A Flink session cluster here (`vlnkit flink-cluster start`): Flink 1.19.0's distribution jars, the
         # Flink that Beam 2.62.0's Flink runner was built against (its job server's jars are fetched by
-        # scripts/install_java_parts.sh from Maven Central).
+        # `python -m vlnkit.parts` from Maven Central).
         "flink": FLINK,
         "test": [
             *FLINK,

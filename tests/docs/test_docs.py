@@ -159,7 +159,7 @@ def test_readme_setup_is_the_two_commands_ci_runs():
     assert (lang, flags) == ("bash", ["skip"])
     commands = [c for c in code.splitlines() if c.strip() and not c.lstrip().startswith("#")]
     # Install: the package, then the Java part a job runs (METEOR's jar, fetched at install time).
-    assert commands == ['python -m pip install -e ".[test]" && python -m vlnkit.captioning.jars', "python -m pytest -q"]
+    assert commands == ['python -m pip install -e ".[test]" && python -m vlnkit.parts', "python -m pytest -q"]
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert commands[0] in ci and commands[1] in ci
 

@@ -5,7 +5,7 @@ and re-checked by `vlnkit verify D`.
 
 `datasets` runs in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out of
 their own imports (`pipelines.beam_import`, `vlnkit.refused_imports`). It is installed apart from the
-project (`pip install --target ~/.cache/vlnkit/hf-datasets "datasets>=4,<6"`, done by .ci/run): every
+project, by the install command (`python -m vlnkit.parts`, part `hf-datasets`): every
 `datasets` release needs a `multiprocess` that needs dill 0.3.2 or later, and Beam 2.62 (the release whose
 Flink runner Maven Central serves, docs/cloud.md) needs dill below 0.3.2, so one environment cannot hold both.
 """
@@ -29,6 +29,7 @@ from vlnkit.evaluation.schemas import EPISODE_SCORES, RANDOM_EPISODE_SCORES
 from vlnkit.io.dataset_card import README
 from vlnkit.io.schemas import meaning
 from vlnkit.paraphrases.schemas import PARAPHRASES
+from vlnkit.parts import hf_datasets_dir
 from vlnkit.perturbations.schemas import COMPAT, PERTURBATIONS
 from vlnkit.probes.schemas import PROBE_EPISODES, PROBE_SCORES
 from vlnkit.scoring.cvdn import CVDN_EPISODE_SCORES
@@ -97,12 +98,12 @@ def _manifest(folder: Path) -> dict:
     return json.loads((folder / "current" / "manifest.json").read_text())
 
 
-HF_DATASETS = Path(os.environ.get("VLNKIT_HF_DATASETS", os.path.expanduser("~/.cache/vlnkit/hf-datasets")))
+HF_DATASETS = hf_datasets_dir()
 
 
 def test_load_dataset_reads_the_main_rows_in_the_declared_types(published, tmp_path):
     if not (HF_DATASETS / "datasets").is_dir():
-        message = f"Hugging Face's datasets is not installed in {HF_DATASETS} (.ci/run installs it)"
+        message = f"Hugging Face's datasets is not installed in {HF_DATASETS} (python -m vlnkit.parts installs it)"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
     # Each published version, and one output folder itself (its top-level links lead to the current version).
     folders = [str(published[job] / "current") for job in TABLES] + [str(published["build_r4r"])]

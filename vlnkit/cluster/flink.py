@@ -2,7 +2,7 @@
 
 One JobManager and `taskmanagers` TaskManagers, each its own JVM started by class from Flink 1.19.0's
 distribution jars (PyPI's `apache-flink-libraries`, which has no shell scripts), and Beam's Flink job
-server (`FlinkJobServerDriver`, from the jars `scripts/install_java_parts.sh` fetched) submitting to it.
+server (`FlinkJobServerDriver`, from the jars ``python -m vlnkit.parts`` fetched) submitting to it.
 The SDK workers are started by each TaskManager beside itself (`--environment_type=PROCESS` with
 `vlnkit-sdk-worker`, configs/flink.yaml), never by the launcher. Why PROCESS and not a worker pool per
 TaskManager: an EXTERNAL environment names one pool address for the whole job, so every TaskManager

@@ -1,10 +1,11 @@
 """Where the Java parts of a Flink run are, and that they are the pinned ones.
 
 Beam's Flink job server comes from Maven Central as the unshaded `beam-runners-flink-1.19:2.62.0` with
-every jar it depends on (Central serves no shaded `beam-runners-flink-*-job-server` jar here); the
-install step (`scripts/install_java_parts.sh`, run by `.ci/run`) copies them into `job_server_dir()`,
-and `JARS_SHA256` (next to this module) pins each by name and sha256. Nothing is downloaded when a
-cluster starts or a job runs: a missing or changed jar stops the start in one line.
+every jar it depends on (Central serves no shaded `beam-runners-flink-*-job-server` jar here);
+`fetch_job_server_jars` (the install step, `python -m vlnkit.parts`) has Maven resolve `flink_job_server.pom.xml` (next to this module)
+and copy them into `job_server_dir()`, and `JARS_SHA256` (next to this module) pins each by name and
+sha256. Nothing is downloaded when a cluster starts or a job runs: a missing or changed jar stops the
+start in one line.
 
 Flink's own distribution jars (flink-dist 1.19.0, the version that Beam release was built against) come
 from PyPI's `apache-flink-libraries`, installed with the project.
@@ -14,10 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 BEAM_VERSION = "2.62.0"
 JARS_SHA256 = Path(__file__).with_name("flink_job_server_jars.sha256")
+POM = Path(__file__).with_name("flink_job_server.pom.xml")
+INSTALL_COMMAND = "python -m vlnkit.parts"
 
 
 class MissingJavaParts(Exception):
@@ -40,6 +45,49 @@ def pinned() -> dict[str, str]:
     return out
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fetch_job_server_jars(relist: bool = False) -> Path:
+    """The install step: leave a folder that already holds exactly the pinned jars as it is; otherwise have
+    Maven resolve `flink_job_server.pom.xml` (next to this module) from Maven Central into a fresh folder, check every jar against the
+    committed list (a jar missing, unlisted or different fails the install, and the old folder stays), then
+    move it into place. `relist=True`, after a deliberate pin change in the pom, rewrites the list instead.
+    Maven is a plain `mvn dependency:copy-dependencies`: it resolves the transitive graph, which pip cannot."""
+    folder = job_server_dir()
+    wanted = pinned()
+    if not relist and folder.is_dir() and sorted(p.name for p in folder.iterdir()) == sorted(wanted):
+        try:
+            check_job_server_jars()
+            return folder
+        except MissingJavaParts:
+            pass
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MissingJavaParts("Maven (mvn) is needed to fetch the Flink job server (apt-get install maven)")
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    command = [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies"]
+    command += ["-DincludeScope=runtime", f"-DoutputDirectory={partial}"]
+    subprocess.run(command, check=True)
+    got = {p.name: _sha256(p) for p in partial.iterdir()}
+    if relist:
+        JARS_SHA256.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(got.items())))
+        wanted = got
+    if got != wanted:
+        odd = sorted(set(got.items()) ^ set(wanted.items()))[:3]
+        raise MissingJavaParts(f"the jars Maven resolved differ from {JARS_SHA256.name}: {odd}")
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+    return folder
+
+
 def check_job_server_jars(verify_digests: bool = True) -> list[Path]:
     """The job server's classpath: every pinned jar, checked; raises MissingJavaParts naming the first
     missing or changed one and the command that fetches them."""
@@ -48,14 +96,10 @@ def check_job_server_jars(verify_digests: bool = True) -> list[Path]:
     for name, digest in sorted(pinned().items()):
         path = folder / name
         if not path.exists():
-            raise MissingJavaParts(f"{path} is missing; run scripts/install_java_parts.sh (fetches the pinned jars)")
+            raise MissingJavaParts(f"{path} is missing; run `{INSTALL_COMMAND}` (fetches the pinned jars)")
         if verify_digests:
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            if h.hexdigest() != digest:
-                raise MissingJavaParts(f"{path} does not match its pinned sha256; rerun scripts/install_java_parts.sh")
+            if _sha256(path) != digest:
+                raise MissingJavaParts(f"{path} does not match its pinned sha256; rerun `{INSTALL_COMMAND}`")
         jars.append(path)
     return jars
 
