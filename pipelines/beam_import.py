@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -92,9 +93,16 @@ def uses_google_cloud(command_line: Sequence[str]) -> bool:
     return any("gs://" in arg or "dataflow" in arg.lower() for arg in command_line)
 
 
+# Google's client libraries warn on import, on every run, about the machine: grpcio older than 1.83 (which
+# Beam 2.62 requires) and Python 3.11's end of life in 2027. Nothing a job's user can act on; they would
+# bury a job's one-line error under ten lines of warnings.
+MACHINE_WARNINGS = r"google\.(auth|api_core)\b"
+
+
 def import_beam(command_line: Sequence[str] | None = None):
     """`apache_beam`, imported once without `UNUSED`, and without `GOOGLE_CLOUD` when this process runs
     one job as its command and `command_line` (the job's flags, profiles expanded) does not use it."""
+    warnings.filterwarnings("ignore", category=FutureWarning, module=MACHINE_WARNINGS)
     if "apache_beam" in sys.modules or os.environ.get(FULL_IMPORT):
         import apache_beam
 
