@@ -7,23 +7,21 @@ with the shortest text (48 sentences), and the two calls run side by side.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 
 import pytest
 
 from tests.oracles.coco_spice import reference_spice
+from tests.vlnkit.captioning import shared_sets
 from vlnkit.captioning.jars import INSTALL_COMMAND, RHINO_INSTALL, missing
 from vlnkit.captioning.ptb import tokenize
 from vlnkit.captioning.spice import Spice, SpiceUnavailable
 
 
 def small_set(speaker_dir, n=12):
-    """The n items of acgg/pairs/origin_seen.json with the fewest characters (test + refs), PTB-tokenized
-    and space-joined as pycocoevalcap's COCOEvalCap hands them to Spice."""
-    rows = json.loads((speaker_dir / "acgg" / "pairs" / "origin_seen.json").read_text())
-    rows = sorted(rows, key=lambda r: (len(r["test"]) + sum(map(len, r["refs"])), r["image_id"]))[:n]
+    """Real items, PTB-tokenized and space-joined as pycocoevalcap's COCOEvalCap hands them to Spice."""
+    rows = shared_sets.shortest_acgg(speaker_dir, n)
     ids = [r["image_id"] for r in rows]
     return (
         ids,
