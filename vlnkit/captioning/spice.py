@@ -11,9 +11,10 @@ parse cache (LMDB through the FST serializer) needs `--add-opens` for java.base 
 (`/usr/share/java/js.jar`, Debian's `librhino-java`) goes on the classpath and `edu.anu.spice.SpiceScorer`
 is started by class (`-cp`, not `-jar`). Those flags change how the JVM runs, not what the jar computes.
 
-A JVM call costs about 30-60 s before the first sentence (CoreNLP's parser and three NER models load),
-then parsing runs at a few sentences a second, so a caller sends many items per call (one Beam batch),
-never one. The parse cache is a folder per `Spice` (one per worker): two workers never share an LMDB.
+A JVM call costs 20-50 s before the first sentence (CoreNLP's parser and three NER models load; 51 s
+for a 2-item call on a busy 2-core machine), then parsing runs at about a sentence a second or slower
+(PTB-tokenized instructions lose their full stops and parse as one long sentence), so a caller sends
+many items per call (one Beam batch), never one. The parse cache is a folder per `Spice` (one per worker): two workers never share an LMDB.
 
 The jar's per-item scores depend on the set they are scored in (measured in `checks/SOURCE.md`: an
 item's F can differ scored alone and in a 340-item batch), so a per-item SPICE is that of its call's set;
@@ -71,9 +72,9 @@ def _f_score(value) -> float:
 class Spice:
     """The SPICE 1.0 jar: `score(hypotheses, references, ids)` -> (mean F, per-item F), one JVM per call.
 
-    `memory` is the JVM's heap ceiling (the reference uses 8G; a 500-item call of R2R instructions peaks
-    near 2 GB resident); `cache` the parse-cache folder (default: a fresh one per instance, removed by
-    `close`)."""
+    `memory` is the JVM's heap ceiling (the reference's 8G; measured resident: 1.3 GB for 2 AC-GG items,
+    1.8 GB for 20, 3.3 GB while parsing R2R val_seen's 1,021 references); `cache` the parse-cache folder
+    (default: a fresh one per instance, removed by `close`)."""
 
     def __init__(self, memory: str = "8G", cache: str | Path | None = None):
         reason = missing("spice")
