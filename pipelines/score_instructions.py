@@ -9,7 +9,8 @@ Each system's file is a dict or list keyed by instr_id or path_id, JSON Lines, t
 evaluation, whose systems are named by the file). References are the ones each file carries, or with
 --references those of an R2R-format file (R2R, R4R, REVERIE: records with path_id and instructions).
 BLEU-1..4, ROUGE-L and CIDEr-D equal pycocoevalcap 1.2's per item and per system (CIDEr-D's document
-frequencies from each system's own set); --human_baseline adds a row scoring each reference against the
+frequencies from each system's own set); --meteor and --spice add METEOR 1.5 and SPICE 1.0 from the
+reference jars (one SPICE jar call per batch); --human_baseline adds a row scoring each reference against the
 others. Writes `instructions-SSSSS-of-NNNNN.parquet` (one row per scored instruction),
 `summary.json` (corpus scores with bootstrap intervals, paired comparisons, the leaderboard with tie
 marks, Kendall's tau-b against human outcomes when the files carry `human_scores`),
@@ -63,6 +64,13 @@ def declare_flags(parser) -> None:
         "them it is refused in one line and the other metrics run",
     )
     parser.add_argument(
+        "--spice",
+        action="store_true",
+        help="Also SPICE 1.0 through the reference jar, one jar call per batch of a system (Java, Rhino and "
+        "`python -m vlnkit.captioning.jars --spice`); without them it is refused in one line and the other "
+        "metrics run",
+    )
+    parser.add_argument(
         "--rank_by", choices=RANKABLE, default="cider_d", help="The leaderboard's metric (tie marks on it)"
     )
     add_shared(parser, "seed", "num_shards", "bootstrap", "confidence")
@@ -89,7 +97,8 @@ def _reference_table(path: str) -> dict[str, list[str]]:
     return table
 
 
-def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: bool, refusal=None) -> None:
+def build(pipeline, out: Staging, systems, references, opts, bootstrap, jars: dict[str, str | None]) -> None:
+    """`jars`: {"meteor", "spice"} -> None when computed, else why not (refused or not asked for)."""
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
@@ -100,7 +109,9 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: 
     from vlnkit.captioning.summary import instructions_summary
 
     read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
-    scored = read["records"] | "Score" >> ScoreSystems(bootstrap.replicates, bootstrap.seed, meteor)
+    scored = read["records"] | "Score" >> ScoreSystems(
+        bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None
+    )
     scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
     tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
     sums = scored["sums"] | "SystemSums" >> beam.combiners.ToDict()
@@ -111,7 +122,7 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: 
         "human_baseline": bool(opts.human_baseline),
         "references": opts.references or "carried by the files",
         "rank_by": opts.rank_by,
-        "meteor": "computed" if meteor else (refusal or "not asked for (--meteor)"),
+        **{m: why or "computed" for m, why in jars.items()},
         **bootstrap.to_dict(),
         "options": redact(fingerprinted_settings(opts)),
     }
@@ -124,7 +135,8 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap, meteor: 
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
-    metrics = ("bleu_1", "bleu_4", "rouge_l", "cider_d")
+    first = summary["by_system"][summary["leaderboard"][0]["system"]] if summary["leaderboard"] else {}
+    metrics = ("bleu_1", "bleu_4", "rouge_l", "cider_d", *(m for m in ("meteor", "spice") if m in first))
     title = f"{'rank':<5}{'system':<34}" + "".join(f"{m:>20}" for m in metrics)
     lines = ["Instruction generators", title, "-" * len(title)]
     for row in summary["leaderboard"]:
@@ -148,6 +160,18 @@ def outcome(summary: dict) -> Outcome:
     return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)))
 
 
+def _jar_refusal(metric: str, asked: bool) -> str | None:
+    """None when `metric` runs; else why not, printed in one line when it was asked for."""
+    if not asked:
+        return f"not asked for (--{metric})"
+    from vlnkit.captioning.jars import missing
+
+    refusal = missing(metric)
+    if refusal:
+        print(f"score_instructions: {metric.upper()} refused: {refusal}; the other metrics run")
+    return refusal
+
+
 def run(ctx: Run) -> dict:
     from vlnkit.comparison.config import BootstrapConfig
 
@@ -161,16 +185,9 @@ def run(ctx: Run) -> dict:
     if opts.references:
         (path,) = ctx.inputs("references", opts.references)[:1]
         references = _reference_table(path)
-    refusal = None
-    if opts.meteor:
-        from vlnkit.captioning.jars import missing
-
-        refusal = missing("meteor")
-        if refusal:
-            print(f"score_instructions: METEOR refused: {refusal}; the other metrics run")
-    meteor = bool(opts.meteor and not refusal)
+    jars = {m: _jar_refusal(m, getattr(opts, m)) for m in ("meteor", "spice")}
     return ctx.execute(
-        lambda p, out: build(p, out, systems, references, opts, bootstrap, meteor, refusal),
+        lambda p, out: build(p, out, systems, references, opts, bootstrap, jars),
         ["instructions"],
         outcome=outcome,
         declared=lambda summary: {"instructions": summary["instructions"]},

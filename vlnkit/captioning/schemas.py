@@ -21,6 +21,7 @@ _MEANINGS = {
     "rouge_l": "ROUGE-L, beta 1.2 (rouge/rouge.py)",
     "cider_d": "CIDEr-D with the document frequencies of this system's set (cider/cider_scorer.py)",
     "meteor": "METEOR 1.5 from the reference jar (null without --meteor)",
+    "spice": "SPICE 1.0's F-score from the reference jar, scored in its batch's jar call (null without --spice)",
     "testlen": "BLEU statistic: hypothesis length in tokens",
     "reflen": "BLEU statistic: the closest reference length (the shorter on a tie)",
     "guess_1": "BLEU statistic: unigrams in the hypothesis",
@@ -34,18 +35,21 @@ _MEANINGS = {
 }
 
 
+_FLOATS = ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d", "meteor", "spice")
+
+
 def _schema():
     s, f64, i64 = pa.string(), pa.float64(), pa.int64()
     types = {"system": s, "instr_id": s, "path_id": s, "scan": s, "instruction": s, "tokens": pa.list_(s)}
     fields = [
         pa.field(
             n,
-            types.get(n, f64 if n in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d", "meteor") else i64),
-            nullable=n in ("scan", "meteor"),
+            types.get(n, f64 if n in _FLOATS else i64),
+            nullable=n in ("scan", "meteor", "spice"),
         )
         for n in _MEANINGS
     ]
-    return versioned_schema("instruction_scores", 1, fields, _MEANINGS)
+    return versioned_schema("instruction_scores", 2, fields, _MEANINGS)  # 2: the spice column
 
 
 INSTRUCTION_SCORES = _schema()

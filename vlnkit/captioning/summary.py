@@ -16,6 +16,7 @@ from vlnkit.comparison.replicates import percentile_interval
 BLEU = ("bleu_1", "bleu_2", "bleu_3", "bleu_4")
 MEANS = ("rouge_l", "cider_d")
 METRICS = (*BLEU, *MEANS)
+JARS = ("meteor", "spice")  # computed only when asked for (--meteor, --spice), from the reference jars
 OUTCOMES = ("score", "spl", "ndtw", "sdtw", "dist", "quality")  # zhao2023's human_scores
 
 
@@ -30,6 +31,9 @@ def corpus_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             out[m] = s[m] / s["items"]
     if "meteor" in s:
         out["meteor"] = s["meteor"]
+    if "spice" in s:  # a mean of per-item F, as pycocoevalcap's corpus SPICE
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["spice"] = s["spice"] / s["items"]
     return out
 
 
@@ -55,7 +59,7 @@ def system_rows(point: dict[str, dict], replicates: dict[str, dict], confidence:
         scores = corpus_from_sums(sums)
         reps = corpus_from_sums(replicates[system]) if system in replicates else None
         row = {"items": int(sums["items"][0])}
-        for m in METRICS + (("meteor",) if "meteor" in scores else ()):
+        for m in METRICS + tuple(m for m in JARS if m in scores):
             interval = percentile_interval(reps[m], confidence) if reps is not None else None
             row[m] = {"score": float(scores[m][0]), "interval": interval}
         out[system] = row
@@ -73,7 +77,7 @@ def comparisons(point: dict, replicates: dict, path_sets: dict[str, str], confid
                 continue
             pa_, pb = corpus_from_sums(point[a]), corpus_from_sums(point[b])
             ra, rb = corpus_from_sums(replicates[a]), corpus_from_sums(replicates[b])
-            for m in METRICS:
+            for m in METRICS + tuple(m for m in JARS if m in pa_ and m in pb):
                 d = float(pa_[m][0] - pb[m][0])
                 rows.append(paired_row(a, b, m, int(point[a]["items"][0]), d, ra[m] - rb[m], confidence))
     return holm_by_metric(rows, confidence)
@@ -111,7 +115,8 @@ def metric_agreement(outcome_rows: list[dict], replicates: int, seed: int, confi
         if not np.isfinite(y).any():
             continue
         out[outcome] = {}
-        for m in METRICS:
+        spice = all(r.get("spice") is not None for r in rows)
+        for m in METRICS + (("spice",) if spice else ()):
             x = np.array([r[m] for r in rows], np.float64)
             entry = {"instance": instance_tau(x, y, replicates, seed, confidence)}
             if full and len(systems) > 2:
@@ -126,7 +131,7 @@ def metric_agreement(outcome_rows: list[dict], replicates: int, seed: int, confi
 def _system_metric(rows, metric, systems, paths):
     """w (replicates, paths) -> (replicates, systems) corpus scores: BLEU pooled, the others weighted means."""
     n_s, n_p = len(systems), len(paths)
-    if metric in MEANS:
+    if metric in MEANS or metric == "spice":
         values = np.array([r[metric] for r in rows], np.float64).reshape(n_s, n_p)
         return lambda w: (w @ values.T) / w.sum(axis=1, keepdims=True)
     k = BLEU.index(metric)

@@ -55,3 +55,10 @@ def acgg_set(speaker: Path, name: str) -> tuple[list, list, list]:
 def t5_greedy_set(speaker: Path) -> tuple[list, list, list]:
     rows = json.loads((speaker / "hear" / "speaker_t5_clip_greedy_val_seen_success_loc.json").read_text())
     return list(rows), [r["generated_instr"] for r in rows.values()], [list(r["instructions"]) for r in rows.values()]
+
+
+def shortest_acgg(speaker: Path, n: int) -> list[dict]:
+    """The n records of acgg/pairs/origin_seen.json with the fewest characters (test + refs): a real set
+    small enough for SPICE's jar (a few sentences a second) in a test."""
+    rows = json.loads((speaker / "acgg" / "pairs" / "origin_seen.json").read_text())
+    return sorted(rows, key=lambda r: (len(r["test"]) + sum(map(len, r["refs"])), r["image_id"]))[:n]
