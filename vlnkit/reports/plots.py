@@ -34,6 +34,7 @@ FIGSIZES = {  # inches; pixels are these times DPI
     "path": (6.0, 6.0),
     "perturbations": (8.0, 4.5),
     "paraphrases": (11.0, 4.5),
+    "agreement": (12.0, 7.0),
 }
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 PATH_COLORS = {
@@ -188,6 +189,45 @@ def paraphrases_figure(sets: dict[str, dict], keep_band: tuple[float, float] = D
     for edge in keep_band:
         ax_bleu.axvline(edge, color="#2ca02c", linestyle="--", linewidth=1)
     ax_bleu.set_title(f"{QUANTITY_LABELS['bleu']}; kept in [{keep_band[0]:g}, {keep_band[1]:g}]", fontsize=10)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def agreement_figure(outcome: str, scores: dict[str, dict], means: dict[str, float], taus: dict, human) -> bytes:
+    """The study's Figure 3 for one wayfinding outcome: one panel per metric, one point per system, its
+    corpus score (x100, whisker: its bootstrap interval) against the mean `outcome` of the people who followed
+    its instructions; human rows (`human`, a set of system names) drawn as stars. A panel's title gives
+    the system-level tau-b and its interval (`taus[metric]["system"]`).
+
+    `scores` {system: {metric: {"score", "interval"}}} (the score_instructions summary's `by_system`);
+    `means` {system: mean outcome}: only systems with a mean are drawn."""
+    fig = _figure("agreement")
+    metrics = list(taus)
+    cols = min(4, max(1, len(metrics)))
+    axes = np.atleast_1d(fig.subplots(max(1, -(-len(metrics) // cols)), cols)).ravel()
+    systems = [s for s in scores if means.get(s) is not None]
+    for ax, metric in zip(axes, metrics):
+        for s in systems:
+            entry = scores[s][metric]
+            x, ci = 100 * entry["score"], entry.get("interval")
+            color = PATH_COLORS["reference"] if s in human else COLORS[1]
+            if ci:
+                ax.plot([100 * ci[0], 100 * ci[1]], [means[s]] * 2, color=color, alpha=0.45, linewidth=1.2)
+            ax.scatter(
+                x, means[s], s=70 if s in human else 22, marker="*" if s in human else "o", color=color, zorder=3
+            )
+        tau = (taus[metric] or {}).get("system")
+        title = metric.upper()
+        if tau:
+            lo, hi = tau["interval"] or (float("nan"), float("nan"))
+            title += f": tau-b {tau['tau_b']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(f"{metric} x100 (corpus)", fontsize=8)
+        ax.set_ylabel(f"mean {outcome}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(metrics) :]:
+        ax.axis("off")
+    fig.suptitle(f"Each system's metric against its followers' mean {outcome} (stars: human rows)", fontsize=11)
     fig.tight_layout()
     return _png(fig)
 
