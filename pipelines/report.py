@@ -14,7 +14,10 @@ When --inputs hold a score job's episodes (`episodes-*.parquet` with agent, inst
 the report also writes `comparison.html`, linked from `index.html`: the agents' leaderboard with
 bootstrap intervals and tie marks, differences against --baseline, breakdowns, and a table of
 episodes that draws each one on its scan's graph (docs/jobs/report.md). Its reference paths come from
-the dataset the score job's summary.json names, or from --dataset.
+the dataset the score job's summary.json names, or from --dataset. A score_instructions output folder
+gives its own pages, `instructions_systems.html` (forest plots, leaderboard), `instructions_agreement.html`
+(Kendall's tau-b against human outcomes, each metric against each outcome per system) and
+`instructions_side_by_side.html` (references and every system's instruction beside the path's drawing).
 """
 
 from __future__ import annotations
