@@ -236,7 +236,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Agents compared: open {page['file']}")
     elif page:
         print("No comparison page: none of the scored episodes could be used (see the dead letters)")
-    for failed in summary["drawings_failed"]:
+    for failed in summary["drawings_failed"] + (summary.get("instructions") or {}).get("drawings_failed", []):
         print(f"Could not draw path {failed['path_id']} ({failed['scan']}): {failed['reason']}")
 
 

@@ -35,7 +35,7 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         scored_target_path,
         scored_with_ground_truth,
     )
-    from vlnkit.reports.stats import SCORES
+    from vlnkit.reports.stats import INSTRUCTION_SCORES, SCORES
 
     scored = {i.path: (i, parquet_columns(i.path)) for i in inputs if i.kind == SCORES and not i.compare}
     continuous = [i for i, columns in scored.values() if is_continuous(columns)]
@@ -47,9 +47,11 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
             "dataset's: one comparison page compares agents on one dataset; report them apart"
         )
     if not files:
-        if opts.dataset or opts.baseline:
+        instructions = any(i.kind == INSTRUCTION_SCORES for i in inputs)  # its pages draw paths of --dataset
+        unused = [f for f, v in (("--dataset", opts.dataset and not instructions), ("--baseline", opts.baseline)) if v]
+        if unused:
             print(
-                "No score episodes with agent, scan and path in --inputs: no comparison page (--dataset, --baseline unused)"
+                f"No score episodes with agent, scan and path in --inputs: no comparison page ({', '.join(unused)} unused)"
             )
         return None
     from vlnkit.comparison.config import BootstrapConfig
