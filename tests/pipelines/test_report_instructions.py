@@ -180,3 +180,34 @@ def test_a_run_whose_files_have_moved_is_refused_in_one_line(made, connectivity_
         )
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "gone.json" in err and "names a file of the run that is not there" in err
+
+
+def test_a_run_without_outcomes_or_paths_says_so_on_its_pages(made):
+    """A SPICE-layout run (no human_scores, no paths): no tau-b table or figures, and each path says why it
+    is not drawn, instead of an empty table or a missing figure."""
+    from vlnkit.reports.instruction_pages import agreement_page, side_by_side_page
+
+    summary = {**made["scored"], "agreement": {}}
+    page, figures = agreement_page(summary, {}, "t")
+    assert figures == {} and "table-agreement" not in page and "carry no human outcomes" in html.unescape(page)
+    example = {"path_id": "1", "scan": None, "references": ["go left"], "rows": []}
+    side = side_by_side_page(summary, [example], {"1": "no path to draw"}, "t")
+    assert "Not drawn: no path to draw." in side and "<img" not in side
+    assert rows_of(side, "table-path-0") == [["reference 1", "go left", *[""] * 6]]
+
+
+def test_the_pages_open_in_chromium_with_every_figure_and_no_request(made):
+    from tests.vlnkit.reports.browser import Browser, require_chromium
+
+    browser = Browser(require_chromium(), height=1400)
+    try:
+        for name, svgs in ((SYSTEMS, 6), (AGREEMENT, 0), (SIDE_BY_SIDE, 0)):
+            browser.open((made["out"] / name).as_uri())
+            assert browser.evaluate("document.querySelectorAll('svg').length") == svgs
+            images = "[...document.images]"
+            assert browser.evaluate(f"{images}.length") == {SYSTEMS: 0, AGREEMENT: 6, SIDE_BY_SIDE: DRAW}[name]
+            assert browser.evaluate(f"{images}.every(i => i.complete && i.naturalWidth > 0)")
+        assert browser.errors == []
+        assert all(u.startswith(("file:", "data:", "about:")) for u in browser.requests), browser.requests
+    finally:
+        browser.close()

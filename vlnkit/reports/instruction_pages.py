@@ -177,8 +177,9 @@ def agreement_page(summary: dict, means: dict[str, dict[str, float]], title: str
     else:
         text = "The run's files carry no human outcomes (`human_scores`): nothing to correlate."
     mean_rows = [[s, *[means[s].get(o) for o in agreement]] for s in sorted(means)]
-    sections = [Section("agreement", "Which metric predicts wayfinding", text, tables=[table])]
-    sections.append(Section("scatter", "Metrics against outcomes per system", "", figures))
+    sections = [Section("agreement", "Which metric predicts wayfinding", text, tables=[table] if rows else [])]
+    if figures:
+        sections.append(Section("scatter", "Metrics against outcomes per system", "", figures))
     if mean_rows and agreement:
         sections.append(
             Section(
