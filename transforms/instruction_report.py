@@ -21,9 +21,15 @@ from vlnkit.io import fileio
 ROW_COLUMNS = ("system", "instr_id", "path_id", "scan", "instruction")
 
 
-def _scored_rows(files: list[str], label: str, seed: int, draw: int, metrics: list[str]):
-    """({(system, instr_id)} scored, the rows of the `draw` sampled paths): two passes over Arrow batches,
-    the first choosing the paths with the smallest `sample_key(seed, label, path_id)`."""
+KEY = "\x1f"  # joins system and instr_id into one key (a character no id holds)
+
+
+def _scored_rows(files: list[str], label: str, seed: int, draw: int, metrics: list[str], keys: set[str]):
+    """(instructions scored, which of `keys` ("<system>\x1f<instr_id>", those with outcomes) were scored,
+    the `draw` sampled paths in sample order, their rows): two passes over Arrow batches, filtered by
+    Arrow, the first choosing the paths with the smallest `sample_key(seed, label, path_id)`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from vlnkit.reports.stats import sample_key
@@ -35,19 +41,20 @@ def _scored_rows(files: list[str], label: str, seed: int, draw: int, metrics: li
                 names = set(parquet.schema_arrow.names)
                 yield from parquet.iter_batches(batch_size=65536, columns=[c for c in columns if c in names])
 
-    pairs, paths = set(), set()
+    wanted = pa.array(sorted(keys), pa.string())
+    count, scored, paths = 0, set(), set()
     for batch in batches(["system", "instr_id", "path_id"]):
-        cols = batch.to_pydict()
-        pairs.update(zip(cols["system"], cols["instr_id"]))
-        paths.update(cols["path_id"])
-    chosen = set(heapq.nsmallest(draw, paths, key=lambda p: sample_key(seed, label, p)))
-    rows = (
-        []
-        if not chosen
-        else [r for b in batches([*ROW_COLUMNS, *metrics]) for r in b.to_pylist() if r["path_id"] in chosen]
-    )
-    order = sorted(chosen, key=lambda p: sample_key(seed, label, p))
-    return pairs, order, rows
+        count += batch.num_rows
+        joined = pc.binary_join_element_wise(batch.column("system"), batch.column("instr_id"), KEY)
+        scored.update(pc.filter(joined, pc.is_in(joined, value_set=wanted)).to_pylist())
+        paths.update(pc.unique(batch.column("path_id")).to_pylist())
+    order = heapq.nsmallest(draw, sorted(paths), key=lambda p: sample_key(seed, label, p))
+    rows = []
+    if order:
+        chosen = pa.array(order, pa.string())
+        for batch in batches([*ROW_COLUMNS, *metrics]):
+            rows += batch.filter(pc.is_in(batch.column("path_id"), value_set=chosen)).to_pylist()
+    return count, scored, order, rows
 
 
 def _carried(systems: dict[str, list[str]]):
@@ -115,11 +122,12 @@ class _WriteInstructionPages(GraphDoFn):
         run = self.run
         summary = json.loads(fileio.read_bytes(run["summary"]))
         metrics = metrics_of(summary)
-        pairs, order, rows = _scored_rows(run["rows"], run["label"], self.seed, self.draw, metrics)
         outcomes, paths = _carried(run["systems"])
+        keyed = {f"{s}{KEY}{i}": scores for (s, i), scores in outcomes.items()}
+        count, scored, order, rows = _scored_rows(run["rows"], run["label"], self.seed, self.draw, metrics, set(keyed))
         _dataset_paths([run["references"]] if run["references"] else [], True, paths)
         _dataset_paths(run["dataset"], False, paths)
-        means = mean_outcomes((s, scores) for (s, i), scores in sorted(outcomes.items()) if (s, i) in pairs)
+        means = mean_outcomes((key.split(KEY)[0], keyed[key]) for key in sorted(scored))
 
         examples, drawings, failed = [], {}, []
         for k, path_id in enumerate(order):
@@ -157,7 +165,7 @@ class _WriteInstructionPages(GraphDoFn):
             "info": {
                 "run": run["label"],
                 "systems": len(summary.get("by_system", {})),
-                "instructions": len(pairs),
+                "instructions": count,
                 "outcomes": len(means),
                 "paths_shown": len(examples),
                 "drawings_failed": failed,
