@@ -78,6 +78,8 @@ def rank_cell(row: dict) -> str:
 
 # ----------------------------------------------------------------------------- the systems page
 def systems_page(summary: dict, title: str) -> str:
+    """The systems page's HTML: a forest plot per metric (systems in leaderboard order, so a row is the same
+    system in every plot; human rows hollow and blue) and the leaderboard with every metric and tie mark."""
     metrics, board = metrics_of(summary), summary.get("leaderboard", [])
     order = [r["system"] for r in board] or sorted(summary["by_system"])
     by_system = summary["by_system"]
