@@ -14,7 +14,10 @@ When --inputs hold a score job's episodes (`episodes-*.parquet` with agent, inst
 the report also writes `comparison.html`, linked from `index.html`: the agents' leaderboard with
 bootstrap intervals and tie marks, differences against --baseline, breakdowns, and a table of
 episodes that draws each one on its scan's graph (docs/jobs/report.md). Its reference paths come from
-the dataset the score job's summary.json names, or from --dataset.
+the dataset the score job's summary.json names, or from --dataset. A score_instructions output folder
+gives its own pages, `instructions_systems.html` (forest plots, leaderboard), `instructions_agreement.html`
+(Kendall's tau-b against human outcomes, each metric against each outcome per system) and
+`instructions_side_by_side.html` (references and every system's instruction beside the path's drawing).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared
+from pipelines.report_plans import comparison_plan, instruction_plan
 from pipelines.verdict import JobError, user_error
 from vlnkit.io import fileio
 from vlnkit.reports.html import FIGURES_DIR, assemble
@@ -69,77 +73,8 @@ def declare_flags(parser) -> None:
 JOB = Job("report", __doc__, declare_flags)
 
 
-# ----------------------------------------------------------------------------- the comparison page
-def _agents(path: str) -> list[str]:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    with fileio.open_read(path) as f:
-        return pc.unique(pq.read_table(f, columns=["agent"])["agent"]).to_pylist()
-
-
-def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
-    """What the comparison page is made of (None when no --inputs file is a score job's episodes file with
-    agent, instr_id, scan and path): its episode files, agent names, dataset files and options."""
-    from vlnkit.reports.comparison_inputs import is_continuous, missing_columns
-    from vlnkit.reports.report_inputs import (
-        agent_names,
-        parquet_columns,
-        scored_on,
-        scored_target_path,
-        scored_with_ground_truth,
-    )
-    from vlnkit.reports.stats import SCORES
-
-    scored = {i.path: (i, parquet_columns(i.path)) for i in inputs if i.kind == SCORES and not i.compare}
-    continuous = [i for i, columns in scored.values() if is_continuous(columns)]
-    graph = [i for i, columns in scored.values() if not is_continuous(columns) and not missing_columns(columns)]
-    files = continuous or graph
-    if continuous and graph:
-        raise JobError(
-            f"--inputs: {continuous[0].path} holds a continuous (VLN-CE) dataset's episodes and other inputs a graph "
-            "dataset's: one comparison page compares agents on one dataset; report them apart"
-        )
-    if not files:
-        if opts.dataset or opts.baseline:
-            print(
-                "No score episodes with agent, scan and path in --inputs: no comparison page (--dataset, --baseline unused)"
-            )
-        return None
-    from vlnkit.comparison.config import BootstrapConfig
-    from vlnkit.continuous.episodes import AUTO
-
-    with user_error():
-        bootstrap = BootstrapConfig.from_flags(opts)
-    by_file = {i.path: _agents(i.path) for i in files}
-    names = agent_names([(i.label, by_file[i.path]) for i in files])
-    agents = sorted({names[k].get(a, a) for k, i in enumerate(files) for a in by_file[i.path]})
-    with user_error():
-        bootstrap.check_agents(agents)
-    folders = list(dict.fromkeys(os.path.dirname(i.path) for i in files))
-    if opts.dataset:
-        dataset = ctx.inputs("dataset", opts.dataset, accept=("episodes",) if continuous else ())
-        ground_truth = [AUTO] * len(dataset)
-    else:
-        named = [f for folder in folders for f in scored_on(folder)]
-        dataset = ctx.inputs("dataset", list(dict.fromkeys(named)), accept=("episodes",) if continuous else ())
-        ground_truth = scored_with_ground_truth(folders, dataset) if continuous else []
-    if continuous and any(ctx.kinds.get(f) != "episodes" for f in dataset):
-        bad = next(f for f in dataset if ctx.kinds.get(f) != "episodes")
-        raise JobError(f"--dataset: {bad} is not a VLN-CE episode file, but the episodes compared are continuous")
-    for gt in ground_truth:
-        if gt != AUTO:
-            ctx.inputs("ce_gt", gt)
-    options = {"bootstrap": bootstrap, "title": f"{opts.title}: agents compared"}
-    with user_error():
-        target_path = None if continuous else scored_target_path(folders)
-    plan = {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}
-    plan["target_path"] = target_path  # CVDN: each episode's reference is its target path
-    return {**plan, "continuous": bool(continuous), "ground_truth": ground_truth}
-
-
 # ----------------------------------------------------------------------------- rendering
-def render(_, partial, episodes, pages, *, out, opts, inputs, summaries, band):
+def render(_, partial, episodes, pages, instruction_pages, *, out, opts, inputs, summaries, band):
     """The single drawing step: small merged tables in, figures, page and summary out."""
     from transforms.graphs import worker_graph_store
     from transforms.write import write_json
@@ -148,6 +83,7 @@ def render(_, partial, episodes, pages, *, out, opts, inputs, summaries, band):
 
     tables = finalize(partial)
     graphs = worker_graph_store(opts.connectivity_dir)
+    made = instruction_pages[0] if instruction_pages else {"files": {}, "info": None}
     files, page, notes = assemble(
         tables,
         episodes or [],
@@ -157,8 +93,9 @@ def render(_, partial, episodes, pages, *, out, opts, inputs, summaries, band):
         inputs=[[i.path, i.kind, i.label, "compare" if i.compare else "inputs"] for i in inputs],
         title=opts.title,
         order=list(dict.fromkeys(i.label for i in inputs)),
-        links=[(COMPARISON, _page_link(p)) for p in pages if p["written"]],
+        links=[(COMPARISON, _page_link(p)) for p in pages if p["written"]] + _instruction_links(made["info"]),
     )
+    files = {**files, **made["files"]}
     fileio.remove_tree(fileio.join(out, FIGURES_DIR))  # figures of an earlier report must not linger
     for name, png in files.items():
         with fileio.open_write(fileio.join(out, *name.split("/"))) as f:
@@ -167,9 +104,12 @@ def render(_, partial, episodes, pages, *, out, opts, inputs, summaries, band):
         f.write(page.encode("utf-8"))
     write_json(fileio.join(out, TABLES), {"tables": tables, "score_summaries": summaries, "keep_band": band}, True)
     page = {**pages[0], "file": fileio.join(out, COMPARISON) if pages[0]["written"] else None} if pages else None
+    figures = sorted(f for f in files if f.startswith(FIGURES_DIR + "/"))
     summary = report_summary(
-        {"job": JOB.name}, tables, inputs, sorted(files), notes, opts.seed, fileio.join(out, INDEX), page
+        {"job": JOB.name}, tables, inputs, figures, notes, opts.seed, fileio.join(out, INDEX), page
     )
+    if made["info"]:
+        summary["instructions"] = {**made["info"], "pages": sorted(f for f in made["files"] if f.endswith(".html"))}
     write_json(fileio.join(out, "summary.json"), summary, indent=True)
     return summary
 
@@ -178,10 +118,25 @@ def _page_link(page: dict) -> str:
     return f"Agents compared: {len(page['agents'])} agents, {page['episodes']} episodes, with intervals"
 
 
-def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, band, plan: dict | None = None) -> None:
+def _instruction_links(info: dict | None) -> list[tuple[str, str]]:
+    from vlnkit.reports.instruction_pages import AGREEMENT, SIDE_BY_SIDE, SYSTEMS
+
+    if not info:
+        return []
+    return [
+        (SYSTEMS, f"Instruction generators ({info['run']}): {info['systems']} systems, forest plots and leaderboard"),
+        (AGREEMENT, "Which metric predicts wayfinding: Kendall's tau-b and each metric against each outcome"),
+        (SIDE_BY_SIDE, f"Instructions side by side: {info['paths_shown']} paths, references and every system"),
+    ]
+
+
+def build(
+    pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, band, plan=None, instructions=None
+) -> None:
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER, DEAD_LETTER_FILE, WriteDeadLetters
+    from transforms.instruction_report import InstructionPages
     from transforms.report import (
         ComparisonPage,
         ContinuousComparisonPage,
@@ -190,13 +145,13 @@ def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, 
         ParquetStats,
         SampleEpisodes,
     )
-    from vlnkit.reports.stats import DATASET, SCORE_SUMMARY, SCORES
+    from vlnkit.reports.stats import DATASET, INSTRUCTION_SCORES, SCORE_SUMMARY, SCORES
 
     datasets: dict[str, list[str]] = {}
     for item in inputs:
         if item.kind == DATASET:
             datasets.setdefault(item.label, []).append(item.path)
-    parquet = [i for i in inputs if i.kind not in (DATASET, SCORE_SUMMARY)]
+    parquet = [i for i in inputs if i.kind not in (DATASET, SCORE_SUMMARY, INSTRUCTION_SCORES)]
     sample_from = next((i.label for i in inputs if i.kind == SCORES and not i.compare), None)
     draw_label = next((i.label for i in inputs if i.kind == DATASET and not i.compare), None)
     draw_label = draw_label or next(iter(datasets), None)
@@ -228,6 +183,11 @@ def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, 
         pages = beam.pvalue.AsList(page["page"])
     else:
         pages = beam.pvalue.AsList(pipeline | "NoPage" >> beam.Create([]))
+    made = pipeline | "NoInstructionPages" >> beam.Create([])
+    if instructions:
+        made = pipeline | "InstructionPages" >> InstructionPages(
+            instructions, opts.connectivity_dir, max(opts.draw, 0), opts.seed, opts.title
+        )
     dead_all = tuple(dead) | "DeadLetters" >> WriteDeadLetters(fileio.join(out, DEAD_LETTER_FILE))
     partials.append(dead_all | "CountDead" >> beam.Map(lambda d: {("count", "dead_letters", d["stage"], "records"): 1}))
     merged = tuple(partials) | "AllPartials" >> beam.Flatten() | "Merge" >> beam.CombineGlobally(MergePartials())
@@ -249,6 +209,7 @@ def build(pipeline, out: str, inputs: list[ReportInput], opts, summaries: dict, 
             beam.pvalue.AsSingleton(merged),
             episodes_side,
             pages,
+            beam.pvalue.AsList(made),
             out=out,
             opts=opts,
             inputs=inputs,
@@ -268,12 +229,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
     rows += [("dead-lettered records", summary["dead_letters"])]
     print(format_table(rows, "Report"))
     print(f"Open {summary['index']}")
+    for name in (summary.get("instructions") or {}).get("pages", []):
+        print(f"Instruction generators: open {fileio.join(os.path.dirname(summary['index']), name)}")
     page = summary.get("comparison")
     if page and page["file"]:
         print(f"Agents compared: open {page['file']}")
     elif page:
         print("No comparison page: none of the scored episodes could be used (see the dead letters)")
-    for failed in summary["drawings_failed"]:
+    for failed in summary["drawings_failed"] + (summary.get("instructions") or {}).get("drawings_failed", []):
         print(f"Could not draw path {failed['path_id']} ({failed['scan']}): {failed['reason']}")
 
 
@@ -286,6 +249,7 @@ def outcome(summary: dict) -> Outcome:
     read = sum(int(v.get("paths", 0)) for v in summary.get("datasets", {}).values())
     read += sum(int(n) for n in summary.get("score_sets", {}).values())
     read += sum(int(n) for kind, n in summary.get("inputs", {}).items() if kind not in (DATASET, SCORES))
+    read += int((summary.get("instructions") or {}).get("instructions", 0))
     return Outcome(read, int(summary.get("dead_letters", 0)))
 
 
@@ -321,14 +285,16 @@ def run(ctx: Run) -> dict:
         ctx.inputs("inputs" if not i.compare else "compare", i.path, refuse=refuse)
     with user_error(errors=(ReportInputError,)):
         plan = comparison_plan(ctx, opts, inputs)
+        instructions = instruction_plan(ctx, opts, inputs)
     return ctx.execute(
-        lambda p, out: build(p, out.folder, inputs, opts, summaries, band, plan),
+        lambda p, out: build(p, out.folder, inputs, opts, summaries, band, plan, instructions),
         [],
         extra_outputs=(
             fileio.join(opts.output_dir, INDEX),
             fileio.join(opts.output_dir, TABLES),
             fileio.join(opts.output_dir, FIGURES_DIR, "*.png"),
             *([fileio.join(opts.output_dir, COMPARISON)] if plan else []),
+            *([fileio.join(opts.output_dir, "instructions_*.html")] if instructions else []),
         ),
         outcome=outcome,
         declared=declared_outputs,
@@ -337,7 +303,7 @@ def run(ctx: Run) -> dict:
 
 def declared_outputs(summary: dict) -> dict[str, None]:
     """The page, its tables, each figure drawn and, when it was made, the comparison page."""
-    out = dict.fromkeys([INDEX, TABLES, *summary["figures"]])
+    out = dict.fromkeys([INDEX, TABLES, *summary["figures"], *(summary.get("instructions") or {}).get("pages", [])])
     if (summary.get("comparison") or {}).get("file"):
         out[COMPARISON] = None
     return out

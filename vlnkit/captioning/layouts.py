@@ -69,7 +69,7 @@ def _refs_of(record) -> tuple | None:
     return None
 
 
-def _record(system: str, key: str | None, record, extra_fields=("human_scores", "model")) -> Generated:
+def _record(system: str, key: str | None, record, extra_fields=("human_scores", "model", "path")) -> Generated:
     instr_id = str(record.get("instr_id", key)) if isinstance(record, dict) else str(key)
     path_id = str(record["path_id"]) if isinstance(record, dict) and "path_id" in record else path_id_of(instr_id)
     scan = record.get("scan") if isinstance(record, dict) else None

@@ -44,7 +44,7 @@ CONTINUOUS_RANK_BY = (*RANK_BY, *(m + EUCLIDEAN for m in RANK_BY))  # geodesic f
 
 PAGE_STYLE = """
 .lb td.tie { color: #b00; font-weight: bold; } .muted { color: #666; font-size: 0.85em; }
-svg text { font-family: sans-serif; font-size: 11px; } .plots { display: flex; flex-wrap: wrap; gap: 16px; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; }
 #controls label { margin-right: 1em; } #episodes { max-height: 420px; overflow-y: auto; display: inline-block; }
 #episodes table { margin: 0; } #episodes th { cursor: pointer; position: sticky; top: 0; }
 #episodes tr.sel td { background: #ffe9a8; } #episodes tbody tr:hover td { background: #f5f5f5; cursor: pointer; }
@@ -103,7 +103,8 @@ def _interval_plot(title: str, groups: list[tuple[str, list[_Series]]], unit: st
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     pad = (high - low) * 0.08 or 1.0
     low, high = low - pad, high + pad
-    left, width, row_h = 150, 300, 14
+    longest = max((len(s.label) for _, series in groups for s in series), default=0)
+    left, width, row_h = max(150, 24 + 6 * longest), 300, 14  # room for the longest label at 11px
     n_rows = sum(len(s) for _, s in groups) + len(groups)
     height = 40 + n_rows * row_h
 

@@ -20,6 +20,9 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; } th { bac
 td:first-child, th:first-child { text-align: left; }
 .caption { font-weight: bold; margin-top: 1em; } .paths { display: flex; flex-wrap: wrap; gap: 8px; }
 .paths figure { width: 400px; }
+svg text { font-family: sans-serif; font-size: 11px; }
+.beside { display: flex; gap: 16px; align-items: flex-start; } .beside figure { width: 340px; flex: none; }
+.beside > div { overflow-x: auto; } .beside td:nth-child(2) { text-align: left; min-width: 280px; }
 """
 
 
@@ -46,6 +49,8 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     gallery: bool = False  # small figures side by side (path drawings)
+    markup: str = ""  # trusted HTML made here (inline SVG plots), after the text
+    beside: bool = False  # figures beside tables (a path's drawing beside its instructions)
 
 
 def _cell(value) -> str:
@@ -88,10 +93,10 @@ def render_page(title: str, intro: str, sections: list[Section], links: list[tup
         if s.gallery:
             figures = f'<div class="paths">{figures}</div>'
         text = f"<p>{html.escape(s.text)}</p>" if s.text else ""
+        tables = "".join(_table(t) for t in s.tables)
+        content = f'<div class="beside">{figures}<div>{tables}</div></div>' if s.beside else figures + tables
         body.append(
-            f'<section><h2 id="{html.escape(s.id)}">{html.escape(s.title)}</h2>{text}{figures}'
-            + "".join(_table(t) for t in s.tables)
-            + "</section>"
+            f'<section><h2 id="{html.escape(s.id)}">{html.escape(s.title)}</h2>{text}{s.markup}{content}</section>'
         )
     pages = "".join(
         f'<p class="page-link"><a href="{html.escape(file)}"><b>{html.escape(text)}</b></a></p>' for file, text in links

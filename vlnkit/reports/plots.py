@@ -34,6 +34,7 @@ FIGSIZES = {  # inches; pixels are these times DPI
     "path": (6.0, 6.0),
     "perturbations": (8.0, 4.5),
     "paraphrases": (11.0, 4.5),
+    "agreement": (12.0, 7.0),
 }
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 PATH_COLORS = {
@@ -189,6 +190,52 @@ def paraphrases_figure(sets: dict[str, dict], keep_band: tuple[float, float] = D
         ax_bleu.axvline(edge, color="#2ca02c", linestyle="--", linewidth=1)
     ax_bleu.set_title(f"{QUANTITY_LABELS['bleu']}; kept in [{keep_band[0]:g}, {keep_band[1]:g}]", fontsize=10)
     fig.tight_layout()
+    return _png(fig)
+
+
+def agreement_figure(outcome: str, scores: dict[str, dict], means: dict[str, float], taus: dict, human) -> bytes:
+    """The study's Figure 3 for one wayfinding outcome: one panel per metric, one point per system, its
+    corpus score (x100, whisker: its bootstrap interval) against the mean `outcome` of the people who followed
+    its instructions; human rows (`human`, a set of system names) drawn as stars. A panel's title gives
+    the system-level tau-b and its interval (`taus[metric]["system"]`).
+
+    `scores` {system: {metric: {"score", "interval"}}} (the score_instructions summary's `by_system`);
+    `means` {system: mean outcome}: only systems with a mean are drawn."""
+    fig = _figure("agreement")
+    metrics = list(taus)
+    cols = min(4, max(1, len(metrics)))
+    axes = np.atleast_1d(fig.subplots(max(1, -(-len(metrics) // cols)), cols, sharey=True)).ravel()
+    systems = [s for s in scores if means.get(s) is not None]
+    y = np.array([means[s] for s in systems], np.float64)
+    is_human = np.array([s in human for s in systems], bool)
+    colors = [PATH_COLORS["reference"] if h else COLORS[1] for h in is_human]
+    from matplotlib.collections import LineCollection
+
+    for ax, metric in zip(axes, metrics):
+        # one artist per kind (whiskers, generated, human): a dozen figures stay fast to draw
+        x = np.array([100 * scores[s][metric]["score"] for s in systems], np.float64)
+        cis = [scores[s][metric].get("interval") for s in systems]
+        whiskers = [[(100 * c[0], v), (100 * c[1], v)] for c, v in zip(cis, y) if c]
+        ax.add_collection(LineCollection(whiskers, colors=[c for c, ci in zip(colors, cis) if ci], alpha=0.45))
+        ax.scatter(x[~is_human], y[~is_human], s=22, color=COLORS[1], zorder=3)
+        ax.scatter(x[is_human], y[is_human], s=70, marker="*", color=PATH_COLORS["reference"], zorder=3)
+        ax.autoscale_view()
+        tau = (taus[metric] or {}).get("system")
+        title = metric.upper()
+        if tau:
+            lo, hi = tau["interval"] or (float("nan"), float("nan"))
+            title += f": tau-b {tau['tau_b']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=7)
+    for k, ax in enumerate(axes):
+        if k >= len(metrics):
+            ax.axis("off")
+        elif k % cols == 0:
+            ax.set_ylabel(f"mean {outcome}", fontsize=8)
+    fig.suptitle(
+        f"Each system's corpus score x100 (x) against its followers' mean {outcome} (y); stars: human rows", fontsize=11
+    )
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.08, top=0.9, wspace=0.3, hspace=0.45)  # not tight_layout: slow
     return _png(fig)
 
 

@@ -20,6 +20,7 @@ from vlnkit.datasets.cvdn import TARGET_PATH
 from vlnkit.io import fileio, inputs
 from vlnkit.reports.stats import (
     DEFAULT_KEEP_BAND,
+    INSTRUCTION_SCORES,
     PARAPHRASES,
     SCORE_SUMMARY,
     ReportInputError,
@@ -30,6 +31,7 @@ from vlnkit.reports.stats import (
 # What a job's output folder holds that a report reads (summary.json only for score-like jobs).
 FOLDER_PATTERNS = ("paths-*.parquet", "episodes-*.parquet", "perturbations-*.parquet", "paraphrases-*.parquet")
 SCORE_JOBS = ("score", "random_baseline")
+INSTRUCTIONS_JOB = "score_instructions"  # its summary.json stands for the run: the report makes its pages
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,9 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
             kind = detect_kind(path, columns)
             if kind == SCORE_SUMMARY:
                 summary = read_json(path)
-                if not (isinstance(summary, dict) and summary.get("job") in SCORE_JOBS and "metrics" in summary):
+                if isinstance(summary, dict) and summary.get("job") == INSTRUCTIONS_JOB and "by_system" in summary:
+                    kind = INSTRUCTION_SCORES
+                elif not (isinstance(summary, dict) and summary.get("job") in SCORE_JOBS and "metrics" in summary):
                     skipped.append(path)
                     continue
             label = input_label(path, kind)
@@ -103,6 +107,33 @@ def classify(patterns: str | None, compare: bool, taken: set[str]) -> tuple[list
     if not compare:
         taken.update(i.label for i in items)
     return items, skipped
+
+
+def instruction_run(items: list[ReportInput]) -> dict | None:
+    """The score_instructions run among --inputs (None without one): its summary, label, per-instruction
+    shards and what its summary says it read (`--predictions`, `--references`, relative to where it ran).
+    One run per report: its pages have fixed names."""
+    runs = [i for i in items if i.kind == INSTRUCTION_SCORES]
+    if not runs:
+        return None
+    if len(runs) > 1:
+        raise ReportInputError(
+            f"{len(runs)} score_instructions runs ({', '.join(i.label for i in runs)}): report one at a time"
+        )
+    item = runs[0]
+    folder = os.path.dirname(item.path)
+    shards = [p for p, _ in inputs.match_current(fileio.join(folder, "instructions-*.parquet"))]
+    if not shards:
+        raise ReportInputError(f"{folder}: a score_instructions run without its instructions-*.parquet")
+    options = read_json(item.path).get("options") or {}
+    predictions = options.get("predictions") or []
+    return {
+        "summary": item.path,
+        "label": item.label,
+        "rows": shards,
+        "predictions": [predictions] if isinstance(predictions, str) else list(predictions),
+        "references": options.get("references"),
+    }
 
 
 def keep_band(items: list[ReportInput]) -> tuple[float, float]:

@@ -26,7 +26,8 @@ from vlnkit.hashing import stable_hash
 # --------------------------------------------------------------------------- what is measured
 DATASET, SCORES, PERTURBATIONS, PARAPHRASES = "dataset", "scores", "perturbations", "paraphrases"
 SCORE_SUMMARY = "score_summary"
-KINDS = (DATASET, SCORES, PERTURBATIONS, PARAPHRASES, SCORE_SUMMARY)
+INSTRUCTION_SCORES = "instruction_scores"  # a score_instructions run's summary.json: its own pages
+KINDS = (DATASET, SCORES, PERTURBATIONS, PARAPHRASES, SCORE_SUMMARY, INSTRUCTION_SCORES)
 
 # Fine-bin width per quantity; integer quantities use width 1 (exact counts).
 DATASET_QUANTITIES = {"steps": 1.0, "length_m": 0.25, "shortest_m": 0.25, "words": 1.0}
