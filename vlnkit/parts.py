@@ -5,8 +5,8 @@ here is pinned (a version and a sha256, or a version range on PyPI) and lands in
 machine; a part already there and matching is kept, so a second run costs seconds. Nothing is fetched
 while a job or a test runs: each user of a part checks it and, when it is missing, names this command.
 
-- `caption`: METEOR 1.5's jar and paraphrase table from the sha256-pinned pycocoevalcap wheel, for the
-  score_instructions job (`vlnkit.captioning.jars`);
+- `caption`: METEOR 1.5's and SPICE 1.0's jars from the sha256-pinned pycocoevalcap wheel, and Stanford
+  CoreNLP 3.6.0 with its models from Maven Central, for the score_instructions job (`vlnkit.captioning.jars`);
 - `flink`: Beam 2.62.0's Flink job server, the unshaded runner and every jar it depends on, resolved from
   Maven Central by Maven and checked against a committed sha256 list (`vlnkit.cluster.java_parts`);
 - `hf-datasets` (with pytest installed, the `test` extra): Hugging Face's `datasets`, installed apart from
@@ -47,7 +47,7 @@ def fetch(part: str) -> Path:
     if part == "caption":
         from vlnkit.captioning.jars import fetch as fetch_caption_jars
 
-        return fetch_caption_jars()
+        return fetch_caption_jars(spice=True)
     if part == "flink":
         from vlnkit.cluster.java_parts import fetch_job_server_jars
 
