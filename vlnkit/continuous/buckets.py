@@ -335,8 +335,14 @@ def score_bucket(
         positions = pa.nulls(len(rows), POINT_LIST)
         if agent in scored_paths:
             paths, p_rows, given = scored_paths[agent]  # p_rows ascending (episodes are sorted by id)
-            gathered = paths.take(np.minimum(np.searchsorted(p_rows, rows), len(p_rows) - 1)).to_arrow()
-            positions = pa.ListArray.from_arrays(gathered.offsets, gathered.values, mask=pa.array(~has_pos))
+            # Only the rows with positions are gathered; the others are null lists of length 0 (pyarrow
+            # before 17 cannot write a null list that spans values).
+            taken = np.minimum(np.searchsorted(p_rows, rows), len(p_rows) - 1)[has_pos]
+            gathered = paths.take(taken).to_arrow()
+            spans = np.zeros(len(rows), np.int64)
+            spans[has_pos] = np.diff(gathered.offsets.to_numpy())
+            offsets = pa.array(np.concatenate([[0], np.cumsum(spans)]), gathered.offsets.type)
+            positions = type(gathered).from_arrays(offsets, gathered.values, mask=pa.array(~has_pos))
             collapsed = int(given.sum() - paths.lengths().sum())
             key = agent_key(agent, "repeats_collapsed")
             totals[key] = totals.get(key, 0) + collapsed
