@@ -11,7 +11,8 @@ import os
 import re
 
 from pipelines.verdict import JobError
-from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, RXR_FOLLOWER_FORMAT
+from vlnkit.datasets.formats import RXR_FOLLOWER_FORMAT
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET
 from vlnkit.io import fileio, layout
 from vlnkit.io.redact import redact_text
 
@@ -46,7 +47,7 @@ def writable_folder(folder: str, flag: str, name: str) -> None:
 
 
 # Flags whose files are datasets (R2R-format records or RxR guide lines, or build_r4r's Parquet), in every
-# job; what is refused among them, by the format `vlnkit.datasets.rxr.file_format` tells from content.
+# job; what is refused among them, by the format `vlnkit.datasets.formats.file_format` tells from content.
 DATASET_FLAGS = frozenset({"dataset", "steps_from", "compose_from"})
 DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
 # Continuous-environment (VLN-CE) files, told by content (`vlnkit.continuous.documents.sniff_kind`, described by
@@ -106,7 +107,7 @@ def refuse_kinds(flag: str, files: list[str], refused: dict[str, str], job: str,
     wrapping a list of records (`{"data": [...]}`) is refused by every flag, naming its key. Returns each
     file's continuous layout (None for every other file)."""
     from vlnkit.continuous.documents import DESCRIPTIONS, sniff_kind, sniff_wrapped
-    from vlnkit.datasets.rxr import file_format
+    from vlnkit.datasets.formats import file_format
     from vlnkit.datasets.trajectories import is_parquet
 
     kinds = {}

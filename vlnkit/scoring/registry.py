@@ -10,8 +10,8 @@ ValueError: --dataset mixes tasks (r2r, reverie): score each task's files in a r
 
 from __future__ import annotations
 
+from vlnkit.datasets.formats import R2R, file_record, record_format
 from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
-from vlnkit.datasets.rxr import R2R, file_record, record_format
 from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.scoring.cvdn import CVDN
 from vlnkit.scoring.reverie import REVERIE
@@ -23,7 +23,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (R2R_TASK, REVERIE, CVDN)}
 
 
 def task_for(formats) -> Task:
-    """The one task that scores dataset files of these formats (`vlnkit.datasets.rxr.record_format`);
+    """The one task that scores dataset files of these formats (`vlnkit.datasets.formats.record_format`);
     ValueError (one line) for a REVERIE test split, or for files of two tasks."""
     formats = set(formats)
     if REVERIE_TEST_FORMAT in formats:

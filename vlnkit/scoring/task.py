@@ -6,7 +6,7 @@ the target object visible from the stop; CVDN: within 3 m of the chosen target p
 they report (REVERIE's object grounding, CVDN's goal progress) and in the settings a user chooses. So a
 task is one module that declares one `Task`:
 
-- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.rxr`), or
+- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.formats`), or
   `detect(first record)`: a task whose files hold records of another's format (read as those) claims them;
   `options`: its flags (`add_flags(parser)`) and how the parsed flags become its typed options
   (`options_of(args, dataset_files)`, a frozen dataclass deriving from `TaskOptions`; ValueError, one
