@@ -7,7 +7,10 @@ they report (REVERIE's object grounding, CVDN's goal progress) and in the settin
 task is one module that declares one `Task`:
 
 - `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.formats`), or
-  `detect(first record)`: a task whose files hold records of another's format (read as those) claims them;
+  `detect(first record)`: a task whose files hold records of another's format (read as those) claims them,
+  or `layouts`: the continuous (VLN-CE) layouts of its files (`vlnkit.continuous.documents`, as the job's
+  input checks sniff them): such a task is scored from 3-D positions by the job's continuous wiring, not on
+  the graphs, and its rule fields go unused (`vlnkit.scoring.vlnce`);
   `options`: its flags (`add_flags(parser)`) and how the parsed flags become its typed options
   (`options_of(args, dataset_files)`, a frozen dataclass deriving from `TaskOptions`; ValueError, one
   line, for a flag that does not apply), which also say what its reader needs (`TaskOptions.reading`) and
@@ -152,6 +155,7 @@ class Task:
     leaderboard_extra: tuple[str, ...] = ()
     format_ids: Callable | None = None
     detect: Callable[[dict], bool] | None = None  # (a file's first record) -> whether it is this task's
+    layouts: tuple[str, ...] = ()  # continuous layouts of its files: scored from positions, not on the graphs
     add_flags: Callable | None = None  # (parser) -> None: the task's own flags
     options_of: Callable[..., TaskOptions] = no_options  # (args, dataset files) -> its options
     configure: Callable[[ScoringConfig], ScoringConfig] | None = None
