@@ -29,7 +29,8 @@ task is one module that declares one `Task`:
   shared ones;
 - `describe(options)`: what the summary says of the task (`summary["task"]`: its name, the success line
   of the leaderboard, the title of the console table), so that no module outside the task's compares its
-  name (the license note of its data is the dataset card's, `vlnkit.io.dataset_card.LICENSES`, by path).
+  name; `license` the license note of its dataset files, (dataset, note), which the summary's `task` block
+  carries to the published version's dataset card (`vlnkit.io.dataset_card.task_licenses`).
 
 `vlnkit.scoring.registry.TASKS` lists them; the score job picks one from its dataset's format
 (docs/design.md, "Tasks", has the steps to add one).
@@ -161,6 +162,7 @@ class Task:
     configure: Callable[[ScoringConfig], ScoringConfig] | None = None
     success: Callable[[dict], str] | None = None  # (summary options) -> the leaderboard's success line
     title: Callable[[dict], str] | None = None  # (summary options) -> the console table's title
+    license: tuple[str, str] | None = None  # (dataset, note): the license note of its dataset files
 
     def context(self, options: TaskOptions, vocab, graphs):
         """The rule's per-worker data (None when the rule needs none)."""
@@ -182,6 +184,7 @@ class Task:
             "metrics": list(self.metrics),
             "success": self.success(said) if self.success else None,
             "title": self.title(said) if self.title else None,
+            **({"license": dict(zip(("dataset", "note"), self.license, strict=True))} if self.license else {}),
         }
 
 
