@@ -82,6 +82,7 @@ FLAG_READS = {
     "steps_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
     "compose_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
     "predictions": f"{_RECORD_FILES} predictions",
+    "score_instructions.predictions": f"{_RECORD_FILES} generated instructions (or one of the layouts of its page)",
     "alignments": f"{_RECORD_FILES} alignment records (FGR2R records, or RxR guide lines)",
     "inputs": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
     "compare": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
