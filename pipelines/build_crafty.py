@@ -23,7 +23,7 @@ from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared
 from pipelines.verdict import JobError
 from vlnkit.crafty.objects import CATEGORY_FILE, NEAR, OBJPOS_FILE
-from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT
+from vlnkit.datasets.formats import RXR_FOLLOWER_FORMAT
 from vlnkit.io import fileio
 
 if TYPE_CHECKING:

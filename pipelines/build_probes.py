@@ -152,7 +152,7 @@ def outcome(summary: dict) -> Outcome:
 def check_pose_traces(opts, files: list[str]) -> None:
     """--pose_traces goes with --alignment_format=rxr (and the folder exists); an RxR guide file read as
     Fine-Grained R2R stops the job with the flags to use."""
-    from vlnkit.datasets.rxr import RXR_GUIDE_FORMAT, file_format
+    from vlnkit.datasets.formats import RXR_GUIDE_FORMAT, file_format
 
     if opts.alignment_format == RXR_FORMAT:
         if not opts.pose_traces:

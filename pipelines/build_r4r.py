@@ -18,8 +18,8 @@ from pipelines.command import Job, run_as_command
 from pipelines.flags import add_shared
 from pipelines.renamed_flags import renamed_values
 from pipelines.verdict import JobError, user_error
+from vlnkit.datasets.formats import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
 from vlnkit.datasets.r4r import DEFAULT_MAX_PATHS_PER_SCAN, HEADING_CONVENTIONS, JoinConfig
-from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, RXR_GUIDE_FORMAT
 
 if TYPE_CHECKING:
     from pipelines.job import Run

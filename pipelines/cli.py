@@ -25,6 +25,8 @@ JOBS = (
     "paraphrase",
     "build_probes",
     "score_probes",
+    "build_crafty",
+    "score_instructions",
     "report",
 )
 

@@ -11,7 +11,8 @@ import os
 import re
 
 from pipelines.verdict import JobError
-from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, RXR_FOLLOWER_FORMAT
+from vlnkit.datasets.formats import RXR_FOLLOWER_FORMAT
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET
 from vlnkit.io import fileio, layout
 from vlnkit.io.redact import redact_text
 
@@ -46,7 +47,7 @@ def writable_folder(folder: str, flag: str, name: str) -> None:
 
 
 # Flags whose files are datasets (R2R-format records or RxR guide lines, or build_r4r's Parquet), in every
-# job; what is refused among them, by the format `vlnkit.datasets.rxr.file_format` tells from content.
+# job; what is refused among them, by the format `vlnkit.datasets.formats.file_format` tells from content.
 DATASET_FLAGS = frozenset({"dataset", "steps_from", "compose_from"})
 DATASET_REFUSED = {RXR_FOLLOWER_FORMAT: FOLLOWER_AS_DATASET}
 # Continuous-environment (VLN-CE) files, told by content (`vlnkit.continuous.documents.sniff_kind`, described by
@@ -81,6 +82,7 @@ FLAG_READS = {
     "steps_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
     "compose_from": f"{_RECORD_FILES} R2R records or RxR guide lines",
     "predictions": f"{_RECORD_FILES} predictions",
+    "score_instructions.predictions": f"{_RECORD_FILES} generated instructions (or one of the layouts of its page)",
     "alignments": f"{_RECORD_FILES} alignment records (FGR2R records, or RxR guide lines)",
     "inputs": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
     "compare": f"a job's output folder or {_RECORD_FILES} dataset records (R2R format)",
@@ -106,7 +108,7 @@ def refuse_kinds(flag: str, files: list[str], refused: dict[str, str], job: str,
     wrapping a list of records (`{"data": [...]}`) is refused by every flag, naming its key. Returns each
     file's continuous layout (None for every other file)."""
     from vlnkit.continuous.documents import DESCRIPTIONS, sniff_kind, sniff_wrapped
-    from vlnkit.datasets.rxr import file_format
+    from vlnkit.datasets.formats import file_format
     from vlnkit.datasets.trajectories import is_parquet
 
     kinds = {}

@@ -267,13 +267,14 @@ def print_summary(summary: dict, ctx: Run) -> None:
         print(f"Reference episodes without a usable prediction: see {output_dir}/{UNUSABLE_FILE}")
 
 
-def task_of(opts, data_files: list[str]):
+def task_of(opts, data_files: list[str], layouts: dict[str, str | None]):
     """(the task the dataset files are scored by, its options), or JobError: a REVERIE test split, files of
-    two tasks, a flag that does not apply, a file its options name missing (`Task.options_of`)."""
+    two tasks, a flag that does not apply, a file its options name missing (`Task.options_of`). `layouts`:
+    each file's continuous layout, as the input checks found it (`vlnkit.scoring.registry.task_of_files`)."""
     from vlnkit.scoring.registry import task_of_files
 
     with user_error():
-        task = task_of_files(data_files)
+        task = task_of_files(data_files, layouts)
         return task, task.options_of(opts, data_files)
 
 
@@ -293,10 +294,11 @@ def run(ctx: Run) -> dict:
     with user_error():
         bootstrap.check_agents(agent_files)
     data_files = ctx.inputs("dataset", opts.dataset, accept=("episodes",))
-    if any(ctx.kinds.get(f) == "episodes" for f in data_files):
+    task, options = task_of(opts, data_files, ctx.kinds)
+    if task.layouts:  # a continuous (VLN-CE) dataset: scored from positions, by its own wiring
         from pipelines.score_continuous import run_continuous
 
-        return run_continuous(ctx, agent_files, data_files, config, bootstrap)
+        return run_continuous(ctx, agent_files, data_files, config, bootstrap, options)
     for agent, files in agent_files.items():
         for path in files:
             if ctx.kinds.get(path):
@@ -305,7 +307,6 @@ def run(ctx: Run) -> dict:
                     "VLN-CE episode file: continuous agents are scored against their R2R-CE or RxR-Habitat episodes"
                 )
     followers = follower_agents(agent_files)
-    task, options = task_of(opts, data_files)
     for flag, pattern in options.inputs().items():  # files the task's options name that decide its results
         if fileio.is_glob(pattern):
             ctx.input_set(flag, pattern)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipelines.score_outputs import JOB_NAME, declared_outputs, outcome, write_episodes
-from pipelines.verdict import JobError, user_error
+from pipelines.verdict import JobError
 from vlnkit.continuous.documents import DESCRIPTIONS, POSITION_KINDS, RESULT_KINDS
 from vlnkit.io import fileio
 
@@ -91,13 +91,18 @@ def build_continuous(
 
 
 def run_continuous(
-    ctx: Run, agent_files: dict[str, list[str]], data_files: list[str], config: ScoringConfig, bootstrap
+    ctx: Run,
+    agent_files: dict[str, list[str]],
+    data_files: list[str],
+    config: ScoringConfig,
+    bootstrap,
+    options: ContinuousOptions,
 ) -> dict:
-    """The checks and the run of a continuous (VLN-CE) dataset: every dataset file an episode file, its
-    ground truth found (beside it, or --ce_gt), every agent file positions or simulator results."""
-    from vlnkit.continuous.buckets import ContinuousOptions
+    """The checks and the run of a continuous (VLN-CE) dataset (`vlnkit.scoring.vlnce.VLNCE`, whose options
+    `options` are): every dataset file an episode file, its ground truth found (beside it, or --ce_gt), every
+    agent file positions or simulator results."""
     from vlnkit.continuous.documents import episode_flavour
-    from vlnkit.continuous.episodes import AUTO, gt_path_for
+    from vlnkit.continuous.episodes import gt_path_for
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
     opts = ctx.args
@@ -106,10 +111,6 @@ def run_continuous(
         raise JobError(
             f"--dataset: {others[0]} is not a VLN-CE episode file, but other --dataset files are: score a continuous "
             "dataset on its own"
-        )
-    with user_error():
-        options = ContinuousOptions(
-            opts.dtw, opts.fastdtw_rules, opts.ce_reference, opts.goal_distance, opts.ce_gt or AUTO
         )
     if opts.ce_gt:
         if len(data_files) > 1:

@@ -173,6 +173,7 @@ def _jar_refusal(metric: str, asked: bool) -> str | None:
 
 
 def run(ctx: Run) -> dict:
+    from pipelines.input_checks import refuse_continuous
     from vlnkit.comparison.config import BootstrapConfig
 
     opts = ctx.args
@@ -180,7 +181,7 @@ def run(ctx: Run) -> dict:
         bootstrap = BootstrapConfig.from_flags(opts)
     if not opts.predictions:
         raise JobError("--predictions is required")
-    systems = ctx.agents(opts.predictions)
+    systems = ctx.agents(opts.predictions, refuse=refuse_continuous(JOB.name))
     references = None
     if opts.references:
         (path,) = ctx.inputs("references", opts.references)[:1]

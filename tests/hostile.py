@@ -20,7 +20,7 @@ SECRET_VALUES = {
 
 
 def environment(root: Path) -> dict[str, str]:
-    """Small valid inputs of every kind the jobs read (synthetic graphs and paths)."""
+    """Small valid inputs of every kind the jobs read (synthetic graphs and paths, objects along them)."""
     r2r, conn = write_environment(str(root / "env"), scans=1, paths_per_scan=6)
     records = json.loads(Path(r2r).read_text())
     preds = root / "preds.json"
@@ -29,7 +29,41 @@ def environment(root: Path) -> dict[str, str]:
     )
     agent = root / "agent.jsonl"
     agent.write_text("")
-    return {"dataset": r2r, "connectivity_dir": conn, "predictions": str(preds), "agent_outputs": str(agent)}
+    objects_dir, bbox_dir = write_objects(conn, root / "objects")
+    return {
+        "dataset": r2r,
+        "connectivity_dir": conn,
+        "predictions": str(preds),
+        "agent_outputs": str(agent),
+        "objects_dir": objects_dir,
+        "bbox_dir": bbox_dir,
+    }
+
+
+# Matterport3D's category table, reduced to the columns build_crafty reads and two nameable categories.
+CATEGORIES = (
+    "index\traw_category\tcategory\tmpcat40index\tmpcat40\n1\tchair\tchair\t3\tchair\n2\ttable\ttable\t5\ttable\n"
+)
+
+
+def write_objects(conn_dir: str, root: Path) -> tuple[str, str]:
+    """Synthetic objects for build_crafty on the synthetic scans: one object beside every viewpoint (a chair
+    or a table, 0.5 m above it), each seen from its own viewpoint (a REVERIE BBox file per viewpoint) and
+    listed in objpos.json; with a two-row category table. Returns (objects_dir, bbox_dir)."""
+    bbox = root / "BBox"
+    bbox.mkdir(parents=True)
+    objpos = {}
+    for path in sorted(Path(conn_dir).glob("*_connectivity.json")):
+        scan = path.name.removesuffix("_connectivity.json")
+        objpos[scan] = {}
+        for n, vp in enumerate(json.loads(path.read_text())):
+            pose = vp["pose"]
+            objpos[scan][str(n)] = [pose[3], pose[7], pose[11] + 0.5]
+            seen = {str(n): {"name": ("chair", "table")[n % 2], "visible_pos": [1], "bbox2d": [[0, 0, 1, 1]]}}
+            (bbox / f"{scan}_{vp['image_id']}.json").write_text(json.dumps({vp["image_id"]: seen}))
+    (root / "objpos.json").write_text(json.dumps(objpos))
+    (root / "category_mapping.tsv").write_text(CATEGORIES)
+    return str(root), str(bbox)
 
 
 def empty_file(root: Path, name: str) -> str:
@@ -66,6 +100,14 @@ JOB_FLAGS = {
     "paraphrase": lambda i, main: [f"--dataset={main}", "--translator=offline", "--languages=de"],
     "build_probes": lambda i, main: [f"--alignments={main}", f"--connectivity_dir={i['connectivity_dir']}"],
     "score_probes": lambda i, main: [f"--probes={main}", f"--predictions={i['agent_outputs']}"],
+    "build_crafty": lambda i, main: [
+        f"--dataset={main}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        f"--objects_dir={i['objects_dir']}",
+        f"--bbox_dir={i['bbox_dir']}",
+    ],
+    # the R2R file's own instructions scored as a system's, against those of the dataset
+    "score_instructions": lambda i, main: [f"--predictions={main}", f"--references={i['dataset']}"],
     "report": lambda i, main: [f"--inputs={main}", f"--connectivity_dir={i['connectivity_dir']}"],
 }
 
@@ -105,9 +147,12 @@ def valid_inputs(root: Path) -> dict[str, str]:
             for e in episodes[::2]
         )
     )
+    objects_dir, bbox_dir = write_objects(conn, root / "objects")
     return {
         "dataset": r2r,
         "connectivity_dir": conn,
+        "objects_dir": objects_dir,
+        "bbox_dir": bbox_dir,
         "predictions": str(preds),
         "alignments": alignments,
         "alignment_connectivity": align_conn,
@@ -154,5 +199,16 @@ VALID_FLAGS = {
         "--probe_types=stop,direction",
     ],
     "score_probes": lambda i, out: [f"--probes={i['probes']}", f"--predictions={i['agent']}", "--bootstrap=50"],
+    "build_crafty": lambda i, out: [
+        f"--dataset={i['dataset']}",
+        f"--connectivity_dir={i['connectivity_dir']}",
+        f"--objects_dir={i['objects_dir']}",
+        f"--bbox_dir={i['bbox_dir']}",
+    ],
+    "score_instructions": lambda i, out: [
+        f"--predictions={i['dataset']}",
+        f"--references={i['dataset']}",
+        "--bootstrap=50",
+    ],
     "report": lambda i, out: [f"--inputs={i['dataset']}", f"--connectivity_dir={i['connectivity_dir']}"],
 }

@@ -21,8 +21,11 @@ class _ReadSystemFile(beam.DoFn):
         from vlnkit.captioning.layouts import LayoutError, parse
 
         system, path = element
-        with fileio.open_read(path) as f:
-            text = f.read().decode("utf-8")
+        try:
+            text = fileio.read_bytes(path).decode("utf-8")
+        except Exception as exc:  # any filesystem, decompression or decoding error: the file is the dead letter
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
+            return
         try:
             records = parse(text, system, path)
         except LayoutError as error:

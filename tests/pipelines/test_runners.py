@@ -77,6 +77,18 @@ def job_flags(job: str, data: Path, tmp: Path) -> tuple[list[str], list[str]]:
     if job == "random_baseline":
         steps = f"--steps_from={data}/r2r/R2R_train.json"
         return [f"--dataset={r2r}", steps, conn, "--num_trajectories=20000", "--write_episodes"], ["episodes"]
+    if job == "score_instructions":  # the records' own instructions scored as a system's against themselves
+        return [f"--predictions=r2r={r2r}", f"--references={r2r}", "--bootstrap=200"], ["instructions"]
+    if (
+        job == "build_crafty"
+    ):  # the paths of the three val_seen scans with fewest (tests/pipelines/test_build_crafty.py)
+        paths = small / "R2R_val_seen_3_scans.json"
+        if not paths.exists():
+            scans = ("SN83YJsR3w2", "s8pcmisQ38h", "17DRP5sb8fy")
+            records = json.loads((data / "r2r" / "R2R_val_seen.json").read_text())
+            paths.write_text(json.dumps([r for r in records if r["scan"] in scans]))
+        objects = [f"--objects_dir={data}/crafty", f"--bbox_dir={data}/reverie/v1/BBox"]
+        return [f"--dataset={paths}", conn, *objects], ["instructions"]
     fgr2r = subset(data / "fgr2r" / "FGR2R_val_seen.json", small / "FGR2R_val_seen_60.json")
     if job == "build_probes":
         return [f"--alignments={fgr2r}", conn], ["probes"]

@@ -1,5 +1,5 @@
-"""The task seam holds: a task declared here only (its detection, rule, own column, counter, schema and
-success line) is scored end to end by the score job, with no edit of any other module.
+"""The task seam holds: a task declared here only (its detection, rule, own column, counter, schema,
+success line and license note) is scored end to end by the score job, with no edit of any other module.
 
 The toy task: R2R records marked `"stop_exactly": true`, where success is stopping on the goal viewpoint
 itself (not within d_th of it), with an own column `exact` and a per-agent count of exact stops.
@@ -45,6 +45,7 @@ TOY = Task(
     counters=("exact_stops",),
     detect=lambda record: record.get("stop_exactly") is True,
     success=toy_success,
+    license=("Toy (this test's)", "CC0: made up by this test"),
 )
 
 
@@ -82,3 +83,6 @@ def test_a_task_declared_in_a_test_is_scored_end_to_end(shared_data, connectivit
     assert pq.read_schema(next(out.glob("episodes-*.parquet"))).metadata[b"vlnkit.schema"] == b"toy_episode_scores"
     assert {r["instr_id"]: (r["exact"], r["sr"]) for r in rows} == {i: (e, e) for i, e in expected.items()}
     assert (out / "leaderboard.md").read_text().splitlines()[0] == toy_success({})
+    card = (out / "README.md").read_text().splitlines()  # the inputs table: | `file` | bytes | sha256 | ...
+    (row,) = [line for line in card if line.startswith(f"| `{dataset}` | ")]
+    assert row.endswith("| Toy (this test's) | CC0: made up by this test |")

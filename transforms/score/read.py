@@ -24,9 +24,9 @@ from transforms.graphs import worker_graph_store
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
 from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
+from vlnkit.datasets.formats import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
 from vlnkit.datasets.reference_batches import reference_batch
-from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.trajectories import is_parquet
 from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.io import fileio

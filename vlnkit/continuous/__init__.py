@@ -38,10 +38,10 @@ __getattr__, __all__ = lazy_exports(
         "episodes": ("Episodes", "read_episodes", "read_ground_truth", "gt_path_for"),
         "positions": ("Positions", "Join", "read_positions", "join"),
         "results": ("Results", "read_results", "RESULT_METRICS"),
-        "scoring": ("score_paths", "score_episodes", "DTW_MODES", "FASTDTW_RULES", "EUCLIDEAN"),
+        "scoring": ("score_paths", "score_episodes", "DTW_MODES", "FASTDTW_RULES"),
         "pieces": ("Piece", "dataset_pieces", "agent_pieces", "instruction_map"),
         "buckets": ("ContinuousOptions", "ContinuousBucket", "score_bucket"),
-        "schemas": ("CONTINUOUS_EPISODE_SCORES", "CE_METRICS"),
+        "schemas": ("CONTINUOUS_EPISODE_SCORES", "CE_METRICS", "EUCLIDEAN"),
         "summary": ("continuous_summary",),
     },
 )

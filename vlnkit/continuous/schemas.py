@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from vlnkit.continuous.scoring import EUCLIDEAN
 from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
 from vlnkit.io.schemas import versioned_schema
+
+# The straight-line bounds `vlnkit.continuous.scoring.score_paths` gives beside the geodesic metrics (declared
+# here, not there, so that the schema is read without loading the compiled kernels).
+EUCLIDEAN = ("ne_euclidean", "one_euclidean", "sr_euclidean", "osr_euclidean", "spl_euclidean", "sdtw_euclidean")
 
 RESULT_EXTRA = ("steps", "collisions", "oracle_spl")  # what result files give beyond the graph metrics' names
 CE_METRICS = (*METRICS, *RESULT_EXTRA, *EUCLIDEAN)

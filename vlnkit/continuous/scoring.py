@@ -52,7 +52,6 @@ FASTDTW_RULES = {"compiled": kernels.RULES_COMPILED, "python": kernels.RULES_PYT
 GOAL_DISTANCES = (None, "euclidean")
 REFERENCES = ("gt", "reference_path")
 METRICS = ("pl", "dtw", "ndtw", "pc", "ls", "cls", "steps")  # always; `sdtw` with success
-EUCLIDEAN = ("ne_euclidean", "one_euclidean", "sr_euclidean", "osr_euclidean", "spl_euclidean", "sdtw_euclidean")
 
 
 def score_paths(

@@ -1,5 +1,5 @@
 """Datasets and formats: what a valid record is (`records`), R2R-style files, RxR guide and follower
-files (`rxr`, which also tells the formats apart per file), CVDN's instances and their target
+files (`rxr`), which format a file holds (`formats`, told by its first record), CVDN's instances and their target
 paths (`cvdn`), R4R joining, agent
 prediction files, sub-instruction alignments, the columnar batches the scoring job carries
 (`columns`, read in chunks by `json_chunks` into `prediction_batches` and `reference_batches`), and
@@ -22,7 +22,8 @@ __getattr__, __all__ = lazy_exports(
             "flatten_trajectory",
         ),
         "cvdn": ("parse_cvdn", "cvdn_record", "target_path", "TARGET_PATHS", "DEFAULT_TARGET_PATH", "CVDNInstance"),
-        "rxr": ("parse_dataset", "parse_followers", "record_format", "file_format", "episode_ids", "instructions"),
+        "rxr": ("parse_dataset", "parse_followers", "episode_ids", "instructions"),
+        "formats": ("record_format", "file_format", "FORMATS", "Format"),
         "r2r": ("parse_r2r", "json_items"),
         "usable": ("require_usable_records", "NoUsableRecords"),
         "r4r": ("JoinConfig", "join_paths", "summarize", "HEADING_CONVENTIONS"),

@@ -39,7 +39,7 @@ from vlnkit.datasets.r2r import json_items
 from vlnkit.datasets.records import Int64, NonEmptyString, RecordKind, ViewpointId, ViewpointPath
 from vlnkit.io.dead_letters import RecordError
 
-CVDN_FORMAT = "cvdn"  # the dataset format of CVDN instance files (`vlnkit.datasets.rxr.record_format`)
+CVDN_FORMAT = "cvdn"  # the dataset format of CVDN instance files (`vlnkit.datasets.formats.record_format`)
 TARGET_PATHS = ("planner", "player", "trusted")
 DEFAULT_TARGET_PATH = "planner"  # eval.py:20, `path_type='planner_path'`
 TARGET_PATH = "target_path"  # the setting's name: its flag, and its key in a score summary's options

@@ -5,7 +5,7 @@ chunk of objects parsed by orjson (or Parquet rows, or records handed over by a 
 in one call against the same declaration (`vlnkit.datasets.records.R2RRecord`, or `RxRGuideLine`
 for an RxR guide file). A chunk that holds one record those refuse goes record by record through
 the kind's `reason`, which words every refusal: a dead letter is the same whichever way its chunk
-was read. The format is the file's (`vlnkit.datasets.rxr`, by its first record): `FileFormat`
+was read. The format is the file's (`vlnkit.datasets.formats`, by its first record): `FileFormat`
 carries it from the first chunk of a file to the next.
 """
 
@@ -27,12 +27,13 @@ from vlnkit.datasets.cvdn import (
     cvdn_columns,
     cvdn_label,
 )
+from vlnkit.datasets.formats import R2R, RXR_GUIDE_FORMAT, items_format, line_format
 from vlnkit.datasets.json_chunks import exact_item, gc_paused
 from vlnkit.datasets.line_scan import ScannedReferences, scan_records
 from vlnkit.datasets.r2r import record_label
 from vlnkit.datasets.records import R2R_RECORD, RXR_GUIDE, validate_record
 from vlnkit.datasets.reverie import REVERIE_FORMAT, REVERIE_RECORD, TARGET_OBJECT, pack_keys, record_reason
-from vlnkit.datasets.rxr import R2R, RXR_GUIDE_FORMAT, items_format, line_format, rxr_label
+from vlnkit.datasets.rxr import rxr_label
 from vlnkit.io.dead_letters import RecordError
 
 
@@ -174,7 +175,7 @@ class FileFormat:
     """The record format of one dataset file, decided by its first record and kept for its later chunks.
 
     Give `typed` to `json_chunks` and `fmt_of(items)` each chunk's items before `reference_batch`. A
-    reader of a byte range past a file's start knows the format beforehand (`vlnkit.datasets.rxr.file_format`).
+    reader of a byte range past a file's start knows the format beforehand (`vlnkit.datasets.formats.file_format`).
 
         >>> f = FileFormat()
         >>> f.fmt_of([{"instruction_id": 1, "instruction": "go"}]), f.fmt_of([{"instructions": ["go"]}])

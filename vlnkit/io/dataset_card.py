@@ -51,7 +51,7 @@ import yaml
 from vlnkit.io import fileio, integrity
 from vlnkit.io.schemas import meaning
 
-__all__ = ["README", "Table", "card_text", "tables_of", "write_card", "license_notes"]
+__all__ = ["README", "Table", "card_text", "tables_of", "write_card", "license_notes", "task_licenses"]
 
 README = "README.md"
 _PARQUET_SHARD = re.compile(r"^(?P<prefix>[^/]+)-\d{5}-of-\d{5}\.parquet$")
@@ -63,7 +63,9 @@ MATTERPORT_TERMS = (
     "https://kaldir.vc.in.tum.de/matterport/MP_TOS.pdf",
     "Matterport3D Terms of Use: non-commercial academic research only",
 )
-# The license note of an input, recognised by its path (first match): (pattern, dataset, note).
+# The license note of an input, recognised by its path (first match): (pattern, dataset, note). A VLN task
+# brings the note of its own dataset files (`vlnkit.scoring.task.Task.license`, carried by the summary's `task`
+# block: `task_licenses`); REVERIE's stays here, by path, since every job reads its records (as R2R's).
 LICENSES = (
     (r"_connectivity\.json$", "Matterport3DSimulator navigation graphs", "MIT (Matterport3DSimulator repository)"),
     (r"(?i)vln-?ce|_gt\.json(\.gz)?$", "VLN-CE", "MIT (code); Matterport3D terms (episodes)"),
@@ -71,7 +73,6 @@ LICENSES = (
     (r"(?i)(^|/)fgr2r[^/]*$", "Fine-Grained R2R", "MIT; Matterport3D terms"),
     (r"(?i)(^|/)r4r[^/]*$", "R4R", "Apache 2.0 (google-research r4r); Matterport3D terms"),
     (r"(?i)(^|/)reverie[^/]*$", "REVERIE", "MIT (code); Matterport3D terms (data)"),
-    (r"(?i)(^|/)(cvdn|ndh)(/|[^/]*$)", "CVDN", "MIT (mmurray/cvdn code and dialogs); Matterport3D terms"),
     (r"(?i)(^|/)r2r[^/]*$", "Room-to-Room", "Matterport3D terms (non-commercial research)"),
 )
 UNKNOWN = "not known to vlnkit: see where the file came from"
@@ -87,20 +88,34 @@ class Table:
     files: int
 
 
-def license_notes(paths: list[str]) -> list[tuple[str, str, str]]:
-    """(file name, dataset, license note) of each input, by the first pattern of `LICENSES` its path matches.
+def license_notes(paths: list[str], own: dict[str, tuple[str, str]] | None = None) -> list[tuple[str, str, str]]:
+    """(file name, dataset, license note) of each input: the run's `own` note for it ({path: (dataset, note)},
+    `task_licenses`), else by the first pattern of `LICENSES` its path matches.
 
     >>> license_notes(["/d/R2R_val_seen.json", "/d/conn/17DRP5sb8fy_connectivity.json", "/x/preds.json"])[0]
     ('R2R_val_seen.json', 'Room-to-Room', 'Matterport3D terms (non-commercial research)')
-    >>> license_notes(["/x/preds.json"])[0][2] == UNKNOWN
-    True
+    >>> license_notes(["/x/preds.json"])[0][2] == UNKNOWN, license_notes(["/x/d.json"], {"/x/d.json": ("D", "MIT")})
+    (True, [('d.json', 'D', 'MIT')])
     """
     out = []
     for path in paths:
         name = path.rstrip("/").rsplit("/", 1)[-1]
-        found = next(((d, n) for pattern, d, n in LICENSES if re.search(pattern, path)), ("", UNKNOWN))
+        found = (own or {}).get(path) or next(
+            ((d, n) for pattern, d, n in LICENSES if re.search(pattern, path)), ("", UNKNOWN)
+        )
         out.append((name, *found))
     return out
+
+
+def task_licenses(summary: dict) -> dict[str, tuple[str, str]]:
+    """{dataset file: (dataset, license note)} of a run whose VLN task brings its own note (the summary's
+    `task` block has `license`, for the files of its `dataset`); empty for any other run.
+
+    >>> task_licenses({"dataset": ["/d/val.json"], "task": {"license": {"dataset": "CVDN", "note": "MIT"}}})
+    {'/d/val.json': ('CVDN', 'MIT')}
+    """
+    own = (summary.get("task") or {}).get("license")
+    return {path: (own["dataset"], own["note"]) for path in summary.get("dataset") or ()} if own else {}
 
 
 def tables_of(folder: str, outputs: list[dict]) -> list[Table]:
@@ -138,9 +153,11 @@ def card_text(
     settings: dict,
     inputs: list[dict],
     code_version: str = "",
+    licenses: dict[str, tuple[str, str]] | None = None,
 ) -> str:
     """The card of one version (see the module docstring): YAML front matter, then the tables with each
-    column's type and meaning, the job's settings, the inputs with checksums and license notes."""
+    column's type and meaning, the job's settings, the inputs with checksums and license notes (`licenses`:
+    the run's own notes by input path, `task_licenses`)."""
     configs = [
         {
             "config_name": t.prefix,
@@ -188,7 +205,7 @@ def card_text(
     lines += ["## Settings", "", "| setting | value |", "| --- | --- |"]
     lines += [f"| `{key}` | `{_cell(settings[key])}` |" for key in sorted(settings)]
     lines += ["", "## Inputs", "", "| file | bytes | sha256 | dataset | license |", "| --- | ---: | --- | --- | --- |"]
-    notes = license_notes([i["path"] for i in inputs])
+    notes = license_notes([i["path"] for i in inputs], licenses)
     for i, (_, dataset, note) in zip(inputs, notes, strict=True):
         lines.append(f"| `{_cell(i['path'])}` | {i.get('bytes', '')} | `{i.get('sha256', '')}` | {dataset} | {note} |")
     lines += [
@@ -204,7 +221,7 @@ def card_text(
 
 def write_card(folder: str, outputs: list[dict], **facts) -> list[dict]:
     """Write `README.md` into the version `folder` from its described `outputs` and `facts` (`card_text`'s
-    job, version, settings, inputs, code_version); return the outputs with the card's own entry (replacing
+    job, version, settings, inputs, code_version, licenses); return the outputs with the card's own entry (replacing
     one an earlier attempt wrote), so the manifest records and checks it like any other output."""
     path = fileio.join(folder, README)
     kept = [o for o in outputs if o["name"] != README]

@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from vlnkit.io import fileio, integrity, layout
-from vlnkit.io.dataset_card import README, write_card
+from vlnkit.io.dataset_card import README, task_licenses, write_card
 from vlnkit.io.layout import fault_point
 from vlnkit.io.redact import redact
 from vlnkit.provenance import describe_inputs, fingerprint
@@ -146,7 +146,13 @@ def finish(ending: Ending, digests: list[dict] | None = None) -> str | None:
         summary = json.load(f)
     inputs = redact(digests if digests is not None else input_digests(ending))
     # The card is written from the same facts as the manifest, before it, so the manifest records its checksum.
-    card = {"job": ending.job, "version": pub.version, "settings": ending.settings, "inputs": inputs}
+    card = {
+        "job": ending.job,
+        "version": pub.version,
+        "settings": ending.settings,
+        "inputs": inputs,
+        "licenses": task_licenses(summary),
+    }
     outputs = write_card(pub.folder, describe_outputs(pub.folder), **card, code_version=code_version(ending.code))
     problems = integrity.check(pub.folder, expected_outputs(ending, summary), outputs)
     verdict = written(problems) or judge(with_stages(ending.outcome(summary), summary), ending.max_failure_fraction)

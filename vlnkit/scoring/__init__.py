@@ -32,6 +32,7 @@ __getattr__, __all__ = lazy_exports(
         "scans": ("ScanTables",),
         "task": ("Task", "TaskOptions", "Decision", "RulePairs", "R2R_TASK"),
         "registry": ("TASKS", "task_for"),
+        "vlnce": ("VLNCE",),
         "reverie": ("REVERIE", "ReverieOptions", "reverie_rule", "REVERIE_METRICS", "REVERIE_EPISODE_SCORES"),
         "cvdn": ("CVDN", "CVDNOptions", "cvdn_rule", "CVDN_METRICS", "CVDN_EPISODE_SCORES"),
         "bootstrap": ("bucket_sums",),

@@ -206,4 +206,5 @@ CVDN = Task(
     configure=strict_success,
     success=success_line,
     title=title,
+    license=("CVDN", "MIT (mmurray/cvdn code and dialogs; not verified here); Matterport3D terms"),
 )

@@ -38,7 +38,7 @@ NOTE = (
 def follower_agents(agents: dict[str, list[str]]) -> dict[str, list[str]]:
     """The agents whose every prediction file is an RxR follower file (by content: lines with
     `instruction_id` and `metrics`), e.g. `--predictions=human=rxr_val_unseen_follower.jsonl.gz`."""
-    from vlnkit.datasets.rxr import RXR_FOLLOWER_FORMAT, file_format
+    from vlnkit.datasets.formats import RXR_FOLLOWER_FORMAT, file_format
 
     found = {}
     for agent, files in agents.items():

@@ -41,6 +41,7 @@ from vlnkit.datasets.columns import (
     Vocabulary,
 )
 from vlnkit.datasets.cvdn import DEFAULT_TARGET_PATH
+from vlnkit.datasets.formats import R2R, RXR_FOLLOWER_FORMAT, file_format
 from vlnkit.datasets.json_chunks import gc_paused, json_chunks, json_line_range
 from vlnkit.datasets.line_scan import scan_submissions
 from vlnkit.datasets.prediction_batches import (
@@ -51,7 +52,7 @@ from vlnkit.datasets.prediction_batches import (
 )
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch
 from vlnkit.datasets.reverie import REVERIE_TEST_FORMAT, TEST_SPLIT_REFUSED
-from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, R2R, RXR_FOLLOWER_FORMAT, file_format
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET
 from vlnkit.datasets.trajectories import PREDICTION_COLUMNS, is_parquet, prediction_table
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import RecordError

@@ -124,7 +124,7 @@ def options_of(args, dataset_files: list[str]) -> ReverieOptions:
     """REVERIE's options from the flags; ValueError (one line) for a flag that does not apply, visibility
     files that are not there (a folder without `<scan>_<viewpoint>.json` files: every episode would fail),
     or an instruction set a dataset file's records do not hold."""
-    from vlnkit.datasets.rxr import file_record  # the first record of each file, as the job tells formats
+    from vlnkit.datasets.formats import file_record  # the first record of each file, as the job tells formats
 
     if args.spl_reference != "shortest":
         raise ValueError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")

@@ -6,8 +6,11 @@ the target object visible from the stop; CVDN: within 3 m of the chosen target p
 they report (REVERIE's object grounding, CVDN's goal progress) and in the settings a user chooses. So a
 task is one module that declares one `Task`:
 
-- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.rxr`), or
-  `detect(first record)`: a task whose files hold records of another's format (read as those) claims them;
+- `formats`: the dataset formats it scores (told from a file's first record, `vlnkit.datasets.formats`), or
+  `detect(first record)`: a task whose files hold records of another's format (read as those) claims them,
+  or `layouts`: the continuous (VLN-CE) layouts of its files (`vlnkit.continuous.documents`, as the job's
+  input checks sniff them): such a task is scored from 3-D positions by the job's continuous wiring, not on
+  the graphs, and its rule fields go unused (`vlnkit.scoring.vlnce`);
   `options`: its flags (`add_flags(parser)`) and how the parsed flags become its typed options
   (`options_of(args, dataset_files)`, a frozen dataclass deriving from `TaskOptions`; ValueError, one
   line, for a flag that does not apply), which also say what its reader needs (`TaskOptions.reading`) and
@@ -26,7 +29,8 @@ task is one module that declares one `Task`:
   shared ones;
 - `describe(options)`: what the summary says of the task (`summary["task"]`: its name, the success line
   of the leaderboard, the title of the console table), so that no module outside the task's compares its
-  name (the license note of its data is the dataset card's, `vlnkit.io.dataset_card.LICENSES`, by path).
+  name; `license` the license note of its dataset files, (dataset, note), which the summary's `task` block
+  carries to the published version's dataset card (`vlnkit.io.dataset_card.task_licenses`).
 
 `vlnkit.scoring.registry.TASKS` lists them; the score job picks one from its dataset's format
 (docs/design.md, "Tasks", has the steps to add one).
@@ -152,11 +156,13 @@ class Task:
     leaderboard_extra: tuple[str, ...] = ()
     format_ids: Callable | None = None
     detect: Callable[[dict], bool] | None = None  # (a file's first record) -> whether it is this task's
+    layouts: tuple[str, ...] = ()  # continuous layouts of its files: scored from positions, not on the graphs
     add_flags: Callable | None = None  # (parser) -> None: the task's own flags
     options_of: Callable[..., TaskOptions] = no_options  # (args, dataset files) -> its options
     configure: Callable[[ScoringConfig], ScoringConfig] | None = None
     success: Callable[[dict], str] | None = None  # (summary options) -> the leaderboard's success line
     title: Callable[[dict], str] | None = None  # (summary options) -> the console table's title
+    license: tuple[str, str] | None = None  # (dataset, note): the license note of its dataset files
 
     def context(self, options: TaskOptions, vocab, graphs):
         """The rule's per-worker data (None when the rule needs none)."""
@@ -178,6 +184,7 @@ class Task:
             "metrics": list(self.metrics),
             "success": self.success(said) if self.success else None,
             "title": self.title(said) if self.title else None,
+            **({"license": dict(zip(("dataset", "note"), self.license, strict=True))} if self.license else {}),
         }
 
 

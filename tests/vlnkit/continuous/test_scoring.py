@@ -13,7 +13,8 @@ from tests.oracles.fastdtw_rules import distance, plain_dtw
 from vlnkit.continuous.episodes import read_episodes
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.positions import Positions, read_positions
-from vlnkit.continuous.scoring import EUCLIDEAN, score_episodes, score_paths
+from vlnkit.continuous.schemas import EUCLIDEAN
+from vlnkit.continuous.scoring import score_episodes, score_paths
 from vlnkit.fixtures.rxr_habitat import fixture_language, write_rxr_habitat
 
 TH = 3.0

@@ -10,18 +10,11 @@ import pytest
 
 from tests.vlnkit.datasets.chunk_streams import VOCAB
 from vlnkit.datasets.columns import ReferenceBatch, Vocabulary
+from vlnkit.datasets.formats import file_format, record_format
 from vlnkit.datasets.json_chunks import json_chunks
 from vlnkit.datasets.r2r import parse_r2r
 from vlnkit.datasets.reference_batches import FileFormat, reference_batch, reference_chunk
-from vlnkit.datasets.rxr import (
-    FOLLOWER_AS_DATASET,
-    episode_ids,
-    file_format,
-    instructions,
-    parse_dataset,
-    parse_followers,
-    record_format,
-)
+from vlnkit.datasets.rxr import FOLLOWER_AS_DATASET, episode_ids, instructions, parse_dataset, parse_followers
 from vlnkit.fixtures.rxr import LANGUAGES, read_jsonl, rxr_instruction_id, write_rxr_fixtures
 from vlnkit.io.dead_letters import RecordError
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.oracles.cvdn_eval import PlainCVDNEvaluation
 from vlnkit.datasets.columns import Vocabulary
 from vlnkit.datasets.cvdn import TARGET_PATHS
-from vlnkit.datasets.rxr import file_format
+from vlnkit.datasets.formats import file_format
 from vlnkit.evaluation.cvdn import EVALUATOR_KEYS, evaluator_summary
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore, NavGraph

@@ -1,0 +1,40 @@
+"""The registry picks one task per run from what its dataset files hold: a continuous layout the input
+checks found first (without reading a record), then a task's own `detect`, then the records' format."""
+
+import json
+
+import pytest
+
+from vlnkit.scoring.registry import TASKS, task_of_files
+from vlnkit.scoring.task import R2R_TASK
+from vlnkit.scoring.vlnce import VLNCE
+
+
+def test_every_dataset_the_score_job_reads_is_a_registered_task():
+    assert set(TASKS) == {"r2r", "reverie", "cvdn", "vlnce"} and TASKS["vlnce"] is VLNCE
+
+
+def test_a_continuous_layout_takes_the_run_without_reading_a_record(tmp_path):
+    episodes = tmp_path / "missing.json.gz"  # never opened: its layout, as the checks found it, decides
+    r2r = tmp_path / "r2r.json"
+    r2r.write_text(json.dumps([{"path_id": 1, "instructions": ["go"]}]))
+    assert task_of_files([str(episodes)], {str(episodes): "episodes"}) is VLNCE
+    assert task_of_files([str(episodes), str(r2r)], {str(episodes): "episodes", str(r2r): None}) is VLNCE
+    assert task_of_files([str(r2r)], {str(r2r): None}) is R2R_TASK
+    assert task_of_files([str(r2r)]) is R2R_TASK
+
+
+def test_vlnce_options_are_the_continuous_flags():
+    class Args:
+        dtw, fastdtw_rules, ce_reference, goal_distance, ce_gt = "fastdtw", "python", "reference_path", None, None
+
+    assert VLNCE.options_of(Args, []).to_dict() == {
+        "dtw": "fastdtw",
+        "fastdtw_rules": "python",
+        "ce_reference": "reference_path",
+        "goal_distance": None,
+        "ce_gt": "auto",
+    }
+    Args.dtw = "soft"
+    with pytest.raises(ValueError, match="--dtw must be one of"):
+        VLNCE.options_of(Args, [])
