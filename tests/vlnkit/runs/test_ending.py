@@ -7,7 +7,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.internal.cloudpickle import cloudpickle
+from apache_beam.internal import cloudpickle_pickler
 
 from vlnkit.io import integrity, layout
 from vlnkit.io.lock import LOCK
@@ -41,7 +41,7 @@ def _run(root, rows: int, counted: int, read: int = 3) -> Ending:
         code=code_identity(),
         declared=lambda summary: {"paths": summary["joined"], str(root.parent / "extra.json"): None},
     )
-    return cloudpickle.loads(cloudpickle.dumps(ending))  # as a worker gets it (Beam pickles with cloudpickle)
+    return cloudpickle_pickler.loads(cloudpickle_pickler.dumps(ending))  # as a worker gets it (Beam pickles with cloudpickle)
 
 
 def test_a_good_run_is_published_and_a_retried_step_leaves_it_as_it_is(tmp_path):
