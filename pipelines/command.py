@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
@@ -113,5 +115,21 @@ def run_as_command(main: Callable[[], object]) -> None:
     """Run a job's `main` as a command, the cycle collector paused through start-up
     (`pipelines.collector`) and Beam imported for this one job (`pipelines.beam_import.job_command`).
     By the time `main` returns every output is closed."""
-    with command_collection(), job_command():
-        main()
+    try:
+        with command_collection(), job_command():
+            main()
+    except SystemExit as exc:
+        if exc.code and _own_daemon_threads_running():
+            # A refusal can come while the kernels' warm-up (or a checksum thread) is still inside numba or
+            # a native read; the interpreter's shutdown would then abort with "Fatal Python error:
+            # PyGILState_Release" in place of the exit code (seen under load). Nothing of the run is left
+            # to finish by then: the streams are flushed and the process ends with its code.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exc.code if isinstance(exc.code, int) else 1)
+        raise
+
+
+def _own_daemon_threads_running() -> bool:
+    """Whether a daemon thread this package started (named vlnkit-...) is still running."""
+    return any(t.daemon and t.is_alive() and t.name.startswith("vlnkit-") for t in threading.enumerate())
