@@ -120,27 +120,38 @@ def main(argv=None) -> dict:
     started = time.perf_counter()
     pids = cluster.start(config)
     results["cluster start-up"] = {"wall_s": time.perf_counter() - started, "idle_mb": tree_rss_mb(list(pids.values()))}
-    print(f"cluster start-up: {results['cluster start-up']['wall_s']:.1f} s, "
-          f"{results['cluster start-up']['idle_mb']:.0f} MB resident (4 JVMs)", flush=True)
+    print(
+        f"cluster start-up: {results['cluster start-up']['wall_s']:.1f} s, "
+        f"{results['cluster start-up']['idle_mb']:.0f} MB resident (4 JVMs)",
+        flush=True,
+    )
     try:
         for i, n in enumerate(args.n):
             folder = os.path.join(args.folder, f"n{n}")
             preds, dataset = make(folder, n, data)
             run = on_cluster(config, pids, preds, dataset, data, os.path.join(folder, "out_flink"))
             results[f"cluster {n}"] = run
-            print(f"{n:>10,} on the cluster: {run['wall_s']:.1f} s, peak {run['peak_mb_summed']:.0f} MB summed "
-                  f"over every process (idle cluster {run['idle_cluster_mb']:.0f} MB)", flush=True)
+            print(
+                f"{n:>10,} on the cluster: {run['wall_s']:.1f} s, peak {run['peak_mb_summed']:.0f} MB summed "
+                f"over every process (idle cluster {run['idle_cluster_mb']:.0f} MB)",
+                flush=True,
+            )
             if i == 0 and not args.skip_baselines:
                 out = os.path.join(folder, "out")
-                plain = measured([sys.executable, "-m", "benchmarks.plain_score", preds, dataset, f"{data}/connectivity"])
+                plain = measured(
+                    [sys.executable, "-m", "benchmarks.plain_score", preds, dataset, f"{data}/connectivity"]
+                )
                 local = measured(job_cmd(preds, dataset, data, out))
                 check_in_process({"plain script": plain}, out, n, multi=False)
                 flink_metrics = json.load(open(os.path.join(folder, "out_flink", "summary.json")))["metrics"]
                 assert flink_metrics == json.load(open(os.path.join(out, "summary.json")))["metrics"]
                 for name, r in (("plain script", plain), ("in-process", local)):
                     results[f"{name} {n}"] = r
-                    print(f"{n:>10,} {name}: {r['wall_s']:.1f} s, peak {r['peak_rss_mb']:.0f} MB; cluster/{name} "
-                          f"wall {run['wall_s'] / r['wall_s']:.2f}x (speed {r['wall_s'] / run['wall_s']:.2f}x)", flush=True)
+                    print(
+                        f"{n:>10,} {name}: {r['wall_s']:.1f} s, peak {r['peak_rss_mb']:.0f} MB; cluster/{name} "
+                        f"wall {run['wall_s'] / r['wall_s']:.2f}x (speed {r['wall_s'] / run['wall_s']:.2f}x)",
+                        flush=True,
+                    )
         first = results.get(f"cluster {args.n[0]}")
         for n in args.n[1:]:
             ratio = results[f"cluster {n}"]["peak_mb_summed"] / first["peak_mb_summed"]
