@@ -7,6 +7,11 @@ loaded scan form one Arrow array, so the scored paths of a bucket become strings
 loaded through the worker's `GraphStore` the first time a bucket names them; the arrays grow by doubling,
 so a worker copies each matrix at most about twice.
 
+One `ScanTables` serves every thread of a worker (`per_worker`): a portable runner's SDK worker (Flink's)
+runs bundles on several threads at once. Loading a scan and building the names array take a lock; a
+thread that reads the arrays while another grows them reads either the old array or the new one, and
+both hold every slot that existed when it looked the slot up.
+
     >>> import numpy as np
     >>> from vlnkit.navigation.graph import GraphStore, NavGraph
     >>> line = NavGraph("s", ("a", "b", "c"), np.arange(9.0).reshape(3, 3), np.array([[0, 1], [1, 2]]))
@@ -17,6 +22,8 @@ so a worker copies each matrix at most about twice.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -37,10 +44,18 @@ class ScanTables:
         self._names: list[pa.Array] = []
         self._name_base = np.zeros(0, np.int64)  # slot -> its first name in `all_names`
         self._all_names: pa.Array | None = None
+        self._lock = threading.Lock()
 
     def slot(self, scan: str) -> int:
         """The scan's slot, loading it the first time (GraphError when its graph cannot be used)."""
-        found = self._slots.get(scan)
+        found = self._slots.get(scan)  # set last, once the scan is in every array
+        if found is not None:
+            return found
+        with self._lock:
+            return self._load(scan)
+
+    def _load(self, scan: str) -> int:
+        found = self._slots.get(scan)  # another thread may have loaded it while this one waited
         if found is not None:
             return found
         graph = self.graphs.get(scan)
@@ -80,6 +95,9 @@ class ScanTables:
 
     def names(self, slot_of_node: np.ndarray, nodes: np.ndarray) -> pa.Array:
         """Viewpoint ids of `nodes` (node indices of the scans in `slot_of_node`), in one Arrow take."""
-        if self._all_names is None:
-            self._all_names = pa.concat_arrays(self._names) if self._names else pa.array([], pa.string())
-        return self._all_names.take(pa.array(self._name_base[slot_of_node] + nodes))
+        every = self._all_names
+        if every is None:
+            with self._lock:
+                every = pa.concat_arrays(self._names) if self._names else pa.array([], pa.string())
+                self._all_names = every
+        return every.take(pa.array(self._name_base[slot_of_node] + nodes))
