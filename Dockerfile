@@ -3,9 +3,9 @@
 #   docker build --build-arg JOB=score -t REGION-docker.pkg.dev/PROJECT/REPO/vlnkit-score:TAG .
 # The layers below the last ARG are the same for every job, so the second job's build reuses them.
 
-# Beam's own SDK image, the one configs/dataflow.yaml names: Python 3.11, apache-beam[gcp] 2.62.0, and
+# Beam's own SDK image, the one configs/dataflow.yaml names: Python 3.11, apache-beam[gcp] 2.77.0, and
 # /opt/apache/beam/boot, the worker entry point.
-FROM apache/beam_python3.11_sdk:2.62.0
+FROM apache/beam_python3.11_sdk:2.77.0
 
 # Google's Flex Template launcher for Python 3.11, taken from its launcher image: with it, this SDK image is
 # also a Flex Template image (the launcher runs FLEX_TEMPLATE_PYTHON_PY_FILE, below).

@@ -26,9 +26,10 @@ setup(
         + ["vlnkit-sdk-worker = vlnkit.cluster.sdk_worker:main"],
     },
     install_requires=[
-        # 2.62 exactly: the newest Beam whose Flink runner resolves, with every dependency, from Maven Central
-        # (docs/cloud.md, "Flink"); the SDK and the job server must be the same release.
-        "apache-beam[gcp]>=2.62,<2.63",
+        # Below 2.78: Beam 2.78.0 (released 2026-12) refuses GroupScans' keyed tuples at pipeline construction
+        # (TypeCheckError: expected Tuple[K, V], got Tuple[Any, ...]); the whole suite passes on 2.77.0.
+        # Flink runs through Beam 2.62.0's job server, the newest Maven Central serves whole (docs/cloud.md).
+        "apache-beam[gcp]>=2.60,<2.78",
         "numpy>=1.26,<3",
         "scipy>=1.11,<2",
         "networkx>=3.2,<4",
@@ -77,10 +78,9 @@ setup(
             "pycocoevalcap==1.2",
             # scipy.stats.kendalltau: the oracle of vlnkit.captioning.agreement.
             "scipy>=1.11,<2",
-            # The Dataflow API's types: the Flex Template metadata test parses with them, and the Dataflow
-            # stand-in (tests/dataflow_standin) answers with them. apache-beam[gcp] brings it from 2.65 on;
-            # 2.62, the pinned release, does not.
-            "google-cloud-dataflow-client>=0.8,<1",
+            # Hugging Face's loader, to prove a published version opens with `load_dataset` (its dataset card);
+            # run in a subprocess: it imports pandas, fsspec and dill, which the job processes keep out.
+            "datasets>=4,<6",
         ],
     },
 )

@@ -93,9 +93,9 @@ def uses_google_cloud(command_line: Sequence[str]) -> bool:
     return any("gs://" in arg or "dataflow" in arg.lower() for arg in command_line)
 
 
-# Google's client libraries warn on import, on every run, about the machine: grpcio older than 1.83 (which
-# Beam 2.62 requires) and Python 3.11's end of life in 2027. Nothing a job's user can act on; they would
-# bury a job's one-line error under ten lines of warnings.
+# Google's client libraries warn on import, on every run, about the machine: grpcio older than 1.83 (as
+# older Beam releases require) and Python 3.11's end of life in 2027. Nothing a job's user can act on;
+# they would bury a job's one-line error under ten lines of warnings.
 MACHINE_WARNINGS = r"google\.(auth|api_core)\b"
 
 

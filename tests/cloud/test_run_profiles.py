@@ -1,4 +1,4 @@
-"""The Dataflow and Flink run profiles parse for every job: every key is a flag Beam 2.62 or the job
+"""The Dataflow and Flink run profiles parse for every job: every key is a flag Beam 2.77 or the job
 knows, with an accepted value (a profile naming a Flink version Beam publishes no job server for,
 or a flag that was renamed, fails here rather than on a cluster)."""
 
@@ -29,7 +29,7 @@ def test_dataflow_profile_parses_for_every_job(job):
     assert gcp.temp_location.startswith("gs://") and gcp.staging_location.startswith("gs://")
     assert options.view_as(SetupOptions).setup_file == "./setup.py"
     assert options.view_as(WorkerOptions).machine_type
-    assert options.view_as(WorkerOptions).sdk_container_image.endswith("2.62.0")
+    assert options.view_as(WorkerOptions).sdk_container_image.endswith("2.77.0")
 
 
 @pytest.mark.parametrize("job", JOBS)

@@ -124,9 +124,9 @@ def test_a_job_command_converts_lists_with_pyarrow_without_importing_pandas():
     )
     import pyarrow
 
-    # pyarrow 17 and later remember that pandas was refused once; pyarrow 16 (what Beam 2.62, the release
-    # pinned for Flink, requires) asks again on every conversion and loads pandas on the first one: the
-    # saving is lost there (docs/architecture.md, "Layout", beam_import.py), the conversions still work.
+    # pyarrow 17 and later remember that pandas was refused once; pyarrow 16 (what Beam 2.62 requires) asks
+    # again on every conversion and loads pandas on the first one: the saving is lost there
+    # (docs/architecture.md, "Layout", beam_import.py), the conversions still work.
     if int(pyarrow.__version__.split(".")[0]) >= 17:
         assert "pandas loaded: False" in out
     assert "to_pandas: (2, 2)" in out and "series: 1" in out

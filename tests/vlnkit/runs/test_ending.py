@@ -41,7 +41,9 @@ def _run(root, rows: int, counted: int, read: int = 3) -> Ending:
         code=code_identity(),
         declared=lambda summary: {"paths": summary["joined"], str(root.parent / "extra.json"): None},
     )
-    return cloudpickle_pickler.loads(cloudpickle_pickler.dumps(ending))  # as a worker gets it (Beam pickles with cloudpickle)
+    return cloudpickle_pickler.loads(
+        cloudpickle_pickler.dumps(ending)
+    )  # as a worker gets it (Beam pickles with cloudpickle)
 
 
 def test_a_good_run_is_published_and_a_retried_step_leaves_it_as_it_is(tmp_path):
