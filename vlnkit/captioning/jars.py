@@ -14,7 +14,6 @@ The folder is `$VLNKIT_CAPTION_JARS`, else `~/.cache/vlnkit/caption_jars`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -23,6 +22,8 @@ import tempfile
 import urllib.request
 import zipfile
 from pathlib import Path
+
+from vlnkit.provenance import file_digest
 
 INSTALL_COMMAND = "python -m vlnkit.captioning.jars"
 RHINO_INSTALL = "apt-get install librhino-java"
@@ -83,16 +84,8 @@ def missing(metric: str) -> str | None:
     return None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _checked(path: Path, expected: str) -> Path:
-    got = _sha256(path)
+    got = file_digest(str(path))
     if got != expected:
         raise SystemExit(f"{path}: sha256 {got}, expected {expected}; not installed")
     return path
@@ -124,7 +117,7 @@ def fetch(spice: bool = False) -> Path:
     if spice:
         for target, (path, digest) in SPICE_MAVEN.items():
             out = folder / target
-            if out.exists() and _sha256(out) == digest:
+            if out.exists() and file_digest(str(out)) == digest:
                 continue
             partial = out.with_suffix(".part")
             urllib.request.urlretrieve(MAVEN + path, partial)

@@ -13,11 +13,12 @@ from PyPI's `apache-flink-libraries`, installed with the project.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from vlnkit.provenance import file_digest
 
 BEAM_VERSION = "2.62.0"
 JARS_SHA256 = Path(__file__).with_name("flink_job_server_jars.sha256")
@@ -45,14 +46,6 @@ def pinned() -> dict[str, str]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def fetch_job_server_jars(relist: bool = False) -> Path:
     """The install step: leave a folder that already holds exactly the pinned jars as it is; otherwise have
     Maven resolve `flink_job_server.pom.xml` (next to this module) from Maven Central into a fresh folder, check every jar against the
@@ -76,7 +69,7 @@ def fetch_job_server_jars(relist: bool = False) -> Path:
     command = [mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies"]
     command += ["-DincludeScope=runtime", f"-DoutputDirectory={partial}"]
     subprocess.run(command, check=True)
-    got = {p.name: _sha256(p) for p in partial.iterdir()}
+    got = {p.name: file_digest(str(p)) for p in partial.iterdir()}
     if relist:
         JARS_SHA256.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(got.items())))
         wanted = got
@@ -98,7 +91,7 @@ def check_job_server_jars(verify_digests: bool = True) -> list[Path]:
         if not path.exists():
             raise MissingJavaParts(f"{path} is missing; run `{INSTALL_COMMAND}` (fetches the pinned jars)")
         if verify_digests:
-            if _sha256(path) != digest:
+            if file_digest(str(path)) != digest:
                 raise MissingJavaParts(f"{path} does not match its pinned sha256; rerun `{INSTALL_COMMAND}`")
         jars.append(path)
     return jars
