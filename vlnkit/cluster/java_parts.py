@@ -2,9 +2,9 @@
 
 Beam's Flink job server comes from Maven Central as the unshaded `beam-runners-flink-1.19:2.62.0` with
 every jar it depends on (Central serves no shaded `beam-runners-flink-*-job-server` jar here);
-`fetch_job_server_jars` (the install step, `python -m vlnkit.parts`) has Maven resolve `flink_job_server.pom.xml` (next to this module)
-and copy them into `job_server_dir()`, and `JARS_SHA256` (next to this module) pins each by name and
-sha256. Nothing is downloaded when a cluster starts or a job runs: a missing or changed jar stops the
+`fetch_job_server_jars` (the install step, `python -m vlnkit.parts`) has Maven resolve
+`flink_job_server.pom.xml` and copy them into `job_server_dir()`, and `JARS_SHA256` pins each by name and
+sha256 (both files next to this module). Nothing is downloaded when a cluster starts or a job runs: a missing or changed jar stops the
 start in one line.
 
 Flink's own distribution jars (flink-dist 1.19.0, the version that Beam release was built against) come
@@ -48,9 +48,9 @@ def pinned() -> dict[str, str]:
 
 def fetch_job_server_jars(relist: bool = False) -> Path:
     """The install step: leave a folder that already holds exactly the pinned jars as it is; otherwise have
-    Maven resolve `flink_job_server.pom.xml` (next to this module) from Maven Central into a fresh folder, check every jar against the
-    committed list (a jar missing, unlisted or different fails the install, and the old folder stays), then
-    move it into place. `relist=True`, after a deliberate pin change in the pom, rewrites the list instead.
+    Maven resolve `POM` from Maven Central into a fresh folder, check every jar against the committed list
+    (a jar missing, unlisted or different fails the install, and the old folder stays), then move it into
+    place. `relist=True`, after a deliberate pin change in the pom, rewrites the list instead.
     Maven is a plain `mvn dependency:copy-dependencies`: it resolves the transitive graph, which pip cannot."""
     folder = job_server_dir()
     wanted = pinned()
