@@ -45,6 +45,8 @@ SHORT = {
     "build_probes": ("probes-00000-of-00001.parquet", lose_parquet_rows),
     "score_probes": ("scores-00000-of-00001.parquet", lose_parquet_rows),
     "report": ("report_tables.json", cut_json_short),
+    "build_crafty": ("instructions-00000-of-00001.parquet", lose_parquet_rows),
+    "score_instructions": ("instructions-00000-of-00001.parquet", lose_parquet_rows),
 }
 
 
