@@ -227,9 +227,17 @@ def start_taskmanager(config: dict, i: int) -> int:
 
     Its memory and CPU are computed as Flink's taskmanager.sh computes them; its spill folder
     (io.tmp.dirs) is its own. The SDK workers it starts (vlnkit-sdk-worker) come from this Python
-    environment, put first on its PATH."""
+    environment, put first on its PATH.
+
+    Its classpath holds Beam's runner (the job server's jars, after Flink's own) as well as Flink, and
+    configs/flink-cluster.yaml resolves classes parent-first, so a job's Beam classes are the
+    TaskManager's, not its staged copies'. Why: Beam's Flink runner keeps a job's SDK workers for
+    `environment_cache_millis` between stages only when its classes come from Flink's own class loader
+    (`FlinkExecutableStageContextFactory`); loaded from the job's jars, it closes the workers after every
+    stage, and each of a dozen stages started new Python workers (~10-40 s each)."""
     state = Path(config["state_dir"])
     dist, conf_dir, logs = flink_dist_dir(), state / "conf", state / "log"
+    beam = ":".join(str(j) for j in check_job_server_jars())
     memory, dynamic = taskmanager_resources(dist, conf_dir)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     spill = state / f"taskmanager-{i}" / "tmp"
@@ -242,7 +250,7 @@ def start_taskmanager(config: dict, i: int) -> int:
             *memory,
             f"-Dlog.file={logs / f'taskmanager-{i}.log'}",
             "-cp",
-            _classpath(dist / "lib"),
+            f"{_classpath(dist / 'lib')}:{beam}",
             "org.apache.flink.runtime.taskexecutor.TaskManagerRunner",
             "--configDir",
             str(conf_dir),
