@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from vlnkit.cluster.sdk_worker import IMPORT_FAILED
+
 if TYPE_CHECKING:  # Beam is imported only to run
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -151,6 +153,13 @@ def job_failure(exc: BaseException) -> JobFailed:
     >>> str(job_failure(RuntimeError("Pipeline j1 failed in state FAILED: "
     ...     "org.apache.flink.runtime.client.JobCancellationException: Job was cancelled.")))
     'the job ended in state CANCELLED: org.apache.flink.runtime.client.JobCancellationException: Job was cancelled.'
+
+    A TaskManager's SDK worker process that ended before it connected is reported by its exit status;
+    `vlnkit-sdk-worker`'s status for a Python that cannot import the project is named:
+
+    >>> str(job_failure(RuntimeError("Pipeline j1 failed in state FAILED: java.lang.RuntimeException: "
+    ...     "java.lang.IllegalStateException: Process died with exit code 97")))
+    "the job ended in state FAILED: an SDK worker's Python cannot import this project (vlnkit-sdk-worker exited 97; the TaskManager's log names the import error)"
     """
     text = str(exc)
     state = re.search(r"\bState: (\w+)|\bin state (\w+)", text)
@@ -164,4 +173,10 @@ def job_failure(exc: BaseException) -> JobFailed:
     portable = re.match(r"Pipeline \S+ failed in state \w+: (.+)", lines[0]) if lines else None
     if not detail and portable:
         detail = portable.group(1).strip()
+    died = re.search(r"Process died with exit code (\d+)", text)
+    if died and int(died.group(1)) == IMPORT_FAILED:
+        detail = (
+            f"an SDK worker's Python cannot import this project (vlnkit-sdk-worker exited {IMPORT_FAILED}; "
+            "the TaskManager's log names the import error)"
+        )
     return JobFailed(f"{where}: {detail}" if detail else where)
