@@ -24,7 +24,7 @@ import pytest
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
 from tests.pipelines.test_publishing import finish, snapshot
-from tests.pipelines.test_runners import job_flags, rows
+from tests.pipelines.test_runners import JOBS, job_flags, rows
 from tests.processes import start_module
 from vlnkit.cluster import flink as cluster
 from vlnkit.io import integrity
@@ -125,6 +125,30 @@ def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, sh
     if job == "build_r4r":  # the R4R JSON file byte for byte
         assert (tmp_path / "flink" / "R4R.json").read_bytes() == (tmp_path / "local" / "R4R.json").read_bytes()
     assert integrity.verify(str(tmp_path / "flink" / "out")) == []
+
+
+# The jobs the test above does not run: each on the cluster gives its in-process rows.
+OTHER_JOBS = [job for job in JOBS if job not in ("build_r4r", "score")]
+
+
+def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(flink, shared_data, tmp_path):
+    """perturb, build_compat, paraphrase (the offline translator), random_baseline, build_probes,
+    score_probes, build_crafty and score_instructions: launched together, one task slot each
+    (`--parallelism=1`), so four run at once and the rest wait for a slot."""
+    flags = {job: job_flags(job, shared_data, tmp_path / job / "flink") for job in OTHER_JOBS}
+    procs = {
+        job: launch(flink, job, [*flags[job][0], f"--output_dir={tmp_path}/{job}/flink/out", "--parallelism=1"])
+        for job in OTHER_JOBS
+    }
+    ended = {job: finish(proc, timeout=1200) for job, proc in procs.items()}
+    failed = {job: err[-1500:] for job, (code, err) in ended.items() if code != 0}
+    assert not failed, failed
+    for job in OTHER_JOBS:
+        ref_flags, prefixes = job_flags(job, shared_data, tmp_path / job / "local")
+        in_process(job, [*ref_flags, f"--output_dir={tmp_path}/{job}/local/out"])
+        got, want = rows(tmp_path / job / "flink" / "out", prefixes), rows(tmp_path / job / "local" / "out", prefixes)
+        assert got == want and any(want.values()), job
+        assert integrity.verify(str(tmp_path / job / "flink" / "out")) == [], job
 
 
 def test_no_job_service_at_the_address_stops_in_one_line_within_seconds(shared_data, tmp_path):
