@@ -1,0 +1,181 @@
+"""Wayfinding outcomes from the score job's episode rows, joined to the instructions their followers followed.
+
+A user scores followers (an agent, or people) of generated instructions with `python -m pipelines.score`;
+its `episodes-*.parquet` rows (`agent`, `instr_id`, one column per path metric) become outcomes of the
+score_instructions job's agreement table (Kendall's tau-b of each text metric against each outcome), joined
+on (system, instr_id):
+- `SYSTEM=FILES`: every row of FILES is a follower of system SYSTEM's instructions (the rows of one agent);
+- `FILES`: each row's `agent` names the system whose instruction it followed.
+An episode metric `m` is the outcome `episode_m` (`sr` -> `episode_sr`), never the name of an outcome a
+file carries itself (zhao2023's `human_scores`: `score`, `ndtw`, ...): the two are measured apart.
+
+Files are read in Arrow record batches, only the columns needed; the join is Arrow's hash join, not a
+loop per row. Every row that does not join is a dead letter with its reason (`Unjoined`): an episode row
+whose system is not scored in the run, or whose instruction is not among the scored ones, two rows for
+one instruction, and an instruction of a system with episode rows that has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from vlnkit.io import fileio
+
+PREFIX = "episode_"
+DEFAULT_METRICS = ("sr", "spl", "ndtw", "sdtw", "ne")
+KEYS = ("system", "instr_id")
+BATCH_ROWS = 65536
+
+
+class OutcomeFileError(ValueError):
+    """A file of --outcomes that is not the score job's episode rows (or holds several agents for one
+    named system): the message names the file and why."""
+
+
+def outcome_name(metric: str) -> str:
+    """The agreement table's name of an episode metric: `episode_<metric>`.
+
+    >>> outcome_name("ndtw")
+    'episode_ndtw'
+    """
+    return PREFIX + metric
+
+
+def episode_batches(
+    path: str, system: str | None, metrics: tuple[str, ...], rows: int = BATCH_ROWS
+) -> Iterator[pa.Table]:
+    """One score-job Parquet file as tables of at most `rows` rows: `system`, `agent`, `instr_id`, `source`
+    and `episode_<m>` (float64, NaN where the row's metric is null) for each of `metrics`.
+
+    `system` None: each row's `agent` names its system. A named system takes the rows of one agent only.
+    Raises OutcomeFileError for a file that is not Parquet, lacks a column, or mixes agents under a name."""
+    try:
+        with fileio.open_read(path) as f:
+            parquet = pq.ParquetFile(f)
+            names = parquet.schema_arrow.names
+            missing = [c for c in ("agent", "instr_id", *metrics) if c not in names]
+            if missing:
+                raise OutcomeFileError(
+                    f"{path}: not the score job's episode rows (no column {', '.join(missing)}; has {', '.join(names[:12])})"
+                )
+            agents: set[str] = set()
+            for batch in parquet.iter_batches(rows, columns=["agent", "instr_id", *metrics]):
+                agent = batch.column("agent").cast(pa.string())
+                if system is not None:
+                    agents.update(pc.unique(agent).to_pylist())
+                    if len(agents) > 1:
+                        raise OutcomeFileError(
+                            f"{path}: rows of agents {', '.join(sorted(map(str, agents)))} given as system {system!r}; "
+                            "SYSTEM=FILES takes one agent's rows (give the files without a name: each row's agent "
+                            "then names its system)"
+                        )
+                n = batch.num_rows
+                columns = {
+                    "system": agent if system is None else pa.array([system] * n, pa.string()),
+                    "agent": agent,
+                    "instr_id": batch.column("instr_id").cast(pa.string()),
+                    "source": pa.array([path] * n, pa.string()),
+                }
+                for m in metrics:
+                    columns[outcome_name(m)] = pc.fill_null(batch.column(m).cast(pa.float64()), np.nan)
+                yield pa.table(columns)
+    except OutcomeFileError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise OutcomeFileError(f"{path}: cannot read as Parquet ({exc})") from None
+
+
+@dataclass(frozen=True)
+class Unjoined:
+    """A row that joined nothing: `source` (file, or `--outcomes`), `record` (`system/instr_id`), `reason`."""
+
+    source: str
+    record: str
+    reason: str
+    kind: str  # which rule: UNSCORED_SYSTEM, NO_INSTRUCTION, REPEATED, NO_EPISODE (the summary's counts)
+
+
+UNSCORED_SYSTEM, NO_INSTRUCTION, REPEATED, NO_EPISODE = (
+    "episode rows of systems not scored",
+    "episode rows naming no scored instruction",
+    "episode rows repeating an instruction",
+    "instructions without an episode row",
+)
+
+
+def _keys(table: pa.Table) -> pa.Array:
+    """One string per row: `system/instr_id` (the join key, and how a dead letter names its record)."""
+    return pc.binary_join_element_wise(table["system"], table["instr_id"], "/")
+
+
+def _unjoined(table: pa.Table, mask, kind: str, reason_of) -> list[Unjoined]:
+    """The rows of `table` where `mask` holds, as dead letters (few by nature)."""
+    rows = table.filter(mask).select(["system", "instr_id", "source"]).to_pylist()
+    return [Unjoined(r["source"], f"{r['system']}/{r['instr_id']}", reason_of(r), kind) for r in rows]
+
+
+def join_outcomes(scored: pa.Table, episodes: pa.Table) -> tuple[pa.Table, list[Unjoined]]:
+    """(the scored instructions with their episode outcomes, the rows that did not join).
+
+    `scored`: one row per scored instruction (`system`, `instr_id`, `path_id`, the metrics); `episodes`:
+    `episode_batches` tables concatenated. The result keeps the scored rows of every instruction that has
+    exactly one episode row, with its `episode_*` columns. Not joined, each a dead letter:
+    - an episode row whose system is not scored in this run;
+    - an episode row whose instruction the system's file does not have, or that was dead-lettered;
+    - every row of an instruction given two or more episode rows (which one is the outcome is unknown);
+    - an instruction of a system with episode rows that has none (it stays in the run's rows and
+      corpus scores, and is left out of the agreement table).
+    """
+    lost: list[Unjoined] = []
+    systems = pa.array(sorted(set(scored["system"].to_pylist())), pa.string())
+    known = pc.is_in(episodes["system"], value_set=systems)
+    lost += _unjoined(
+        episodes,
+        pc.invert(known),
+        UNSCORED_SYSTEM,
+        lambda r: (
+            f"episode row of system {r['system']!r}, which this run does not score (--predictions names "
+            f"{', '.join(systems.to_pylist())})"
+        ),
+    )
+    episodes = episodes.filter(known)
+    key = _keys(episodes)
+    counts = pc.value_counts(key)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    twice = pc.is_in(key, value_set=repeated)
+    lost += _unjoined(
+        episodes, twice, REPEATED, lambda r: "two or more episode rows for this instruction of --outcomes: none is used"
+    )
+    episodes = episodes.filter(pc.invert(twice))
+    followed = pc.is_in(scored["system"], value_set=pc.unique(episodes["system"]))
+    scored_keys = _keys(scored)
+    matched = pc.is_in(_keys(episodes), value_set=scored_keys)
+    lost += _unjoined(
+        episodes,
+        pc.invert(matched),
+        NO_INSTRUCTION,
+        lambda r: (
+            f"system {r['system']!r} has no scored instruction with instr_id {r['instr_id']!r} (not in its "
+            "file, or dead-lettered)"
+        ),
+    )
+    episodes = episodes.filter(matched)
+    has_row = pc.is_in(scored_keys, value_set=_keys(episodes))
+    without = scored.append_column("source", pa.array(["--outcomes"] * scored.num_rows, pa.string()))
+    lost += _unjoined(
+        without,
+        pc.and_(followed, pc.invert(has_row)),
+        NO_EPISODE,
+        lambda r: "no episode row in --outcomes for this instruction: left out of the agreement table",
+    )
+    outcome_columns = [c for c in episodes.column_names if c.startswith(PREFIX)]
+    joined = scored.filter(has_row).join(
+        episodes.select([*KEYS, *outcome_columns]), keys=list(KEYS), join_type="inner", use_threads=False
+    )
+    return joined, lost
