@@ -124,6 +124,11 @@ def test_tau_table_from_episode_rows_is_the_files(followed, tmp_path):
     counts = summary["episode_outcomes"]
     assert counts["episode_rows"] == 975 and counts["joined"] == 900
     assert counts["episode rows of systems not scored"] == 75 and summary["dead_letters"] == 75
+    means = counts["means"]  # what the report draws the systems against
+    for system, records in speakers.items():
+        for a, b in SAME.items():
+            mean = np.mean([r["human_scores"][a] for r in records.values()])
+            assert means[system][f"episode_{b}"] == pytest.approx(mean, abs=1e-7), (system, a)  # SPL: 5e-8 apart
     agreement = summary["agreement"]
     for a, b in SAME.items():
         theirs, ours = agreement[a], agreement[f"episode_{b}"]

@@ -117,7 +117,10 @@ def metric_agreement(
     rows = sorted(outcome_rows, key=lambda r: (r["system"], r["path_id"]))
     systems = sorted({r["system"] for r in rows})
     paths = sorted({r["path_id"] for r in rows})
-    full = len(rows) == len(systems) * len(paths)  # system level needs every system on every path
+    # system level needs every system on every path, once (a system with two instructions on a path and
+    # none on another has the right count, not the grid)
+    cells = {(r["system"], r["path_id"]) for r in rows}
+    full = len(cells) == len(rows) == len(systems) * len(paths)
     out = {}
     for outcome in outcomes:
         values = ((r["human_scores"] or {}) if carried else r for r in rows)
@@ -135,6 +138,20 @@ def metric_agreement(
                     _system_metric(rows, m, systems, paths), grid, len(paths), replicates, seed, confidence
                 )
             out[outcome][m] = entry
+    return out
+
+
+def mean_episode_outcomes(rows: list[dict], names: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """{system: {episode outcome: mean over its joined instructions}} (NaN values left out), what the
+    report draws each system's corpus scores against."""
+    out: dict[str, dict[str, float]] = {}
+    for system in sorted({r["system"] for r in rows}):
+        mine = [r for r in rows if r["system"] == system]
+        for name in names:
+            values = np.array([r[name] for r in mine], np.float64)
+            values = values[np.isfinite(values)]
+            if len(values):
+                out.setdefault(system, {})[name] = float(values.mean())
     return out
 
 
@@ -186,7 +203,7 @@ def instructions_summary(
 
         names = tuple(outcome_name(m) for m in followed["metrics"])
         agreement.update(metric_agreement(followed["rows"], replicates, static.get("seed", 0), 0.9, names, False))
-        extra["episode_outcomes"] = followed["counts"]
+        extra["episode_outcomes"] = {**followed["counts"], "means": mean_episode_outcomes(followed["rows"], names)}
     return {
         **static,
         **extra,
