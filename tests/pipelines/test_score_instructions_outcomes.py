@@ -139,3 +139,58 @@ def test_tau_table_from_episode_rows_is_the_files(followed, tmp_path):
                 assert t["n"] == o["n"] == (900 if level == "instance" else 12)
                 assert o["tau_b"] == pytest.approx(t["tau_b"], abs=1e-12), (a, metric, level)
                 assert np.allclose(o["interval"], t["interval"], atol=1e-12), (a, metric, level)
+
+
+def _small_run(tmp_path, episodes: dict, *outcomes: str, extra=()):
+    """Three instructions of system s (own references) and a hand-made episode file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    system = {
+        f"{p}_0": {"generated_instr": f"walk to room {p} and stop", "instructions": ["walk to the room", "stop there"]}
+        for p in (1, 2, 3)
+    }
+    (tmp_path / "s.json").write_text(json.dumps(system))
+    n = len(episodes["instr_id"])
+    metrics = {
+        m: pa.array([0.5 + 0.1 * k for k in range(n)], pa.float64()) for m in ("sr", "spl", "ndtw", "sdtw", "ne")
+    }
+    pq.write_table(pa.table({**episodes, **metrics}), tmp_path / "episodes-00000-of-00001.parquet")
+    flags = [f"--outcomes={v.format(tmp_path / 'episodes-00000-of-00001.parquet')}" for v in outcomes]
+    return score_instructions.main(
+        [
+            "--runner=DirectRunner",
+            f"--output_dir={tmp_path / 'out'}",
+            "--bootstrap=0",
+            f"--predictions=s={tmp_path / 's.json'}",
+            *flags,
+            *extra,
+        ]
+    )
+
+
+def test_every_row_that_does_not_join_is_a_dead_letter_and_counted(tmp_path):
+    episodes = {"agent": ["s", "s", "x"], "instr_id": ["1_0", "9_0", "1_0"]}
+    summary = _small_run(tmp_path, episodes, "{}", extra=["--max_failure_fraction=0.7"])  # 4 of 6 rows do not join
+    counts = summary["episode_outcomes"]
+    assert counts["joined"] == 1 and counts["episode_rows"] == 3
+    assert (
+        counts["episode rows of systems not scored"] == 1 and counts["episode rows naming no scored instruction"] == 1
+    )
+    assert counts["instructions without an episode row"] == 2 and summary["dead_letters"] == 4
+    letters = [json.loads(x) for x in (tmp_path / "out" / "dead_letter-00000-of-00001.jsonl").read_text().splitlines()]
+    assert sorted(x["record"] for x in letters) == ["s/2_0", "s/3_0", "s/9_0", "x/1_0"]
+    assert all(x["stage"] == "outcomes" and x["reason"] for x in letters)
+    assert summary["instructions"] == 3 and (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_rows_of_two_agents_under_one_name_fail_the_run(tmp_path):
+    """SYSTEM=FILES holding two agents: the file is a dead letter naming both, nothing joins, the run fails
+    (exit 3, nothing published); a file that is not Parquet is refused before the run (exit 2)."""
+    with pytest.raises(SystemExit) as stop:
+        _small_run(tmp_path, {"agent": ["s", "x"], "instr_id": ["1_0", "2_0"]}, "s={}")
+    assert stop.value.code == 3 and not (tmp_path / "out" / "_SUCCESS").exists()
+    (tmp_path / "rows.json").write_text("[]")
+    with pytest.raises(SystemExit) as stop:
+        _small_run(tmp_path / "..", {"agent": ["s"], "instr_id": ["1_0"]}, f"s={tmp_path / 'rows.json'}")
+    assert stop.value.code == 2
