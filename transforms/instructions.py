@@ -320,7 +320,7 @@ def _join(_, scored, episodes, metrics, files):
     nature: one row per followed instruction); yields {"rows", "metrics", "counts"} and the dead letters."""
     import pyarrow as pa
 
-    from vlnkit.captioning.outcomes import join_outcomes
+    from vlnkit.captioning.outcomes import join_outcomes, system_means
 
     rows = sum(t.num_rows for t in episodes)
     counts = {"files": files, "metrics": list(metrics), "episode_rows": rows, "joined": 0}
@@ -330,9 +330,9 @@ def _join(_, scored, episodes, metrics, files):
         for u in lost:
             counts[u.kind] = counts.get(u.kind, 0) + 1
             yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(OUTCOMES, u.source, u.record, u.reason))
-        yield {"rows": joined.to_pylist(), "metrics": list(metrics), "counts": counts}
+        yield {"rows": joined.to_pylist(), "metrics": list(metrics), "counts": counts, "means": system_means(joined)}
         return
-    yield {"rows": [], "metrics": list(metrics), "counts": counts}
+    yield {"rows": [], "metrics": list(metrics), "counts": counts, "means": {}}
 
 
 @dataclass

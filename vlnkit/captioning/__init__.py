@@ -47,6 +47,13 @@ __getattr__, __all__ = lazy_exports(
         "spice": ("Spice", "SpiceUnavailable"),
         "jars": ("fetch", "missing", "jar_folder", "INSTALL_COMMAND"),
         "agreement": ("weighted_tau_b", "multinomial_counts", "instance_tau", "system_tau"),
-        "outcomes": ("episode_batches", "join_outcomes", "outcome_name", "OutcomeFileError", "Unjoined"),
+        "outcomes": (
+            "episode_batches",
+            "join_outcomes",
+            "system_means",
+            "outcome_name",
+            "OutcomeFileError",
+            "Unjoined",
+        ),
     },
 )

@@ -141,20 +141,6 @@ def metric_agreement(
     return out
 
 
-def mean_episode_outcomes(rows: list[dict], names: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """{system: {episode outcome: mean over its joined instructions}} (NaN values left out), what the
-    report draws each system's corpus scores against."""
-    out: dict[str, dict[str, float]] = {}
-    for system in sorted({r["system"] for r in rows}):
-        mine = [r for r in rows if r["system"] == system]
-        for name in names:
-            values = np.array([r[name] for r in mine], np.float64)
-            values = values[np.isfinite(values)]
-            if len(values):
-                out.setdefault(system, {})[name] = float(values.mean())
-    return out
-
-
 def _system_metric(rows, metric, systems, paths):
     """w (replicates, paths) -> (replicates, systems) corpus scores: BLEU pooled, the others weighted means."""
     n_s, n_p = len(systems), len(paths)
@@ -186,7 +172,8 @@ def instructions_summary(
 ) -> dict:
     """The score_instructions job's `summary.json` from its settings, tallies, per-system sums, the rows
     with human outcomes, and `followed`: the score job's episode rows joined to the instructions
-    ({"rows": joined rows, "metrics": episode metrics, "counts": the join's counts}), when --outcomes."""
+    ({"rows": joined rows, "metrics": episode metrics, "counts": the join's counts, "means": each system's
+    mean outcomes}), when --outcomes."""
     confidence = static.get("confidence", 0.95)
     point = {s: v[0]["point"] for s, v in sums.items()}
     reps = {s: v[0]["replicates"] for s, v in sums.items() if "replicates" in v[0]}
@@ -203,7 +190,7 @@ def instructions_summary(
 
         names = tuple(outcome_name(m) for m in followed["metrics"])
         agreement.update(metric_agreement(followed["rows"], replicates, static.get("seed", 0), 0.9, names, False))
-        extra["episode_outcomes"] = {**followed["counts"], "means": mean_episode_outcomes(followed["rows"], names)}
+        extra["episode_outcomes"] = {**followed["counts"], "means": followed["means"]}
     return {
         **static,
         **extra,
