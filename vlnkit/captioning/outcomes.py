@@ -131,9 +131,10 @@ def join_outcomes(scored: pa.Table, episodes: pa.Table) -> tuple[pa.Table, list[
     - every row of an instruction given two or more episode rows (which one is the outcome is unknown);
     - an instruction of a system with episode rows that has none (it stays in the run's rows and
       corpus scores, and is left out of the agreement table).
+    One full outer hash join on (system, instr_id) finds them all; the rest is `take` by row number.
     """
     lost: list[Unjoined] = []
-    systems = pa.array(sorted(set(scored["system"].to_pylist())), pa.string())
+    systems = pa.array(sorted(set(pc.unique(scored["system"]).to_pylist())), pa.string())
     known = pc.is_in(episodes["system"], value_set=systems)
     lost += _unjoined(
         episodes,
@@ -145,39 +146,45 @@ def join_outcomes(scored: pa.Table, episodes: pa.Table) -> tuple[pa.Table, list[
         ),
     )
     episodes = episodes.filter(known)
-    key = _keys(episodes)
-    counts = pc.value_counts(key)
-    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-    twice = pc.is_in(key, value_set=repeated)
+    left = scored.select(list(KEYS)).append_column("_scored", pa.array(np.arange(scored.num_rows)))
+    right = episodes.select(list(KEYS)).append_column("_episode", pa.array(np.arange(episodes.num_rows)))
+    both = left.join(right, keys=list(KEYS), join_type="full outer", use_threads=False)
+    no_instruction = both.filter(pc.is_null(both["_scored"]))["_episode"]
     lost += _unjoined(
-        episodes, twice, REPEATED, lambda r: "two or more episode rows for this instruction of --outcomes: none is used"
-    )
-    episodes = episodes.filter(pc.invert(twice))
-    followed = pc.is_in(scored["system"], value_set=pc.unique(episodes["system"]))
-    scored_keys = _keys(scored)
-    matched = pc.is_in(_keys(episodes), value_set=scored_keys)
-    lost += _unjoined(
-        episodes,
-        pc.invert(matched),
+        episodes.take(no_instruction),
+        pa.array(np.ones(len(no_instruction), bool)),
         NO_INSTRUCTION,
         lambda r: (
             f"system {r['system']!r} has no scored instruction with instr_id {r['instr_id']!r} (not in its "
             "file, or dead-lettered)"
         ),
     )
-    episodes = episodes.filter(matched)
-    has_row = pc.is_in(scored_keys, value_set=_keys(episodes))
-    without = scored.append_column("source", pa.array(["--outcomes"] * scored.num_rows, pa.string()))
+    matched = both.filter(pc.and_(pc.is_valid(both["_scored"]), pc.is_valid(both["_episode"])))
+    counts = pc.value_counts(matched["_scored"])
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    twice = pc.is_in(matched["_scored"], value_set=repeated)
+    lost += _unjoined(
+        episodes.take(matched.filter(twice)["_episode"]),
+        pa.array(np.ones(int(pc.sum(twice).as_py() or 0), bool)),
+        REPEATED,
+        lambda r: "two or more episode rows for this instruction of --outcomes: none is used",
+    )
+    good = matched.filter(pc.invert(twice))
+    followed = pc.unique(episodes["system"])
+    missing = both.filter(pc.is_null(both["_episode"]))["_scored"]
+    missing = pa.concat_arrays([missing.combine_chunks(), repeated.cast(pa.int64())])
+    without = scored.take(missing).select(list(KEYS))
+    without = without.append_column("source", pa.array(["--outcomes"] * without.num_rows, pa.string()))
     lost += _unjoined(
         without,
-        pc.and_(followed, pc.invert(has_row)),
+        pc.is_in(without["system"], value_set=followed),
         NO_EPISODE,
         lambda r: "no episode row in --outcomes for this instruction: left out of the agreement table",
     )
-    outcome_columns = [c for c in episodes.column_names if c.startswith(PREFIX)]
-    joined = scored.filter(has_row).join(
-        episodes.select([*KEYS, *outcome_columns]), keys=list(KEYS), join_type="inner", use_threads=False
-    )
+    outcomes = episodes.take(good["_episode"]).select([c for c in episodes.column_names if c.startswith(PREFIX)])
+    joined = scored.take(good["_scored"])
+    for name in outcomes.column_names:
+        joined = joined.append_column(name, outcomes[name])
     return joined, lost
 
 
