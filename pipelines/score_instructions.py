@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from vlnkit.runs.verdict import Outcome
 
 RANKABLE = ("cider_d", "bleu_4", "bleu_1", "bleu_2", "bleu_3", "rouge_l")
+DEFAULT_OUTCOME_METRICS = ("sr", "spl", "ndtw", "sdtw", "ne")  # vlnkit.captioning.outcomes.DEFAULT_METRICS
 
 
 def declare_flags(parser) -> None:
@@ -71,6 +72,22 @@ def declare_flags(parser) -> None:
         "metrics run",
     )
     parser.add_argument(
+        "--outcomes",
+        action="append",
+        default=None,
+        help="Wayfinding outcomes from the score job (`python -m pipelines.score`) of followers of these "
+        "instructions: its episode rows (a score run's output folder, or its episodes-*.parquet; a path, glob "
+        "or comma-separated list), joined to the instructions on instr_id. SYSTEM=FILES: the rows (of one "
+        "agent) follow system SYSTEM; FILES without a name: each row's agent names its system. Each "
+        "--outcome_metrics column m is the outcome episode_m of the agreement table; a row that joins nothing "
+        "is a dead letter. Repeatable",
+    )
+    parser.add_argument(
+        "--outcome_metrics",
+        default=",".join(DEFAULT_OUTCOME_METRICS),
+        help="With --outcomes: the episode rows' metric columns that become outcomes (comma-separated)",
+    )
+    parser.add_argument(
         "--rank_by", choices=RANKABLE, default="cider_d", help="The leaderboard's metric (tie marks on it)"
     )
     add_shared(parser, "seed", "num_shards", "bootstrap", "confidence")
@@ -97,12 +114,15 @@ def _reference_table(path: str) -> dict[str, list[str]]:
     return table
 
 
-def build(pipeline, out: Staging, systems, references, opts, bootstrap, jars: dict[str, str | None]) -> None:
-    """`jars`: {"meteor", "spice"} -> None when computed, else why not (refused or not asked for)."""
+def build(
+    pipeline, out: Staging, systems, references, opts, bootstrap, jars: dict[str, str | None], followed=None
+) -> None:
+    """`jars`: {"meteor", "spice"} -> None when computed, else why not (refused or not asked for);
+    `followed`: --outcomes as ([(system or None, episode file)], metrics), or None."""
     import apache_beam as beam
 
     from transforms.deadletter import DEAD_LETTER
-    from transforms.instructions import ReadChecked, ScoreSystems
+    from transforms.instructions import JoinOutcomes, ReadChecked, ScoreSystems
     from transforms.run_summary import finish_run
     from transforms.write import WriteParquetShards
     from vlnkit.captioning.schemas import INSTRUCTION_SCORES
@@ -110,7 +130,7 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap, jars: di
 
     read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
     scored = read["records"] | "Score" >> ScoreSystems(
-        bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None
+        bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None, followed is not None
     )
     scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
     tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
@@ -127,11 +147,17 @@ def build(pipeline, out: Staging, systems, references, opts, bootstrap, jars: di
         "options": redact(fingerprinted_settings(opts)),
     }
 
-    def summarize(totals, sums, outcomes):
-        return instructions_summary(static, totals, sums, outcomes)
-
     side = {"sums": beam.pvalue.AsSingleton(sums), "outcomes": beam.pvalue.AsSingleton(outcomes)}
-    _ = finish_run(out.folder, summarize, read[DEAD_LETTER], tallies, side)
+    dead = list(read[DEAD_LETTER])
+    if followed is not None:
+        joined = scored["scored"] | "EpisodeOutcomes" >> JoinOutcomes(*followed)
+        dead += joined[DEAD_LETTER]
+        side["followed"] = beam.pvalue.AsSingleton(joined["joined"])
+
+    def summarize(totals, sums, outcomes, followed=None):
+        return instructions_summary(static, totals, sums, outcomes, followed)
+
+    _ = finish_run(out.folder, summarize, dead, tallies, side)
 
 
 def print_summary(summary: dict, ctx: Run) -> None:
@@ -155,9 +181,17 @@ def print_summary(summary: dict, ctx: Run) -> None:
 
 
 def outcome(summary: dict) -> Outcome:
+    from vlnkit.captioning.outcomes import NO_EPISODE
     from vlnkit.runs.verdict import Outcome
 
-    return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)))
+    followed = summary.get("episode_outcomes")
+    if not followed:
+        return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)))
+    # rows of --outcomes that joined nothing are judged apart, as a share of the rows offered to the join
+    unjoined = int(summary.get("dead_letters_by_stage", {}).get("outcomes", 0))
+    offered = int(followed["episode_rows"]) + int(followed.get(NO_EPISODE, 0)) + int(followed["files"])
+    share = ((unjoined, max(offered, 1), "episode rows and followed instructions of --outcomes did not join"),)
+    return Outcome(int(summary.get("instructions", 0)), int(summary.get("dead_letters", 0)) - unjoined, shares=share)
 
 
 def _jar_refusal(metric: str, asked: bool) -> str | None:
@@ -170,6 +204,28 @@ def _jar_refusal(metric: str, asked: bool) -> str | None:
     if refusal:
         print(f"score_instructions: {metric.upper()} refused: {refusal}; the other metrics run")
     return refusal
+
+
+def _outcome_files(ctx: Run, opts) -> tuple[list[tuple[str | None, str]], tuple[str, ...]]:
+    """--outcomes values -> ([(system or None, Parquet file)], metrics): a score run's folder stands for its
+    published episode files; SYSTEM=FILES names the system (the name before the first `=`, as
+    --predictions' NAME=FILES)."""
+    from pipelines.input_checks import AGENT_NAME
+
+    metrics = tuple(m.strip() for m in opts.outcome_metrics.split(",") if m.strip())
+    if not metrics:
+        raise JobError("--outcome_metrics names no metric")
+    files: list[tuple[str | None, str]] = []
+    for value in opts.outcomes:
+        m = AGENT_NAME.fullmatch(value)
+        system, patterns = (m.group(1), m.group(2)) if m and not fileio.exists(value) else (None, value)
+        found = [f for f in ctx.inputs("outcomes", patterns) if f.endswith(".parquet")]
+        if not found:
+            raise JobError(
+                f"--outcomes={value}: no Parquet episode rows (a score run's folder or its episodes-*.parquet)"
+            )
+        files += [(system, f) for f in found]
+    return files, metrics
 
 
 def run(ctx: Run) -> dict:
@@ -187,8 +243,9 @@ def run(ctx: Run) -> dict:
         (path,) = ctx.inputs("references", opts.references)[:1]
         references = _reference_table(path)
     jars = {m: _jar_refusal(m, getattr(opts, m)) for m in ("meteor", "spice")}
+    followed = _outcome_files(ctx, opts) if opts.outcomes else None
     return ctx.execute(
-        lambda p, out: build(p, out, systems, references, opts, bootstrap, jars),
+        lambda p, out: build(p, out, systems, references, opts, bootstrap, jars, followed),
         ["instructions"],
         outcome=outcome,
         declared=lambda summary: {"instructions": summary["instructions"]},

@@ -128,6 +128,8 @@ class _WriteInstructionPages(GraphDoFn):
         _dataset_paths([run["references"]] if run["references"] else [], True, paths)
         _dataset_paths(run["dataset"], False, paths)
         means = mean_outcomes((key.split(KEY)[0], keyed[key]) for key in sorted(scored))
+        for system, values in (summary.get("episode_outcomes") or {}).get("means", {}).items():
+            means.setdefault(system, {}).update(values)  # --outcomes: the score job's, from the run's join
 
         examples, drawings, failed = [], {}, []
         for k, path_id in enumerate(order):

@@ -159,6 +159,7 @@ class _ScoreBatch(beam.DoFn):
     seed: int
     meteor: bool = False
     spice: bool = False
+    followed: bool = False  # --outcomes: each batch's ids and metrics as one Arrow table ("scored"), for the join
 
     def setup(self):
         from vlnkit.captioning.meteor import Meteor
@@ -200,6 +201,8 @@ class _ScoreBatch(beam.DoFn):
                 sums["replicates"]["spice"] = scores["spice"] @ weights
         digest = int(np.sum(episode_keys(paths).astype(np.uint64), dtype=np.uint64))
         yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
+        if self.followed:
+            yield beam.pvalue.TaggedOutput("scored", _scored_table(system, records, scores))
         for i, r in enumerate(records):
             row = {k: r[k] for k in ("system", "instr_id", "path_id", "scan")}
             row.update(instruction=r["text"], tokens=r["tokens"], references=len(r["references"]))
@@ -209,6 +212,21 @@ class _ScoreBatch(beam.DoFn):
             if r.get("human_scores"):
                 yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
             yield row
+
+
+def _scored_table(system: str, records: list[dict], scores: dict[str, np.ndarray]):
+    """A batch's instructions as one Arrow table: ids, path, every metric and BLEU's statistics (columns
+    from the batch's arrays, not rows)."""
+    import pyarrow as pa
+
+    n = len(records)
+    columns = {
+        "system": pa.array([system] * n, pa.string()),
+        "instr_id": pa.array([r["instr_id"] for r in records], pa.string()),
+        "path_id": pa.array([r["path_id"] for r in records], pa.string()),
+    }
+    columns.update({k: pa.array(np.asarray(v, np.float64)) for k, v in scores.items()})
+    return pa.table(columns)
 
 
 def _spice_scores(spice, records) -> np.ndarray:
@@ -258,6 +276,7 @@ class ScoreSystems(beam.PTransform):
     seed: int
     meteor: bool = False
     spice: bool = False
+    followed: bool = False
     batch_size: int = 512
 
     def expand(self, records):
@@ -269,7 +288,78 @@ class ScoreSystems(beam.PTransform):
         )
         frequencies = batches | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         scored = batches | "Score" >> beam.ParDo(
-            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice), beam.pvalue.AsDict(frequencies)
-        ).with_outputs("sums", "outcomes", main="rows")
+            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed),
+            beam.pvalue.AsDict(frequencies),
+        ).with_outputs("sums", "outcomes", "scored", main="rows")
         sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())
-        return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums}
+        return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums, "scored": scored["scored"]}
+
+
+class _ReadEpisodes(beam.DoFn):
+    """(system or None, file) -> the file's episode rows as Arrow tables; a file that is not episode rows
+    is one dead letter naming it."""
+
+    def __init__(self, metrics: tuple[str, ...]):
+        self.metrics = metrics
+
+    def process(self, element):
+        from vlnkit.captioning.outcomes import OutcomeFileError, episode_batches
+
+        system, path = element
+        try:
+            yield from episode_batches(path, system, self.metrics)
+        except OutcomeFileError as error:
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(OUTCOMES, path, "<file>", str(error)))
+
+
+OUTCOMES = "outcomes"  # the dead-letter stage of --outcomes: files and rows that joined nothing
+
+
+def _join(_, scored, episodes, metrics, files):
+    """The join of every scored instruction with the episode rows (one step: both sides are small by
+    nature: one row per followed instruction); yields {"rows", "metrics", "counts"} and the dead letters."""
+    import pyarrow as pa
+
+    from vlnkit.captioning.outcomes import join_outcomes, system_means
+
+    rows = sum(t.num_rows for t in episodes)
+    counts = {"files": files, "metrics": list(metrics), "episode_rows": rows, "joined": 0}
+    if scored and episodes:
+        joined, lost = join_outcomes(pa.concat_tables(scored), pa.concat_tables(episodes))
+        counts["joined"] = joined.num_rows
+        for u in lost:
+            counts[u.kind] = counts.get(u.kind, 0) + 1
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(OUTCOMES, u.source, u.record, u.reason))
+        yield {"rows": joined.to_pylist(), "metrics": list(metrics), "counts": counts, "means": system_means(joined)}
+        return
+    yield {"rows": [], "metrics": list(metrics), "counts": counts, "means": {}}
+
+
+@dataclass
+class JoinOutcomes(beam.PTransform):
+    """--outcomes: the score job's episode files -> one {"rows", "metrics", "counts"} (the scored
+    instructions joined to their episode outcomes) and dead letters for every row that joined nothing."""
+
+    files: list  # [(system or None, path)]
+    metrics: tuple
+
+    def expand(self, scored):
+        pipeline = scored.pipeline
+        read = (
+            pipeline
+            | "OutcomeFiles" >> beam.Create(self.files)
+            | "ReadEpisodes" >> beam.ParDo(_ReadEpisodes(tuple(self.metrics))).with_outputs(DEAD_LETTER, main="tables")
+        )
+        joined = (
+            pipeline
+            | "OneJoin" >> beam.Create([None])
+            | "Join"
+            >> beam.ParDo(
+                _join,
+                beam.pvalue.AsList(scored),
+                beam.pvalue.AsList(read["tables"]),
+                tuple(self.metrics),
+                len(self.files),
+            ).with_outputs(DEAD_LETTER, main="joined")
+        )
+        return {"joined": joined["joined"], DEAD_LETTER: [read[DEAD_LETTER], joined[DEAD_LETTER]]}

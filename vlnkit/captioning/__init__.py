@@ -14,6 +14,8 @@
 - `meteor`, `spice`, `jars`: METEOR 1.5 and SPICE 1.0 through the reference jars (SPICE on JDK 17: Rhino,
   `--add-opens`, started by class); the jars fetched at install time.
 - `agreement`: Kendall's tau-b between metrics and wayfinding outcomes, instance and system level.
+- `outcomes`: the score job's episode rows as outcomes, read in Arrow batches and joined on
+  (system, instr_id), every row that joins nothing told apart by its reason.
 
 Beam-free; pycocoevalcap is a test oracle only and is never imported here. Each public name is
 declared here, once.
@@ -45,5 +47,13 @@ __getattr__, __all__ = lazy_exports(
         "spice": ("Spice", "SpiceUnavailable"),
         "jars": ("fetch", "missing", "jar_folder", "INSTALL_COMMAND"),
         "agreement": ("weighted_tau_b", "multinomial_counts", "instance_tau", "system_tau"),
+        "outcomes": (
+            "episode_batches",
+            "join_outcomes",
+            "system_means",
+            "outcome_name",
+            "OutcomeFileError",
+            "Unjoined",
+        ),
     },
 )

@@ -100,18 +100,31 @@ def leaderboard(systems: dict[str, dict], rows: list[dict], rank_by: str, confid
     ]
 
 
-def metric_agreement(outcome_rows: list[dict], replicates: int, seed: int, confidence: float) -> dict:
-    """Kendall's tau-b between each metric and each human outcome, instance and system level (the study's
-    Table 3), from per-instruction rows carrying `human_scores` ({system, path_id, metrics..., stats...})."""
+def metric_agreement(
+    outcome_rows: list[dict],
+    replicates: int,
+    seed: int,
+    confidence: float,
+    outcomes: tuple[str, ...] = OUTCOMES,
+    carried: bool = True,
+) -> dict:
+    """Kendall's tau-b between each metric and each outcome, instance and system level (the study's
+    Table 3), from per-instruction rows ({system, path_id, metrics..., stats...}) carrying the outcomes in
+    `human_scores` (`carried`: the files' own, zhao2023's) or as columns of their own (the score job's
+    episode rows joined to them: `vlnkit.captioning.outcomes`, `episode_sr`, ...)."""
     if not outcome_rows:
         return {}
     rows = sorted(outcome_rows, key=lambda r: (r["system"], r["path_id"]))
     systems = sorted({r["system"] for r in rows})
     paths = sorted({r["path_id"] for r in rows})
-    full = len(rows) == len(systems) * len(paths)  # system level needs every system on every path
+    # system level needs every system on every path, once (a system with two instructions on a path and
+    # none on another has the right count, not the grid)
+    cells = {(r["system"], r["path_id"]) for r in rows}
+    full = len(cells) == len(rows) == len(systems) * len(paths)
     out = {}
-    for outcome in OUTCOMES:
-        y = np.array([r["human_scores"].get(outcome, np.nan) for r in rows], np.float64)
+    for outcome in outcomes:
+        values = ((r["human_scores"] or {}) if carried else r for r in rows)
+        y = np.array([np.nan if (v := x.get(outcome)) is None else v for x in values], np.float64)
         if not np.isfinite(y).any():
             continue
         out[outcome] = {}
@@ -154,9 +167,13 @@ def _system_metric(rows, metric, systems, paths):
     return of
 
 
-def instructions_summary(static: dict, totals: dict, sums: dict, outcomes: list[dict]) -> dict:
-    """The score_instructions job's `summary.json` from its settings, tallies, per-system sums and the rows
-    with human outcomes."""
+def instructions_summary(
+    static: dict, totals: dict, sums: dict, outcomes: list[dict], followed: dict | None = None
+) -> dict:
+    """The score_instructions job's `summary.json` from its settings, tallies, per-system sums, the rows
+    with human outcomes, and `followed`: the score job's episode rows joined to the instructions
+    ({"rows": joined rows, "metrics": episode metrics, "counts": the join's counts, "means": each system's
+    mean outcomes}), when --outcomes."""
     confidence = static.get("confidence", 0.95)
     point = {s: v[0]["point"] for s, v in sums.items()}
     reps = {s: v[0]["replicates"] for s, v in sums.items() if "replicates" in v[0]}
@@ -165,15 +182,23 @@ def instructions_summary(static: dict, totals: dict, sums: dict, outcomes: list[
     systems = system_rows(point, reps, confidence)
     rows = comparisons(point, reps, path_sets, confidence)
     board = leaderboard(systems, rows, static["rank_by"], confidence) if systems else []
+    replicates = max(static.get("bootstrap", 0), 1) if static.get("bootstrap") else 200
+    agreement = metric_agreement(outcomes, replicates, static.get("seed", 0), 0.9)
+    extra = {}
+    if followed is not None:
+        from vlnkit.captioning.outcomes import outcome_name
+
+        names = tuple(outcome_name(m) for m in followed["metrics"])
+        agreement.update(metric_agreement(followed["rows"], replicates, static.get("seed", 0), 0.9, names, False))
+        extra["episode_outcomes"] = {**followed["counts"], "means": followed["means"]}
     return {
         **static,
+        **extra,
         "systems": sorted(systems),
         "instructions": int(totals.get("instructions", 0)),
         "dead_letters": int(totals.get("dead_letters", 0)),
         "by_system": systems,
         "leaderboard": board,
         "comparisons": rows,
-        "agreement": metric_agreement(
-            outcomes, max(static.get("bootstrap", 0), 1) if static.get("bootstrap") else 200, static.get("seed", 0), 0.9
-        ),
+        "agreement": agreement,
     }
