@@ -65,6 +65,9 @@ setup(
             "pandas>=2.1,<3",
             "ruff>=0.5",
             "pillow>=10",
+            # The Dataflow stand-in's installer for its workers' environment (tests/dataflow_standin/environment.py):
+            # ~20 s from a cold cache where pip takes minutes.
+            "uv>=0.5,<1",
             # A local Cloud Storage server, so gs:// reads and writes are tested through the real client.
             "gcp-storage-emulator>=2024.8",
             # The comparison page's browser test talks to headless Chromium over the DevTools protocol.
