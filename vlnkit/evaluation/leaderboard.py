@@ -52,8 +52,6 @@ LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown p
 # their own, shown only when some agent has them, and never ranked against the geodesic ones.
 EUCLIDEAN = "_euclidean"
 EUCLIDEAN_METRICS = tuple(m + EUCLIDEAN for m in ("sr", "spl", "sdtw", "ne", "osr"))
-COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts (or shares), shown as given
-ORACLE_SPL = "oracle_spl"  # a continuous dataset's result files: oracle SPL, a rate
 OWN = "own_metrics"  # the summary's task block: how the task's own metrics are shown (`OwnMetric.to_dict` each)
 
 
@@ -98,18 +96,16 @@ def on_leaderboard(own: dict[str, OwnMetric] | None) -> list[str]:
 
 def shown_as(metric: str, own: dict[str, OwnMetric] | None = None) -> tuple[str, str]:
     """(label, unit) of a metric: a task's own as it declares them; a shared metric's, its straight-line
-    bound's or a per-language column's (`language_column`) unit the shared metric's (`UNITS`); a continuous
-    result file's counts and oracle SPL; any other name in metres.
+    bound's or a per-language column's (`language_column`) unit the shared metric's (`UNITS`); any other
+    name in metres.
 
-    >>> shown_as("sr_hi-IN"), shown_as("ne_euclidean"), shown_as("steps"), shown_as("x", {"x": OwnMetric("x", "X", "%")})
-    (('SR_HI-IN', '%'), ('NE_EUCLIDEAN', 'm'), ('STEPS', ''), ('X', '%'))
+    >>> shown_as("sr_hi-IN"), shown_as("ne_euclidean"), shown_as("x", {"x": OwnMetric("x", "X", "")})
+    (('SR_HI-IN', '%'), ('NE_EUCLIDEAN', 'm'), ('X', ''))
     """
     if own and metric in own:
         return own[metric].label, own[metric].unit
-    if metric in COUNTS:
-        return metric.upper(), COUNT
     base = metric.removesuffix(EUCLIDEAN)
-    unit = RATE if base == ORACLE_SPL else UNITS.get(base) or UNITS.get(base.split("_", 1)[0], METRES)
+    unit = UNITS.get(base) or UNITS.get(base.split("_", 1)[0], METRES)
     return metric.upper(), unit
 
 
@@ -201,8 +197,8 @@ def cell(metric: str, value, interval=None, own: dict[str, OwnMetric] | None = N
 def metric_label(metric: str, own: dict[str, OwnMetric] | None = None) -> str:
     """A metric's column label with its unit (a count has none).
 
-    >>> metric_label("spl"), metric_label("ne"), metric_label("sr_euclidean"), metric_label("steps")
-    ('SPL (%)', 'NE (m)', 'SR_EUCLIDEAN (%)', 'STEPS')
+    >>> metric_label("spl"), metric_label("ne"), metric_label("sr_euclidean"), metric_label("n", {"n": OwnMetric("n", "N", "")})
+    ('SPL (%)', 'NE (m)', 'SR_EUCLIDEAN (%)', 'N')
     """
     label, unit = shown_as(metric, own)
     return f"{label} ({unit})" if unit else label

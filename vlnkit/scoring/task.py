@@ -167,9 +167,8 @@ class Task:
 
     def __post_init__(self):
         """Each metric it adds beside the shared ones is said how it is shown, and only those: a column
-        without a unit would be shown in the wrong scale, silently. (A continuous task's metrics are shown by
-        the continuous wiring's rules, `vlnkit.evaluation.leaderboard.shown_as`.)"""
-        added = [m for m in self.metrics if m not in METRICS] if not self.layouts else []
+        without a unit would be shown in the wrong scale, silently."""
+        added = [m for m in self.metrics if m not in METRICS]
         said = [o.metric for o in self.own_metrics]
         if said != added:
             raise ValueError(f"task {self.name!r}: own_metrics must say, in order, its metrics {added}, got {said}")
