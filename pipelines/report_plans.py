@@ -32,6 +32,7 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         agent_names,
         parquet_columns,
         scored_on,
+        scored_own_metrics,
         scored_target_path,
         scored_with_ground_truth,
     )
@@ -79,6 +80,8 @@ def comparison_plan(ctx: Run, opts, inputs: list[ReportInput]) -> dict | None:
         if gt != AUTO:
             ctx.inputs("ce_gt", gt)
     options = {"bootstrap": bootstrap, "title": f"{opts.title}: agents compared"}
+    if not continuous:
+        options["own"] = scored_own_metrics(folders)  # the task's own metrics: their labels and units
     with user_error():
         target_path = None if continuous else scored_target_path(folders)
     plan = {"files": [i.path for i in files], "names": names, "dataset": dataset, "options": options}

@@ -198,6 +198,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
         leaderboard_options,
         leaderboard_text,
         metric_rows,
+        own_metrics,
     )
 
     output_dir = ctx.output_dir
@@ -223,7 +224,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
         if any(intervals.values()):
             b = summary["bootstrap"]
             title += f"; [{100 * b['confidence']:g}% bootstrap interval, {b['bootstrap']} replicates]"
-        metrics = metric_rows({m: summary["metrics"].get(m) for m in shown}, intervals)
+        metrics = metric_rows({m: summary["metrics"].get(m) for m in shown}, intervals, own_metrics(summary))
         rows = [("episodes scored", summary["count"]), *metrics]
         rows += [
             ("predictions read", summary["predictions_read"]),

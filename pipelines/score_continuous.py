@@ -56,6 +56,7 @@ def build_continuous(
     from vlnkit.evaluation.leaderboard import write_leaderboard
     from vlnkit.evaluation.score_summary import bootstrap_pairs
     from vlnkit.io.schemas import schema_version
+    from vlnkit.scoring.vlnce import VLNCE
 
     names = list(agents)
     files = {agent: [f for f, _ in layouts] for agent, layouts in agents.items()}
@@ -77,6 +78,7 @@ def build_continuous(
         "predictions": list(dict.fromkeys(f for fs in files.values() for f in fs)),
         "dataset": list(dataset_files),
         "ground_truth": list(ground_truth or []),
+        "task": VLNCE.describe(options),  # how its own metrics are shown
     }
     inputs = {agent: {f: layout for f, layout in layouts} for agent, layouts in agents.items()}
 

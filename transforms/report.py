@@ -382,14 +382,19 @@ class _WriteComparisonPage(GraphDoFn):
     bad = Metrics.counter("report", "dead_letter")
 
     def process(self, _, reference_batches):
-        from vlnkit.reports.comparison_inputs import read_episodes, usable_episodes
+        from vlnkit.reports.comparison_inputs import page_metrics, read_episodes, usable_episodes
         from vlnkit.reports.comparison_page import comparison_page
 
         references: dict[str, list[str]] = {}
         for batch in reference_batches:
             for instr_id, path in batch.items():
                 references.setdefault(instr_id, path)
-        table, readable, dead = _read_page_files(self.files, self.names, lambda p: read_episodes([p], fileio.open_read))
+        metrics = page_metrics(self.options.get("own"))  # the task's own metrics too, as its summary declares them
+
+        def read(path):
+            return read_episodes([path], fileio.open_read, metrics)
+
+        table, readable, dead = _read_page_files(self.files, self.names, read)
         kept, problems = usable_episodes(table, references, self.graphs, readable) if table is not None else (None, [])
 
         def render(rows):
@@ -418,7 +423,8 @@ class ComparisonPage(beam.PTransform):
     """Score episode files + the dataset they were scored on -> `path` (comparison.html).
 
     Output: {"page": one dict {"written", "episodes", "agents", "set_aside"}, dead_letter}. `options`
-    are `comparison_page` keyword arguments (`bootstrap`, a `BootstrapConfig`, and `title`);
+    are `comparison_page` keyword arguments (`bootstrap`, a `BootstrapConfig`, `title` and `own`, the task's
+    own metrics);
     `names[k]` renames the agents of `files[k]` ({} keeps them; see `comparison_inputs.rename_agents`).
     """
 

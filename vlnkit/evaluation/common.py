@@ -19,7 +19,25 @@ from operator import itemgetter
 import numpy as np
 
 METRICS = ("pl", "ne", "one", "sr", "osr", "spl", "sed", "cls", "dtw", "ndtw", "sdtw", "ad", "md")
-RATES = ("sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl", "ops")  # shown in %; others: distances in m
+# How a metric is shown (the leaderboard's and the console's cells, the report's pages): a rate in [0, 1] as a
+# percentage, a distance in metres, a count as given. The shared metrics' units are these; a task declares its
+# own metrics' label and unit (`vlnkit.scoring.task.OwnMetric`), which the summary carries.
+RATE, METRES, COUNT = "%", "m", ""
+UNITS = {
+    "pl": METRES,
+    "ne": METRES,
+    "one": METRES,
+    "sr": RATE,
+    "osr": RATE,
+    "spl": RATE,
+    "sed": RATE,
+    "cls": RATE,
+    "dtw": METRES,
+    "ndtw": RATE,
+    "sdtw": RATE,
+    "ad": METRES,
+    "md": METRES,
+}
 EXTRA = ("pc", "ls")  # CLS's two factors, available by name too
 # What each metric of an episode is (vlnkit.evaluation.metrics gives the formulas); d_th is the success
 # distance (--success_distance, 3 m), distances are metres along the navigation graph.

@@ -16,10 +16,12 @@ between the rules, so a number without its rule is ambiguous).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+from dataclasses import dataclass
 
 from vlnkit.comparison.paired import HEADLINE, RANK_BY
-from vlnkit.evaluation.common import DEFAULT_SUCCESS_RULE, RATES
+from vlnkit.evaluation.common import COUNT, DEFAULT_SUCCESS_RULE, METRES, RATE, UNITS
 from vlnkit.io import fileio
 
 __all__ = [
@@ -36,6 +38,10 @@ __all__ = [
     "metric_label",
     "metric_rows",
     "cell",
+    "OwnMetric",
+    "own_metrics",
+    "on_leaderboard",
+    "shown_as",
 ]
 
 LEADERBOARD_FILES = ("leaderboard.csv", "leaderboard.md")
@@ -46,20 +52,65 @@ LANGUAGE_METRICS = ("sr", "spl", "ndtw", "sdtw")  # the headline metrics shown p
 # their own, shown only when some agent has them, and never ranked against the geodesic ones.
 EUCLIDEAN = "_euclidean"
 EUCLIDEAN_METRICS = tuple(m + EUCLIDEAN for m in ("sr", "spl", "sdtw", "ne", "osr"))
-COUNTS = ("steps", "collisions")  # a continuous dataset's result files: counts (or shares), shown as given
-# Object grounding (REVERIE: the predicted object is the target; RGSPL weighs it by path efficiency): columns
-# of their own, shown (with their intervals) only when some agent has them.
-GROUNDING_METRICS = ("rgs", "rgspl")
-# CVDN (vlnkit.evaluation.cvdn): oracle path success and goal progress, shown (with intervals) when some
-# agent has them.
-CVDN_SHOWN = ("ops", "gp")
-OWN_METRICS = (*GROUNDING_METRICS, *CVDN_SHOWN)  # a task's own metrics, beside the shared ones
+OWN = "own_metrics"  # the summary's task block: how the task's own metrics are shown (`OwnMetric.to_dict` each)
 
 
-def _is_rate(metric: str) -> bool:
-    """A rate (shown in %): a graph metric's, its straight-line bound's, oracle SPL, or a per-language column's."""
+@dataclass(frozen=True)
+class OwnMetric:
+    """A metric a task adds beside the shared ones, as the leaderboard, the console and the report show it:
+    its column label (without its unit), its unit (`RATE`: a share in [0, 1] shown in %, `METRES`, or `COUNT`:
+    shown as given) and whether the leaderboard shows it, with its interval (the console shows every one).
+
+    A task declares them (`vlnkit.scoring.task.Task.own_metrics`) and the summary's task block carries them
+    (`OWN`), so that what reads a summary (this module, the report) keeps no table of any task's metrics.
+    """
+
+    metric: str
+    label: str
+    unit: str
+    leaderboard: bool = False
+
+    def __post_init__(self):
+        if self.unit not in (RATE, METRES, COUNT):
+            raise ValueError(f"metric {self.metric!r}: unit must be one of {(RATE, METRES, COUNT)}, got {self.unit!r}")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def own_metrics(summary: dict) -> dict[str, OwnMetric]:
+    """{metric: OwnMetric} of the task's own metrics, in their declared order, as a summary (or the score job's
+    static part of one) carries them in its task block; {} for a task without (R2R's).
+
+    >>> own = own_metrics({"task": {OWN: [{"metric": "gp", "label": "GP", "unit": "m", "leaderboard": True}]}})
+    >>> own["gp"].label, own["gp"].unit
+    ('GP', 'm')
+    """
+    return {d["metric"]: OwnMetric(**d) for d in (summary.get("task") or {}).get(OWN, [])}
+
+
+def on_leaderboard(own: dict[str, OwnMetric] | None) -> list[str]:
+    """The task's own metrics the leaderboard shows, in their declared order."""
+    return [m for m, o in (own or {}).items() if o.leaderboard]
+
+
+def shown_as(metric: str, own: dict[str, OwnMetric] | None = None) -> tuple[str, str]:
+    """(label, unit) of a metric: a task's own as it declares them; a shared metric's, its straight-line
+    bound's or a per-language column's (`language_column`) unit the shared metric's (`UNITS`); any other
+    name in metres.
+
+    >>> shown_as("sr_hi-IN"), shown_as("ne_euclidean"), shown_as("x", {"x": OwnMetric("x", "X", "")})
+    (('SR_HI-IN', '%'), ('NE_EUCLIDEAN', 'm'), ('X', ''))
+    """
+    if own and metric in own:
+        return own[metric].label, own[metric].unit
     base = metric.removesuffix(EUCLIDEAN)
-    return base in RATES or base == "oracle_spl" or base.split("_", 1)[0] in RATES
+    unit = UNITS.get(base) or UNITS.get(base.split("_", 1)[0], METRES)
+    return metric.upper(), unit
+
+
+def _is_rate(metric: str, own: dict[str, OwnMetric] | None = None) -> bool:
+    return shown_as(metric, own)[1] == RATE
 
 
 HEADLINE_CI = HEADLINE  # metrics whose intervals leaderboard.md shows
@@ -75,7 +126,7 @@ def language_column(metric: str, language: str) -> str:
     return f"{metric}_{language}"
 
 
-def leaderboard(blocks: dict[str, dict]) -> list[dict]:
+def leaderboard(blocks: dict[str, dict], own: dict[str, OwnMetric] | None = None) -> list[dict]:
     """Agents ranked by SPL, then SR (higher first; agents without scores last), then name. With
     languages (RxR), each row also holds `language_column(metric, language)` for LANGUAGE_METRICS.
 
@@ -85,7 +136,8 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     never ranked against a geodesic number.
 
     `blocks` are the summary's per-agent blocks (`count`, `without_usable_prediction`, `metrics` and,
-    for RxR, `by_language`).
+    for RxR, `by_language`); `own` the task's own metrics (`own_metrics`): those the leaderboard shows are
+    columns of every row when some agent has them.
 
     >>> blocks = {"x": {"count": 1, "without_usable_prediction": 0, "metrics": {"spl": None, "sr": None}},
     ...           "y": {"count": 1, "without_usable_prediction": 0, "metrics": {"spl": 0.0, "sr": 0.0},
@@ -95,7 +147,7 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     (['y', 'x'], 0.0, None)
     """
     languages = sorted({language for b in blocks.values() for language in b.get("by_language", {})})
-    optional = (*OWN_METRICS, *EUCLIDEAN_METRICS)
+    optional = (*on_leaderboard(own), *EUCLIDEAN_METRICS)
     bounds = [m for m in optional if any(b["metrics"].get(m) is not None for b in blocks.values())]
 
     def key(item):
@@ -125,37 +177,39 @@ def leaderboard(blocks: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def cell(metric: str, value, interval=None) -> str:
+def cell(metric: str, value, interval=None, own: dict[str, OwnMetric] | None = None) -> str:
     """A Markdown or console cell: rates in % and distances in m with two decimals, "n/a" for no value.
 
-    A per-language column (`language_column`) is shown as its metric.
+    A per-language column (`language_column`) is shown as its metric; a task's own metric by its unit (`own`).
 
     >>> cell("sr", 0.25, [0.125, 0.5]), cell("ne", 1.5), cell("spl", None), cell("sr_hi-IN", 0.25)
     ('25.00 [12.50, 50.00]', '1.50', 'n/a', '25.00')
     """
     if value is None:
         return "n/a"
-    scale = 100.0 if _is_rate(metric) else 1.0
+    scale = 100.0 if _is_rate(metric, own) else 1.0
     text = f"{scale * value:.2f}"
     if interval:
         text += f" [{scale * interval[0]:.2f}, {scale * interval[1]:.2f}]"
     return text
 
 
-def metric_label(metric: str) -> str:
-    """A metric's column label with its unit.
+def metric_label(metric: str, own: dict[str, OwnMetric] | None = None) -> str:
+    """A metric's column label with its unit (a count has none).
 
-    >>> metric_label("spl"), metric_label("ne"), metric_label("sr_euclidean"), metric_label("steps")
-    ('SPL (%)', 'NE (m)', 'SR_EUCLIDEAN (%)', 'STEPS')
+    >>> metric_label("spl"), metric_label("ne"), metric_label("sr_euclidean"), metric_label("n", {"n": OwnMetric("n", "N", "")})
+    ('SPL (%)', 'NE (m)', 'SR_EUCLIDEAN (%)', 'N')
     """
-    if metric in COUNTS:
-        return metric.upper()
-    return f"{metric.upper()} ({'%' if _is_rate(metric) else 'm'})"
+    label, unit = shown_as(metric, own)
+    return f"{label} ({unit})" if unit else label
 
 
-def metric_rows(metrics: dict, intervals: dict | None = None) -> list[tuple[str, object]]:
+def metric_rows(
+    metrics: dict, intervals: dict | None = None, own: dict[str, OwnMetric] | None = None
+) -> list[tuple[str, object]]:
     """Rows of a console summary table from {metric: mean or None}: rates as percentages, distances in metres,
-    with the metric's interval in brackets where `intervals` ({metric: [low, high]}) has one.
+    with the metric's interval in brackets where `intervals` ({metric: [low, high]}) has one; a task's own
+    metrics as it declares them (`own`).
 
     >>> metric_rows({"pl": 9.5, "sr": 0.25})
     [('PL (m)', 9.5), ('SR (%)', 25.0)]
@@ -166,9 +220,9 @@ def metric_rows(metrics: dict, intervals: dict | None = None) -> list[tuple[str,
     for m, v in metrics.items():
         interval = (intervals or {}).get(m)
         if v is None or interval:
-            rows.append((metric_label(m), cell(m, v, interval)))
+            rows.append((metric_label(m, own), cell(m, v, interval, own)))
         else:
-            rows.append((metric_label(m), round(100 * v, 2) if _is_rate(m) else v))
+            rows.append((metric_label(m, own), round(100 * v, 2) if _is_rate(m, own) else v))
     return rows
 
 
@@ -200,7 +254,8 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     header line stating the success rule).
 
     `options` are the summary's scoring options and, with intervals, its `bootstrap` settings (the
-    Markdown's note says how many replicates the brackets come from).
+    Markdown's note says how many replicates the brackets come from), with its task's own metrics (`OWN`)
+    when it has some: `leaderboard_options`.
 
     >>> rows = [{"rank": 1, "agent": "a", "episodes": 4, "without_usable_prediction": 0, "sr": 0.5, "ne": 2.0}]
     >>> csv_text, md = leaderboard_text(rows, {"success_distance": 3.0})
@@ -210,7 +265,9 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     '| 1 | a | 4 | 0 | 50.00 | n/a | n/a | n/a | n/a | 2.00 | n/a | n/a |'
     """
     first = rows[0] if rows else {}
-    bounds = [m for m in (*OWN_METRICS, *EUCLIDEAN_METRICS) if m in first]
+    own = {d["metric"]: OwnMetric(**d) for d in options.get(OWN, [])}
+    on_board = on_leaderboard(own)
+    bounds = [m for m in (*on_board, *EUCLIDEAN_METRICS) if m in first]
     head = ["rank", "agent", "episodes", "without_usable_prediction", *LEADERBOARD_METRICS, *bounds]
     with_ci = any(f"{m}_ci" in first for m in LEADERBOARD_METRICS)
     cis = [f"{m}_ci" for m in (*LEADERBOARD_METRICS, *bounds)] if with_ci else []
@@ -225,7 +282,7 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
     writer.writeheader()
     for r in rows:
         writer.writerow({k: _csv_value(r.get(k)) for k in csv_head})
-    labels = [metric_label(m) for m in (*LEADERBOARD_METRICS, *bounds)]
+    labels = [metric_label(m, own) for m in (*LEADERBOARD_METRICS, *bounds)]
     labels += [c.split("_", 1)[0].upper() + " " + c.split("_", 1)[1] + " (%)" for c in extra]
     md = [success_line(options), ""]
     if with_ci:
@@ -250,7 +307,8 @@ def leaderboard_text(rows: list[dict], options: dict) -> tuple[str, str]:
             cell(
                 m,
                 r.get(m),
-                r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in (*HEADLINE_CI, *OWN_METRICS) else None,
+                r.get(f"{m}_ci") if m.removesuffix(EUCLIDEAN) in (*HEADLINE_CI, *on_board) else None,
+                own,
             )
             for m in (*LEADERBOARD_METRICS, *bounds)
         ]
@@ -274,14 +332,15 @@ def _csv_value(value):
 
 
 def leaderboard_options(summary: dict) -> dict:
-    """What the leaderboard's header lines need from a summary: its scoring options, bootstrap settings and
-    the success line of its task, when the task has its own rule.
+    """What the leaderboard's header lines and columns need from a summary: its scoring options, bootstrap
+    settings, and the success line and own metrics of its task, when the task has its own rule or metrics.
 
     >>> leaderboard_options({"options": {"success_distance": 3.0}, "bootstrap": {"bootstrap": 100}})
     {'success_distance': 3.0, 'bootstrap': 100}
     """
-    success = (summary.get("task") or {}).get("success")
-    return {**summary["options"], **summary.get("bootstrap", {}), **({TASK_SUCCESS: success} if success else {})}
+    task = summary.get("task") or {}
+    said = {k: v for k, v in ((TASK_SUCCESS, task.get("success")), (OWN, task.get(OWN))) if v}
+    return {**summary["options"], **summary.get("bootstrap", {}), **said}
 
 
 def write_leaderboard(output_dir: str, summary: dict) -> None:

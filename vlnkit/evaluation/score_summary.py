@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from vlnkit.comparison.episodes import length_labels
 from vlnkit.evaluation.common import METRICS
-from vlnkit.evaluation.leaderboard import TIE_METRIC, leaderboard
+from vlnkit.evaluation.leaderboard import TIE_METRIC, leaderboard, own_metrics
 
 __all__ = [
     "SEP",
@@ -165,7 +165,7 @@ def score_summary(
         )
     summary.update(shared)
     summary["agents"] = blocks
-    summary["leaderboard"] = leaderboard(blocks)
+    summary["leaderboard"] = leaderboard(blocks, own_metrics(static))  # with the task's own columns
     if bootstrap_options is not None:
         summary["bootstrap"] = bootstrap_options
     if bootstrap is not None and not unscorable:

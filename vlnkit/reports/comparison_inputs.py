@@ -17,12 +17,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vlnkit.comparison.paired import HEADLINE
-from vlnkit.evaluation.leaderboard import OWN_METRICS
+from vlnkit.evaluation.leaderboard import OwnMetric, on_leaderboard
 from vlnkit.navigation.graph import GraphError
 
 __all__ = [
     "PAGE_COLUMNS",
     "PAGE_METRICS",
+    "page_metrics",
     "CONTINUOUS_COLUMNS",
     "is_continuous",
     "missing_columns",
@@ -33,9 +34,7 @@ __all__ = [
 ]
 
 PAGE_COLUMNS = ("agent", "instr_id", "scan", "path")  # what a file needs besides its metric columns
-# The metrics the page shows where a file has them: the headline ones, and a task's own (REVERIE's
-# object grounding RGS, RGSPL; CVDN's oracle path success and goal progress).
-PAGE_METRICS = (*HEADLINE, *OWN_METRICS)
+PAGE_METRICS = HEADLINE  # the metrics the page shows where a file has them, beside a task's own (`page_metrics`)
 # What a continuous dataset's episodes file (`continuous_episode_scores`) needs: positions instead of a path.
 CONTINUOUS_COLUMNS = ("agent", "instr_id", "scan", "positions")
 SOURCE = "_source"  # the index of the file a row came from (for naming it in a problem)
@@ -59,6 +58,16 @@ def is_continuous(columns) -> bool:
     (True, False)
     """
     return not missing_columns(columns, (*CONTINUOUS_COLUMNS, "episode_id"))
+
+
+def page_metrics(own: dict[str, OwnMetric] | None = None) -> tuple[str, ...]:
+    """The metrics the page shows where a file has them: the headline ones, then the task's own that its
+    leaderboard shows, as the score summary declares them (`vlnkit.evaluation.leaderboard.own_metrics`).
+
+    >>> page_metrics({"rgs": OwnMetric("rgs", "RGS", "%", leaderboard=True)})
+    ('sr', 'spl', 'ndtw', 'sdtw', 'ne', 'rgs')
+    """
+    return (*PAGE_METRICS, *on_leaderboard(own))
 
 
 def _open_local(path: str):

@@ -26,16 +26,16 @@ from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.episodes import LENGTH_EDGES, columns, length_buckets, length_labels
 from vlnkit.comparison.paired import adjacent_ties
 from vlnkit.evaluation import pack_viewpoints
-from vlnkit.evaluation.leaderboard import GROUNDING_METRICS
+from vlnkit.evaluation.common import RATE
+from vlnkit.evaluation.leaderboard import OwnMetric, shown_as
 from vlnkit.hashing import stable_hash
-from vlnkit.reports.comparison_inputs import PAGE_METRICS
+from vlnkit.reports.comparison_inputs import page_metrics
 from vlnkit.reports.html import STYLE
 
 __all__ = ["comparison_page", "continuous_comparison_page", "PALETTE"]
 
 PALETTE = ("#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 REFERENCE_COLOUR = "#1f5fbf"
-RATES = frozenset({"sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "ops", *GROUNDING_METRICS})
 LENGTH_LABELS = length_labels(LENGTH_EDGES)
 MAX_TABLE_EPISODES = 3000  # episodes (of all agents) embedded for the table; more are sampled by hash
 EUCLIDEAN = "_euclidean"  # a continuous episode's straight-line bound of a geodesic metric (`sr_euclidean`, ...)
@@ -58,18 +58,15 @@ def _base(metric: str) -> str:
     return metric.removesuffix(EUCLIDEAN)
 
 
-def _fmt(metric: str, value) -> str:
+def _fmt(unit: str, value) -> str:
+    """A value of a metric shown in `unit` (`vlnkit.evaluation.leaderboard.shown_as`): a rate in %."""
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "n/a"
-    return f"{100 * value:.1f}" if _base(metric) in RATES else f"{value:.2f}"
+    return f"{100 * value:.1f}" if unit == RATE else f"{value:.2f}"
 
 
-def _unit(metric: str) -> str:
-    return "%" if _base(metric) in RATES else "m"
-
-
-def _scale(metric: str) -> float:
-    return 100.0 if _base(metric) in RATES else 1.0
+def _scale(unit: str) -> float:
+    return 100.0 if unit == RATE else 1.0
 
 
 def _round_ticks(low: float, high: float, most: int = 5) -> np.ndarray:
@@ -141,15 +138,16 @@ def _interval_plot(title: str, groups: list[tuple[str, list[_Series]]], unit: st
     return f'<svg width="{left + width + 20}" height="{height}" role="img">{"".join(parts)}</svg>'
 
 
-def _leaderboard(sums, order, tie, metrics, confidence) -> str:
-    head = "".join(f"<th>{m.upper()} ({_unit(m)})</th>" for m in metrics)
+def _leaderboard(sums, order, tie, metrics, confidence, shown) -> str:
+    head = "".join(f"<th>{shown[m][0]} ({shown[m][1]})</th>" for m in metrics)
     body = []
     for k, agent in enumerate(order):
         cells = []
         for m in metrics:
             ci = sums[agent].interval(m, confidence)
-            span = f' <span class="muted">[{_fmt(m, ci[0])}, {_fmt(m, ci[1])}]</span>' if ci else ""
-            cells.append(f"<td>{_fmt(m, sums[agent].mean(m))}{span}</td>")
+            unit = shown[m][1]
+            span = f' <span class="muted">[{_fmt(unit, ci[0])}, {_fmt(unit, ci[1])}]</span>' if ci else ""
+            cells.append(f"<td>{_fmt(unit, sums[agent].mean(m))}{span}</td>")
         rank_cell = (
             f'<td class="tie" title="not significantly different from the agent above">\u2248{k + 1}</td>'
             if tie.get(agent)
@@ -313,7 +311,8 @@ def comparison_page(
     references: dict[str, list[str]],
     graphs,
     *,
-    metrics=PAGE_METRICS,
+    metrics=None,
+    own: dict[str, OwnMetric] | None = None,
     rank_by=RANK_BY,
     bootstrap: BootstrapConfig | None = None,
     title: str = "Agent comparison",
@@ -324,7 +323,9 @@ def comparison_page(
     `episodes`: the score job's episode table (pyarrow Table or dict of columns) with `agent`,
     `instr_id`, `scan`, `path` (viewpoint ids as scored), the metric columns and optionally
     `language`; `references`: {instr_id: reference viewpoint ids}; `graphs`: {scan: NavGraph} (or
-    anything with `.get(scan)`), whose poses place the nodes. Agents are ranked as the score job's
+    anything with `.get(scan)`), whose poses place the nodes. `metrics` default to the headline ones and
+    the task's own that its leaderboard shows (`own`, as its score summary declares them: their labels and
+    units, `vlnkit.evaluation.leaderboard.own_metrics`). Agents are ranked as the score job's
     leaderboard ranks them (`rank_by`: SPL, then SR); tie marks and the breakdown plots use the first
     of those. `baseline` defaults to the agent ranked last. The table holds at most `max_episodes` episodes (a fixed sample by
     stable hash of their ids); every statistic uses all episodes.
@@ -340,7 +341,7 @@ def comparison_page(
     (True, 4)
     """
     cols = columns(episodes)
-    metrics = [m for m in metrics if m in cols]
+    metrics = [m for m in (page_metrics(own) if metrics is None else metrics) if m in cols]
     if not metrics:
         raise ValueError(f"the episode table has none of the metrics {tuple(HEADLINE)}")
     graphs = {scan: (graphs.get(scan)) for scan in sorted(set(cols["scan"].tolist()))}
@@ -354,13 +355,17 @@ def comparison_page(
     def data(colours):
         return _episode_data(cols, references, graphs, metrics, colours, max_episodes)
 
-    return _render(cols, length, metrics, rank_by, bootstrap or BootstrapConfig(), title, data)
+    return _render(cols, length, metrics, rank_by, bootstrap or BootstrapConfig(), title, data, own=own)
 
 
-def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note: str = "", ranked=None) -> str:
+def _render(
+    cols, length, metrics, rank_by, bootstrap, title, episode_data, note: str = "", ranked=None, own=None
+) -> str:
     """The page from the episode columns, each row's reference length (metres) and `episode_data(colours)`,
-    the JSON the table and drawing read; `ranked(sums, ranking)` orders the agents (default `rank`)."""
+    the JSON the table and drawing read; `ranked(sums, ranking)` orders the agents (default `rank`); `own`
+    labels the task's own metrics and gives their units."""
     confidence, baseline = bootstrap.confidence, bootstrap.baseline
+    shown = {m: shown_as(m, own) for m in metrics}  # (label, unit) of each metric
     cols["length_bucket"] = length_buckets(length)
     options = {"replicates": bootstrap.replicates, "seed": bootstrap.seed, "unit": bootstrap.unit}
     sums = agent_sums(cols, metrics, **options)
@@ -382,8 +387,8 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
             _Series(
                 r["a"],
                 colours[r["a"]],
-                _scale(m) * r["difference"],
-                r["interval"] and [_scale(m) * v for v in r["interval"]],
+                _scale(shown[m][1]) * r["difference"],
+                r["interval"] and [_scale(shown[m][1]) * v for v in r["interval"]],
                 r["significant"],
             )
             for r in against
@@ -391,7 +396,9 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
         ]
         better = "lower" if _base(m) in LOWER_IS_BETTER else "higher"
         forest.append(
-            _interval_plot(f"{m.upper()}: agent - {baseline} ({better} is better)", [("", series)], _unit(m), zero=True)
+            _interval_plot(
+                f"{shown[m][0]}: agent - {baseline} ({better} is better)", [("", series)], shown[m][1], zero=True
+            )
         )
     breakdowns = []
     for by, label in (("language", "language"), ("length_bucket", "reference length"), ("scan", "scan")):
@@ -402,16 +409,17 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
             found.sort(key=lambda r: LENGTH_LABELS.index(r["group"]))
         groups: dict[str, list[_Series]] = {}
         for r in found:
-            scale = _scale(headline)
+            scale = _scale(shown[headline][1])
             interval = r[f"{headline}_ci"] and [scale * v for v in r[f"{headline}_ci"]]
             value = r[headline]
             if value is not None:
                 groups.setdefault(f"{r['group']}", []).append(
                     _Series(f"{r['agent']} (n={r['episodes']})", colours[r["agent"]], scale * value, interval)
                 )
-        breakdowns.append(_interval_plot(f"{headline.upper()} by {label}", list(groups.items()), _unit(headline)))
+        headline_label = shown[headline][0]
+        breakdowns.append(_interval_plot(f"{headline_label} by {label}", list(groups.items()), shown[headline][1]))
 
-    data = episode_data(colours)
+    data = {**episode_data(colours), "labels": [shown[m][0] for m in metrics], "units": [shown[m][1] for m in metrics]}
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     n_ids = len(set(cols["instr_id"].astype(str).tolist()))
     level = f"{100 * confidence:g}%"
@@ -436,7 +444,7 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
         + '<nav><ul><li><a href="#leaderboard">Leaderboard</a></li><li><a href="#forest">Differences against '
         f'{html.escape(baseline)}</a></li><li><a href="#breakdowns">Breakdowns</a></li>'
         '<li><a href="#episode-table">Episodes</a></li></ul></nav>'
-        f'<section><h2 id="leaderboard">Leaderboard</h2>{_leaderboard(sums, order, tie, metrics, confidence)}</section>'
+        f'<section><h2 id="leaderboard">Leaderboard</h2>{_leaderboard(sums, order, tie, metrics, confidence, shown)}</section>'
         f'<section><h2 id="forest">Differences against {html.escape(baseline)}</h2>'
         f'<p class="muted">Filled: significant after Holm\'s correction; hollow: not. Whiskers: {level} intervals '
         f'of the paired difference.</p><div class="plots">{"".join(forest)}</div></section>'
@@ -452,17 +460,17 @@ def _render(cols, length, metrics, rank_by, bootstrap, title, episode_data, note
 SCRIPT = r"""
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
-const M = D.metrics.length, RATES = new Set(["sr", "osr", "spl", "sed", "cls", "ndtw", "sdtw", "rgs", "rgspl", "ops"]);
+const M = D.metrics.length;
 const state = {agent: "", scan: "", outcome: "", sort: 0, dir: 1, selected: null, limit: 500};
-const cols = ["episode", "scan", "agent", "outcome"].concat(D.metrics.map(m => m.toUpperCase()));
+const cols = ["episode", "scan", "agent", "outcome"].concat(D.labels);
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
   for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
   if (text !== undefined) e.textContent = text;
   return e;
 }
-function fmt(m, v) {
-  return v === null ? "n/a" : RATES.has(m.replace(/_euclidean$/, "")) ? (100 * v).toFixed(1) : v.toFixed(2);
+function fmt(k, v) {  // the k-th metric's value in its unit: a rate in %
+  return v === null ? "n/a" : D.units[k] === "%" ? (100 * v).toFixed(1) : v.toFixed(2);
 }
 function cell(r, c) { return c === 1 ? D.scans[r[1]] : c === 2 ? D.agents[r[2]] : r[c]; }
 function select(name, label, options) {
@@ -502,7 +510,7 @@ function render() {
     const tr = el("tr", {"data-episode": r[0], "data-agent": D.agents[r[2]]});
     if (r[0] === state.selected) tr.className = "sel";
     [r[0], D.scans[r[1]], D.agents[r[2]], r[3]].forEach(v => tr.appendChild(el("td", {}, v)));
-    D.metrics.forEach((m, k) => tr.appendChild(el("td", {}, fmt(m, r[4 + k]))));
+    D.metrics.forEach((m, k) => tr.appendChild(el("td", {}, fmt(k, r[4 + k]))));
     tr.addEventListener("click", () => draw(r[0]));
     body.appendChild(tr);
   }
@@ -566,7 +574,7 @@ function draw(episode) {
     "ground-truth path (blue line, start circle), reference points (blue dots, goal star)" + (g ? "" : "; no graph of this scan") :
     "reference (blue, start circle, goal star)")));
   rows.forEach((r, k) => cap.appendChild(el("div", {style: "color:" + D.colours[r[2]]}, "\u25A0 " + D.agents[r[2]] + ": " +
-    D.metrics.map((m, j) => m.toUpperCase() + " " + fmt(m, r[4 + j])).join(", ") +
+    D.labels.map((label, j) => label + " " + fmt(j, r[4 + j])).join(", ") +
     (paths[k] === null ? " (simulator results only: no positions to draw)" : ""))));
 }
 const controls = document.getElementById("controls");

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 
 from vlnkit.datasets.cvdn import TARGET_PATH
+from vlnkit.evaluation.leaderboard import OwnMetric, own_metrics
 from vlnkit.io import fileio, inputs
 from vlnkit.reports.stats import (
     DEFAULT_KEEP_BAND,
@@ -148,6 +149,12 @@ def keep_band(items: list[ReportInput]) -> tuple[float, float]:
     return DEFAULT_KEEP_BAND
 
 
+def _summary_of(folder: str) -> dict:
+    """A score folder's summary.json ({} when it has none)."""
+    path = fileio.join(folder, "summary.json")
+    return read_json(path) if fileio.exists(path) else {}
+
+
 def scored_on(folder: str) -> list[str]:
     """The dataset files a score job's output folder was scored on, as its summary.json names them."""
     path = fileio.join(folder, "summary.json")
@@ -171,8 +178,7 @@ def scored_target_path(folders: list[str]) -> str | None:
     say different paths (one comparison page, one reference per episode)."""
     found = set()
     for folder in folders:
-        path = fileio.join(folder, "summary.json")
-        options = (read_json(path) if fileio.exists(path) else {}).get("options") or {}
+        options = _summary_of(folder).get("options") or {}
         if TARGET_PATH in options:  # a score run of a task whose episodes have a target path
             found.add(options[TARGET_PATH])
     if len(found) > 1:
@@ -183,14 +189,24 @@ def scored_target_path(folders: list[str]) -> str | None:
     return found.pop() if found else None
 
 
+def scored_own_metrics(folders: list[str]) -> dict[str, OwnMetric]:
+    """The own metrics of the task the score folders were scored by, as their summary.json declare them
+    (`vlnkit.evaluation.leaderboard.own_metrics`: labels, units, which the leaderboard shows); {} when none
+    does (a task without own metrics, or episode files without their summary)."""
+    found: dict[str, OwnMetric] = {}
+    for folder in folders:
+        for metric, own in own_metrics(_summary_of(folder)).items():
+            found.setdefault(metric, own)
+    return found
+
+
 def scored_with_ground_truth(folders: list[str], dataset: list[str]) -> list[str]:
     """The ground-truth file of each continuous episode file in `dataset`, as the score folders' summary.json
     name them (`ground_truth`, in the order of their `dataset`); "auto" (VLN-CE's name beside the episode
     file) where none says."""
     found: dict[str, str] = {}
     for folder in folders:
-        path = fileio.join(folder, "summary.json")
-        summary = read_json(path) if fileio.exists(path) else {}
+        summary = _summary_of(folder)
         named, truth = summary.get("dataset") or [], summary.get("ground_truth") or []
         if len(truth) == len(named):
             found.update(zip(named, truth))

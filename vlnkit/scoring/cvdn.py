@@ -29,11 +29,18 @@ import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths, Vocabulary
 from vlnkit.datasets.cvdn import CVDN_FORMAT, DEFAULT_TARGET_PATH, END_PANOS, PLANNER_GOAL, TARGET_PATH, TARGET_PATHS
-from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
+from vlnkit.evaluation.common import METRES, METRIC_MEANINGS, METRICS, RATE
+from vlnkit.evaluation.leaderboard import OwnMetric
 from vlnkit.evaluation.schemas import task_episode_scores
 from vlnkit.scoring.task import Decision, RulePairs, Task, TaskOptions
 
-CVDN_OWN = ("ops", "gp", "sgp")
+# Oracle path success and goal progress on the leaderboard, with their intervals; goal progress where successful.
+OWN_METRICS = (
+    OwnMetric("ops", "OPS", RATE, leaderboard=True),
+    OwnMetric("gp", "GP", METRES, leaderboard=True),
+    OwnMetric("sgp", "SGP", METRES),
+)
+CVDN_OWN = tuple(o.metric for o in OWN_METRICS)
 CVDN_METRICS = (*METRICS, *CVDN_OWN)
 
 # The rows of every graph dataset, with CVDN's own metrics after the shared ones.
@@ -200,7 +207,7 @@ CVDN = Task(
     CVDN_METRICS,
     decide=cvdn_rule,
     load=load_cvdn,
-    leaderboard_extra=("ops", "gp"),
+    own_metrics=OWN_METRICS,
     add_flags=add_flags,
     options_of=options_of,
     configure=strict_success,

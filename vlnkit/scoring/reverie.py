@@ -40,14 +40,22 @@ from vlnkit.datasets.reverie import (
     unpack_keys,
     visibility_keys,
 )
-from vlnkit.evaluation.common import METRIC_MEANINGS, METRICS
+from vlnkit.evaluation.common import COUNT, METRIC_MEANINGS, METRICS, RATE
+from vlnkit.evaluation.leaderboard import OwnMetric
 from vlnkit.evaluation.schemas import task_episode_scores
 from vlnkit.io import fileio
 from vlnkit.io.dead_letters import UnusableInput
 from vlnkit.scoring.task import Decision, RulePairs, Task, TaskOptions
 
 EVALUATORS = ("official", "duet")  # whose conventions: eval_release.py's or DUET's env.py
-OBJECT_METRICS = ("rgs", "rgspl", "steps")
+# Object grounding (the predicted object is the target; RGSPL weighs it by path efficiency) on the leaderboard,
+# with its intervals, and the trajectory's moves.
+OWN_METRICS = (
+    OwnMetric("rgs", "RGS", RATE, leaderboard=True),
+    OwnMetric("rgspl", "RGSPL", RATE, leaderboard=True),
+    OwnMetric("steps", "STEPS", COUNT),
+)
+OBJECT_METRICS = tuple(o.metric for o in OWN_METRICS)
 REVERIE_METRICS = (*METRICS, *OBJECT_METRICS)
 DUET_FLOOR = 0.01  # env.py: max(trajectory_lengths, gt_lengths, 0.01)
 TARGET, PREDICTED = TARGET_OBJECT, PREDICTED_OBJECT
@@ -270,7 +278,7 @@ REVERIE = Task(
     load=load_visibility,
     id_parts=3,
     counters=("object_id_unusable", "targets_never_visible"),
-    leaderboard_extra=("rgs", "rgspl"),
+    own_metrics=OWN_METRICS,
     format_ids=reverie_ids,
     add_flags=add_flags,
     options_of=options_of,

@@ -25,11 +25,11 @@ task is one module that declares one `Task`:
   its worker's vocabulary and graphs), loaded once per worker;
 - `schema`, `metrics`: the versioned Parquet rows and which of their columns are metrics (means, null
   counts, intervals, paired comparisons and breakdowns cover exactly those); `counters` the per-agent
-  counts its rule adds to the summary; `leaderboard_extra` the metrics the leaderboard shows beside the
-  shared ones;
+  counts its rule adds to the summary; `own_metrics` how each metric it adds beside the shared ones is
+  shown (`vlnkit.evaluation.leaderboard.OwnMetric`: its label, its unit, whether the leaderboard shows it);
 - `describe(options)`: what the summary says of the task (`summary["task"]`: its name, the success line
-  of the leaderboard, the title of the console table), so that no module outside the task's compares its
-  name; `license` the license note of its dataset files, (dataset, note), which the summary's `task` block
+  of the leaderboard, the title of the console table, its own metrics' labels and units), so that no module
+  outside the task's compares its name or keeps a table of its metrics; `license` the license note of its dataset files, (dataset, note), which the summary's `task` block
   carries to the published version's dataset card (`vlnkit.io.dataset_card.task_licenses`).
 
 `vlnkit.scoring.registry.TASKS` lists them; the score job picks one from its dataset's format
@@ -50,6 +50,7 @@ import pyarrow as pa
 
 from vlnkit.datasets.columns import Paths
 from vlnkit.evaluation.common import METRICS
+from vlnkit.evaluation.leaderboard import OWN, OwnMetric
 from vlnkit.evaluation.schemas import EPISODE_SCORES
 from vlnkit.evaluation.scoring_config import ScoringConfig
 
@@ -153,7 +154,7 @@ class Task:
     load: Callable | None = None
     id_parts: int = 2
     counters: tuple[str, ...] = ()
-    leaderboard_extra: tuple[str, ...] = ()
+    own_metrics: tuple[OwnMetric, ...] = ()  # each metric it adds beside METRICS: its label and unit
     format_ids: Callable | None = None
     detect: Callable[[dict], bool] | None = None  # (a file's first record) -> whether it is this task's
     layouts: tuple[str, ...] = ()  # continuous layouts of its files: scored from positions, not on the graphs
@@ -163,6 +164,19 @@ class Task:
     success: Callable[[dict], str] | None = None  # (summary options) -> the leaderboard's success line
     title: Callable[[dict], str] | None = None  # (summary options) -> the console table's title
     license: tuple[str, str] | None = None  # (dataset, note): the license note of its dataset files
+
+    def __post_init__(self):
+        """Each metric it adds beside the shared ones is said how it is shown, and only those: a column
+        without a unit would be shown in the wrong scale, silently."""
+        added = [m for m in self.metrics if m not in METRICS]
+        said = [o.metric for o in self.own_metrics]
+        if said != added:
+            raise ValueError(f"task {self.name!r}: own_metrics must say, in order, its metrics {added}, got {said}")
+
+    @property
+    def leaderboard_extra(self) -> tuple[str, ...]:
+        """The metrics the leaderboard shows beside the shared ones (and the breakdowns cover)."""
+        return tuple(o.metric for o in self.own_metrics if o.leaderboard)
 
     def context(self, options: TaskOptions, vocab, graphs):
         """The rule's per-worker data (None when the rule needs none)."""
@@ -175,8 +189,9 @@ class Task:
 
     def describe(self, options: TaskOptions, scoring: dict | None = None) -> dict | None:
         """The summary's `task` block: what the leaderboard and the console say of the task (None for a task
-        scored by the distance rule, whose success line the scoring options give)."""
-        if self.success is None:
+        scored by the distance rule, whose success line the scoring options give, and without metrics of its
+        own)."""
+        if self.success is None and not self.own_metrics:
             return None
         said = {**(scoring or {}), **self.summary_options(options)}
         return {
@@ -184,6 +199,7 @@ class Task:
             "metrics": list(self.metrics),
             "success": self.success(said) if self.success else None,
             "title": self.title(said) if self.title else None,
+            **({OWN: [o.to_dict() for o in self.own_metrics]} if self.own_metrics else {}),
             **({"license": dict(zip(("dataset", "note"), self.license, strict=True))} if self.license else {}),
         }
 

@@ -19,8 +19,18 @@ the job picks this one the way it picks the others: by what its dataset files ho
 
 from __future__ import annotations
 
-from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES
+from vlnkit.continuous.schemas import CE_METRICS, CONTINUOUS_EPISODE_SCORES, EUCLIDEAN, RESULT_EXTRA
+from vlnkit.evaluation.common import COUNT, RATE, UNITS
+from vlnkit.evaluation.leaderboard import OwnMetric
 from vlnkit.scoring.task import Task
+
+# What result files give beyond the graph metrics (steps and collisions as given, oracle SPL a rate), then the
+# straight-line bounds (`--goal_distance=euclidean`), each in its geodesic metric's unit: the leaderboard ranks
+# and notes the bounds by its own rule (`vlnkit.evaluation.leaderboard.EUCLIDEAN_METRICS`).
+OWN_METRICS = (
+    *(OwnMetric(m, m.upper(), unit) for m, unit in zip(RESULT_EXTRA, (COUNT, COUNT, RATE), strict=True)),
+    *(OwnMetric(m, m.upper(), UNITS[m.rsplit("_", 1)[0]]) for m in EUCLIDEAN),
+)
 
 
 def options_of(args, dataset_files: list[str]):
@@ -32,5 +42,13 @@ def options_of(args, dataset_files: list[str]):
     return ContinuousOptions(args.dtw, args.fastdtw_rules, args.ce_reference, args.goal_distance, args.ce_gt or AUTO)
 
 
-VLNCE = Task("vlnce", (), CONTINUOUS_EPISODE_SCORES, CE_METRICS, layouts=("episodes",), options_of=options_of)
+VLNCE = Task(
+    "vlnce",
+    (),
+    CONTINUOUS_EPISODE_SCORES,
+    CE_METRICS,
+    layouts=("episodes",),
+    options_of=options_of,
+    own_metrics=OWN_METRICS,
+)
 """R2R-CE and RxR-Habitat: the dataset files the input checks find to be VLN-CE episode files."""

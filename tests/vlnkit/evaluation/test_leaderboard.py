@@ -5,13 +5,20 @@ import csv
 import io
 import json
 
+import pytest
+
+from vlnkit.evaluation.common import COUNT, METRES, METRICS, RATE, UNITS
 from vlnkit.evaluation.leaderboard import (
     LANGUAGE_METRICS,
+    OWN,
+    OwnMetric,
     aligned,
     language_rows,
     leaderboard,
     leaderboard_options,
     leaderboard_text,
+    metric_rows,
+    own_metrics,
     write_leaderboard,
 )
 
@@ -99,3 +106,33 @@ def test_language_rows_per_agent_in_leaderboard_order_and_none_without_languages
     assert language_rows(plain) == []
     text = aligned(rows).splitlines()
     assert len({len(line) for line in text}) == 1 and text[1].split() == ["-" * len(h) for h in rows[0]]
+
+
+def test_own_metrics_come_from_the_summary_with_their_labels_and_units():
+    """A task's own metric is a column only where its summary declares it for the leaderboard, under its label,
+    in its unit (a rate in %, metres as given), with its interval; rebuilt from JSON the same."""
+    own = [
+        {"metric": "hit", "label": "HIT RATE", "unit": RATE, "leaderboard": True},
+        {"metric": "gap", "label": "GAP", "unit": METRES, "leaderboard": True},
+        {"metric": "moves", "label": "MOVES", "unit": COUNT, "leaderboard": False},
+    ]
+    blocks = {"a": block(2, 0.5, 0.5), "b": block(2, 0.25, 0.5)}
+    for b, hit in zip(blocks.values(), (0.25, 0.75)):
+        b["metrics"].update({"hit": hit, "gap": 1.5, "moves": 4.0})
+    static = {"task": {OWN: own}}
+    rows = leaderboard(blocks, own_metrics(static))
+    assert "hit" in rows[0] and "gap" in rows[0] and "moves" not in rows[0]
+    assert "hit" not in leaderboard(blocks)[0]  # without the declaration, no column: no table of them here
+    rows[0]["hit_ci"], rows[0]["sr_ci"] = [0.125, 0.5], [0.25, 0.75]
+    summary = json.loads(json.dumps({"options": {"success_distance": 3.0}, "leaderboard": rows, **static}))
+    _, md = leaderboard_text(summary["leaderboard"], leaderboard_options(summary))
+    head, _, first, second = md.splitlines()[-4:]  # two agents: a (SPL 50%) first
+    assert head.endswith("| OSR (%) | HIT RATE (%) | GAP (m) |")
+    assert first.endswith("| 25.00 [12.50, 50.00] | 1.50 |") and second.endswith("| 75.00 | 1.50 |")
+    assert metric_rows({"moves": 4.0, "hit": 0.25}, own=own_metrics(static)) == [("MOVES", 4.0), ("HIT RATE (%)", 25.0)]
+
+
+def test_the_shared_metrics_units_are_declared_once_and_a_unit_is_one_of_three():
+    assert set(UNITS) == set(METRICS) and set(UNITS.values()) == {RATE, METRES}
+    with pytest.raises(ValueError, match="unit must be one of"):
+        OwnMetric("x", "X", "km")

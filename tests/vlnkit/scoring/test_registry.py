@@ -38,3 +38,20 @@ def test_vlnce_options_are_the_continuous_flags():
     Args.dtw = "soft"
     with pytest.raises(ValueError, match="--dtw must be one of"):
         VLNCE.options_of(Args, [])
+
+
+def test_a_task_says_how_each_metric_it_adds_is_shown():
+    """A metric a task adds without its label and unit is refused where the task is declared (it would be
+    shown in the wrong scale); every registered task says them, and its summary block carries them."""
+    from vlnkit.evaluation.common import METRICS, RATE
+    from vlnkit.evaluation.leaderboard import OWN, OwnMetric
+    from vlnkit.evaluation.schemas import EPISODE_SCORES
+    from vlnkit.scoring.task import Task, TaskOptions
+
+    with pytest.raises(ValueError, match=r"own_metrics must say, in order, its metrics \['hit'\], got \[\]"):
+        Task("x", ("x",), EPISODE_SCORES, (*METRICS, "hit"))
+    task = Task("x", ("x",), EPISODE_SCORES, (*METRICS, "hit"), own_metrics=(OwnMetric("hit", "HIT", RATE, True),))
+    assert task.leaderboard_extra == ("hit",)
+    assert task.describe(TaskOptions())[OWN] == [{"metric": "hit", "label": "HIT", "unit": "%", "leaderboard": True}]
+    for t in TASKS.values():
+        assert [o.metric for o in t.own_metrics] == [m for m in t.metrics if m not in METRICS]
