@@ -13,11 +13,11 @@ import argparse
 import glob
 import json
 import os
-import time
 import tracemalloc
 
 import numpy as np
 
+from benchmarks.measure import best
 from vlnkit.navigation.graph import CONNECTIVITY_SUFFIX, NavGraph
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "connectivity")
@@ -38,15 +38,6 @@ def lenient(scan: str, entries: list) -> NavGraph:
         np.asarray(xyz)[keep].reshape(-1, 3),
         np.stack([i, j], axis=1).astype(np.int64),
     )
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:

@@ -16,13 +16,13 @@ import argparse
 import os
 import resource
 import tempfile
-import time
 import tracemalloc
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.measure import best
 from vlnkit.captioning.outcomes import episode_batches, join_outcomes, system_means
 
 METRICS = ("sr", "spl", "ndtw", "sdtw", "ne")
@@ -60,15 +60,6 @@ def dict_join(scored: pa.Table, path: str) -> dict:
         for r in scored.select(["system", "instr_id"]).to_pylist()
         if (r["system"], r["instr_id"]) in table
     }
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:

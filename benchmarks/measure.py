@@ -24,6 +24,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def best(fn, repeat: int) -> float:
+    """The shortest of `repeat` in-process timings of `fn()` (seconds): the least disturbed one."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
 def measure(cmd: list[str]) -> dict:
     """Run cmd as a child of this process; wall seconds and peak RSS (MB) of its process tree."""
     start = time.perf_counter()
