@@ -143,5 +143,12 @@ class AssembleCompat(beam.PTransform):
             "rows": rows,
             "items": items,
             AVAILABLE: available,
-            DEAD_LETTER: tuple(dead) | "CompatDeadLetters" >> beam.Flatten(pipeline=p),
+            # Without paraphrases there are none: an empty Create, not a Flatten of nothing, which Beam
+            # 2.62's Flink job server cannot fuse ("A PCollectionNode should have exactly one producing
+            # PTransformNode, but found 2").
+            DEAD_LETTER: (
+                tuple(dead) | "CompatDeadLetters" >> beam.Flatten()
+                if dead
+                else p | "NoCompatDeadLetters" >> beam.Create([])
+            ),
         }
