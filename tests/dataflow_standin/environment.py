@@ -105,9 +105,8 @@ def base_environment(beam_version: str, sdist: Path | None) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         log = folder / "build.log"
-        _uv(
-            "venv", "--quiet", "--allow-existing", "--python", sys.executable, str(folder), log=log
-        )  # no system site-packages
+        # A virtual environment without system site-packages (uv's default), as the image's own Python.
+        _uv("venv", "--quiet", "--allow-existing", "--python", sys.executable, str(folder), log=log)
         python = folder / "bin" / "python"
         # The image's Beam, then what the staged package declares (resolved together, as one pip run).
         packages = [f"apache-beam[gcp]=={beam_version}", "setuptools", "wheel", *([str(sdist)] if sdist else [])]
