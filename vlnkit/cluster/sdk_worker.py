@@ -7,10 +7,10 @@ worker runs the project as installed in the Python environment of this command (
 job's staged files are not installed (a PROCESS environment has no container to install them into).
 
 Before it becomes the worker, it imports the project's packages. A Python that cannot exits with
-`IMPORT_FAILED`, the import error sent to the TaskManager's log (through Beam's logging service). Why not let the
-worker fail on its first bundle: the Beam 2.77 worker then answers the bundle with the import error,
-but Beam 2.62's Flink runner, waiting on the bundle's data, does not see the answer and fails the job
-only after a 3-minute timeout, naming the timeout. A worker process that ends before it connects is
+`IMPORT_FAILED`, the import error sent to the TaskManager's log through Beam's logging service. Why not
+let the worker fail on its first bundle: the Beam 2.77 worker then answers the bundle with the import
+error, but Beam 2.62's Flink runner, waiting on the bundle's data, does not see the answer and fails
+the job only after a 3-minute timeout, naming the timeout. A worker process that ends before it connects is
 seen within 5 s ("Process died with exit code N"), and `pipelines.runners.job_failure` turns this
 status into a line that says why.
 
