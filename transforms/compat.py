@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
+from transforms.gather import flatten
 from transforms.perturb import instruction_items
 from vlnkit.perturbations.compat import (
     GROUND_TRUTH,
@@ -143,12 +144,5 @@ class AssembleCompat(beam.PTransform):
             "rows": rows,
             "items": items,
             AVAILABLE: available,
-            # Without paraphrases there are none: an empty Create, not a Flatten of nothing, which Beam
-            # 2.62's Flink job server cannot fuse ("A PCollectionNode should have exactly one producing
-            # PTransformNode, but found 2").
-            DEAD_LETTER: (
-                tuple(dead) | "CompatDeadLetters" >> beam.Flatten()
-                if dead
-                else p | "NoCompatDeadLetters" >> beam.Create([])
-            ),
+            DEAD_LETTER: flatten(dead, p, "CompatDeadLetters"),  # none without paraphrases
         }

@@ -1,4 +1,4 @@
-"""Gathering a whole PCollection in one place, for outputs that are one file.
+"""Gathering a whole PCollection in one place, for outputs that are one file; and PCollections into one.
 
 Beam has no "write one file from everything" step. The output must also exist when the input is
 empty (so an empty output file is still written): one Impulse element reads the collection as a
@@ -34,3 +34,16 @@ class GatherToOne(beam.PTransform):
 
 def _as_list(_impulse, items) -> list:
     return list(items)
+
+
+def flatten(pcolls, pipeline: beam.Pipeline, label: str) -> beam.PCollection:
+    """The PCollections `pcolls` as one (step `label`); none at all gives an empty one (step `No<label>`).
+
+    Why not `beam.Flatten(pipeline=...)` of nothing: Beam 2.62's Flink job server cannot fuse a Flatten
+    without inputs ("A PCollectionNode should have exactly one producing PTransformNode, but found 2"),
+    so every job that may flatten nothing (a run without dead letters, say) makes an empty Create instead.
+    """
+    pcolls = tuple(pcolls)
+    if not pcolls:
+        return pipeline | f"No{label}" >> beam.Create([])
+    return pcolls | label >> beam.Flatten()

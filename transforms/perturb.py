@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from transforms.deadletter import DEAD_LETTER, dead_letter
+from transforms.gather import flatten
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
 from vlnkit.datasets.languages import primary_language, record_instructions
@@ -299,7 +300,7 @@ class Perturb(beam.PTransform):
             dead.append(traj[DEAD_LETTER])
         p = records.pipeline
         return {
-            "rows": tuple(rows) | "AllRows" >> beam.Flatten(pipeline=p),
-            STATS: tuple(stats) | "AllStats" >> beam.Flatten(pipeline=p),
-            DEAD_LETTER: tuple(dead) | "AllDeadLetters" >> beam.Flatten(pipeline=p),
+            "rows": flatten(rows, p, "AllRows"),
+            STATS: flatten(stats, p, "AllStats"),
+            DEAD_LETTER: flatten(dead, p, "AllDeadLetters"),
         }

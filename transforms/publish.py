@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from apache_beam.pipeline import PipelineVisitor
 
+from transforms.gather import flatten
 from vlnkit.io.lock import keep_alive
 from vlnkit.provenance import describe_inputs
 from vlnkit.runs.ending import Ending, Failed, finish
@@ -92,9 +93,7 @@ def publish(pipeline: beam.Pipeline, ending: Ending, keep_lock: bool, hash_input
         return beam.ParDo(_RenewLock(ending)) if keep_lock else beam.FlatMap(_nothing)
 
     done = [pcoll | f"Written{n}" >> end_of_write() for n, pcoll in enumerate(ends)]
-    if not done:
-        done = [pipeline | "NothingWritten" >> beam.Create([])]
-    side = {"written": beam.pvalue.AsList(done | "AllWritten" >> beam.Flatten(pipeline=pipeline))}
+    side = {"written": beam.pvalue.AsList(flatten(done, pipeline, "AllWritten"))}
     if hash_inputs:
         inputs = ending.inputs
         digests = (

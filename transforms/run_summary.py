@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import apache_beam as beam
 
 from transforms.deadletter import DEAD_LETTER_FILE, WriteDeadLetters
+from transforms.gather import flatten
 from transforms.write import WriteSummary
 from vlnkit.io import fileio
 
@@ -61,10 +62,8 @@ def finish_run(output_dir: str, summarize, dead_letters, tallies, side: dict | N
     dead = _pcolls(dead_letters)
     counted = _pcolls(tallies)
     pipeline = (dead + counted)[0].pipeline
-    if not dead:
-        dead = (pipeline | "NoDeadLetters" >> beam.Create([]),)
     parts = {
-        "dead_letters": dead | "FlattenDeadLetters" >> beam.Flatten(pipeline=pipeline),
-        "tallies": counted | "FlattenTallies" >> beam.Flatten(pipeline=pipeline),
+        "dead_letters": flatten(dead, pipeline, "FlattenDeadLetters"),
+        "tallies": flatten(counted, pipeline, "FlattenTallies"),
     }
     return parts | "Finish" >> FinishRun(output_dir, summarize, side or {})
