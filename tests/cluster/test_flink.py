@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,12 @@ def in_process(job: str, flags: list[str]) -> dict:
     return importlib.import_module(f"pipelines.{job}").main(["--runner=DirectRunner", *flags])
 
 
+def in_background(proc, timeout: float) -> Future:
+    """`finish(proc)` in a thread (its pipes drained from now on), so that the test's in-process reference
+    runs while the cluster runs the job."""
+    return ThreadPoolExecutor(max_workers=1).submit(finish, proc, timeout)
+
+
 def rest(flink, path: str, method: str = "GET") -> dict:
     url = f"{cluster.rest_url(flink)}{path}"
     with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as response:
@@ -106,12 +114,13 @@ def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, sh
     if job == "score":  # three agents with intervals: the third is the first one under another name
         third = next(f for f in flags if f.startswith("--predictions=random=")).replace("random=", "again=", 1)
         flags.append(third)
-    code, err = finish(launch(flink, job, [*flags, f"--output_dir={tmp_path}/flink/out"]), timeout=900)
-    assert code == 0, err[-3000:]
+    ending = in_background(launch(flink, job, [*flags, f"--output_dir={tmp_path}/flink/out"]), timeout=900)
     ref_flags, _ = job_flags(job, shared_data, tmp_path / "local")
     if job == "score":
         ref_flags.append(third)
-    in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])
+    in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])  # while the cluster runs its copy
+    code, err = ending.result()
+    assert code == 0, err[-3000:]
     got, want = rows(tmp_path / "flink" / "out", prefixes), rows(tmp_path / "local" / "out", prefixes)
     assert got == want and any(want.values())
 
@@ -129,26 +138,80 @@ def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, sh
 
 # The jobs the test above does not run: each on the cluster gives its in-process rows.
 OTHER_JOBS = [job for job in JOBS if job not in ("build_r4r", "score")]
+# The score job on the other tasks' files (small real subsets, as their own tests pick them), and the report.
+OTHER_TASKS = ["score_reverie", "score_cvdn", "score_continuous"]
+
+
+def task_flags(name: str, data: Path, tmp: Path) -> list[str]:
+    """Flags of the score job for REVERIE (three val_seen scans, the ground-truth walk naming its object),
+    CVDN (val_seen, the seq2seq agent) or R2R-CE (val_unseen, the CMA agent), bootstrap on."""
+    conn = f"--connectivity_dir={data}/connectivity"
+    if name == "score_reverie":
+        dataset, preds = tmp.parent / "REVERIE_val_seen_3_scans.json", tmp.parent / "reverie_good.json"
+        if not dataset.exists():
+            dataset.parent.mkdir(parents=True, exist_ok=True)
+            records = json.loads((data / "reverie" / "v1" / "REVERIE_val_seen.json").read_text())
+            scans = sorted({r["scan"] for r in records})[:3]
+            records = [r for r in records if r["scan"] in scans]
+            dataset.write_text(json.dumps(records))
+            walks = [
+                {"instr_id": f"{r['path_id']}_{r['objId']}_{k}", "trajectory": [[v, 0, 0] for v in r["path"]],
+                 "predObjId": r["objId"]}
+                for r in records for k in range(len(r["instructions"]))
+            ]  # fmt: skip
+            preds.write_text(json.dumps(walks))
+        visibility = f"--visibility={data}/reverie/v1/BBox"
+        return [f"--dataset={dataset}", f"--predictions=gt={preds}", conn, visibility, "--bootstrap=200"]
+    if name == "score_cvdn":
+        agent = data / "cvdn/agent_outputs/val-seq2seq-all-trusted_path-40-sample-imagenet_val_seen_iter_100.json"
+        cvdn = [f"--dataset={data}/cvdn/val_seen.json", "--target_path=trusted"]
+        return [*cvdn, f"--predictions=seq2seq={agent}", conn, "--bootstrap=200"]
+    split = data / "vlnce/R2R_VLNCE_v1-2_preprocessed/val_unseen/val_unseen.json.gz"
+    agent = data / "vlnce/cwp_results/cma/stats_ep_ckpt_0_val_unseen_r0_w1.json"
+    return [f"--dataset={split}", f"--predictions=cma={agent}", "--bootstrap=200"]
+
+
+def report_tables(out: Path, work: Path) -> tuple[dict, list[str]]:
+    """The report's tables (run paths neutralized) and the names of its figures."""
+    text = (out / "report_tables.json").read_text().replace(str(work), "<w>")
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    return json.loads(re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)), figures
 
 
 def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(flink, shared_data, tmp_path):
     """perturb, build_compat, paraphrase (the offline translator), random_baseline, build_probes,
-    score_probes, build_crafty and score_instructions: launched together, one task slot each
-    (`--parallelism=1`), so four run at once and the rest wait for a slot."""
-    flags = {job: job_flags(job, shared_data, tmp_path / job / "flink") for job in OTHER_JOBS}
-    procs = {
-        job: launch(flink, job, [*flags[job][0], f"--output_dir={tmp_path}/{job}/flink/out", "--parallelism=1"])
-        for job in OTHER_JOBS
+    score_probes, build_crafty and score_instructions; the score job on REVERIE, CVDN and R2R-CE; and the
+    report of a score run: launched together, one task slot each (`--parallelism=1`), so four run at once
+    and the rest wait for a slot."""
+
+    def runs(side: str) -> dict[str, tuple[str, list[str], list[str]]]:
+        """name -> (job, flags, output prefixes) for one side's folder."""
+        found = {job: (job, *job_flags(job, shared_data, tmp_path / job / side)) for job in OTHER_JOBS}
+        found |= {t: ("score", task_flags(t, shared_data, tmp_path / t / side), ["episodes"]) for t in OTHER_TASKS}
+        conn = f"--connectivity_dir={shared_data}/connectivity"
+        found["report"] = ("report", [f"--inputs={tmp_path}/scored/out", conn, "--draw=2"], [])
+        return found
+
+    score_flags, _ = job_flags("score", shared_data, tmp_path / "scored")
+    in_process("score", [*score_flags, f"--output_dir={tmp_path}/scored/out"])  # the report's input
+    endings = {
+        name: in_background(
+            launch(flink, job, [*flags, f"--output_dir={tmp_path}/{name}/flink/out", "--parallelism=1"]), 1200
+        )
+        for name, (job, flags, _) in runs("flink").items()
     }
-    ended = {job: finish(proc, timeout=1200) for job, proc in procs.items()}
-    failed = {job: err[-1500:] for job, (code, err) in ended.items() if code != 0}
+    for name, (job, flags, _) in runs("local").items():  # while the cluster runs its copies
+        in_process(job, [*flags, f"--output_dir={tmp_path}/{name}/local/out"])
+    ended = {name: ending.result() for name, ending in endings.items()}
+    failed = {name: err[-1500:] for name, (code, err) in ended.items() if code != 0}
     assert not failed, failed
-    for job in OTHER_JOBS:
-        ref_flags, prefixes = job_flags(job, shared_data, tmp_path / job / "local")
-        in_process(job, [*ref_flags, f"--output_dir={tmp_path}/{job}/local/out"])
-        got, want = rows(tmp_path / job / "flink" / "out", prefixes), rows(tmp_path / job / "local" / "out", prefixes)
-        assert got == want and any(want.values()), job
-        assert integrity.verify(str(tmp_path / job / "flink" / "out")) == [], job
+    for name, (job, _, prefixes) in runs("local").items():
+        got, want = tmp_path / name / "flink" / "out", tmp_path / name / "local" / "out"
+        if job == "report":
+            assert report_tables(got, got.parent) == report_tables(want, want.parent), name
+        else:
+            assert rows(got, prefixes) == rows(want, prefixes) and any(rows(want, prefixes).values()), name
+        assert integrity.verify(str(got)) == [], name
 
 
 def test_no_job_service_at_the_address_stops_in_one_line_within_seconds(shared_data, tmp_path):
