@@ -34,11 +34,14 @@ Chaining them into one pipeline with no files in between: docs/composing.md.
     'transforms.r4r'
 """
 
+from transforms.signatures import cache_beam_signatures
 from transforms.worker_cache import freeze_heap_at_exit_in_sdk_worker
 from vlnkit._exports import lazy_exports
 
-# Every worker process that runs one of these transforms unpickles it, and so imports this package.
+# Every worker process that runs one of these transforms unpickles it, and so imports this package; so
+# does every launcher that builds a pipeline of them.
 freeze_heap_at_exit_in_sdk_worker()
+cache_beam_signatures()
 
 __getattr__, __all__ = lazy_exports(
     __name__,
