@@ -169,6 +169,18 @@ def match(patterns: str | list[str]) -> list[tuple[str, int]]:
     return sorted(found.items())
 
 
+def any_match(pattern: str) -> bool:
+    """Whether some file matches the pattern: `bool(match(pattern))`, but a local pattern stops at the first
+    file, where `match` stats every one (a check of REVERIE's 10,567 visibility files took 0.2 s).
+
+        >>> any_match("/nonexistent/*.json")
+        False
+    """
+    if is_remote(pattern):
+        return bool(match([pattern]))
+    return any(os.path.isfile(path) for path in _glob.iglob(os.path.expanduser(pattern)))
+
+
 GLOB_CHARS = frozenset("*?[")
 
 

@@ -12,6 +12,13 @@ def test_match_is_lenient_and_skips_folders(files):
     assert fileio.match(str(files / "none-*.json")) == []
 
 
+def test_any_match_is_match_stopping_at_the_first_file(files):
+    (files / "folder.json").mkdir()  # a folder is not a file, as for match
+    for pattern in ("*.json", "*.txt", "folder.json", "none-*.json", "sub/*.json", "sub", "*/d.json"):
+        assert fileio.any_match(str(files / pattern)) == bool(fileio.match(str(files / pattern))), pattern
+    assert fileio.any_match(str(files / "*.txt")) and not fileio.any_match(str(files / "folder.json"))
+
+
 def test_is_remote_and_is_glob():
     assert fileio.is_remote("gs://bucket/a.json") and fileio.is_remote("s3://b/a") and not fileio.is_remote("/a/b")
     assert fileio.is_glob("a/*.json") and fileio.is_glob("a?.json") and fileio.is_glob("a[12].json")
