@@ -174,4 +174,6 @@ def compiled_entry(dispatcher, *args):
     """
     from numba import typeof
 
+    if not hasattr(dispatcher, "compile"):  # NUMBA_DISABLE_JIT=1: the plain Python function
+        return dispatcher
     return dispatcher.compile(tuple(typeof(a) for a in args))
