@@ -234,10 +234,12 @@ KEEP_REPEATS, SPL_PATH, NEED_GRID, NEED_ED, SUCCESS_LT = 1, 2, 4, 8, 16  # bits 
 
 
 @njit(cache=True)
-def score_one(dist, nodes, split, th, flags, out):
-    """All metrics of one pair into out (15,); returns a status code (0 ok, see the module docstring).
+def score_into(dist, nodes, split, th, flags, out, ints, floats):
+    """All metrics of one pair into out (15,), with its work arrays given; returns a status code (0 ok).
 
-    nodes = reference then query node indices, split = |R| (one array: one conversion, one argument).
+    nodes = reference then query node indices, split = |R|; ints: int64, >= 3 |Q| + |R|; floats: >= 2 |Q| + 1.
+    Why given: a single pair's kernel is about a microsecond, of which each allocation took a noticeable
+    part; the callers allocate one int and one float array for everything.
     """
     n = dist.shape[0]
     r = nodes[:split]
@@ -248,22 +250,59 @@ def score_one(dist, nodes, split, th, flags, out):
     status = check_path(q, len(q), n)
     if status:
         return 2 if status == 1 else 4
-    qq = np.empty(len(q), dtype=np.int64)
+    qq = ints[: len(q)]
     lq = collapse_into(q, len(q), flags & KEEP_REPEATS, qq)
-    row = np.empty(lq + 1)
-    colmin = np.empty(lq)
-    ed_work = np.empty(2 * lq + len(r), dtype=np.int64)
+    ed_work = ints[len(q) :]
+    row = floats[: lq + 1]
+    colmin = floats[lq + 1 : 2 * lq + 1]
     grid, ed, spl_path, strict = flags & NEED_GRID, flags & NEED_ED, flags & SPL_PATH, flags & SUCCESS_LT
     pair_scores(dist, r, len(r), qq, lq, th, spl_path, strict, grid, ed, row, colmin, ed_work, out, -1.0, -1.0)
     return 0
 
 
 @njit(cache=True)
+def score_one(dist, nodes, split, th, flags, out):
+    """All metrics of one pair into out (15,); returns a status code (0 ok, see the module docstring).
+
+    nodes = reference then query node indices, split = |R| (one array: one conversion, one argument).
+    """
+    lq = max(len(nodes) - split, 0)
+    return score_into(dist, nodes, split, th, flags, out, np.empty(3 * lq + split, np.int64), np.empty(2 * lq + 1))
+
+
+@njit(cache=True)
 def metric_one(dist, nodes, split, th, flags, which):
     """One metric (output row `which`) of one pair; a negative value -s is status code s (metrics are >= 0)."""
-    out = np.empty(N_OUT)
-    status = score_one(dist, nodes, split, th, flags, out)
-    return -float(status) if status else out[which]
+    lq = max(len(nodes) - split, 0)
+    floats = np.empty(N_OUT + 2 * lq + 1)
+    status = score_into(
+        dist, nodes, split, th, flags, floats[:N_OUT], np.empty(3 * lq + split, np.int64), floats[N_OUT:]
+    )
+    return -float(status) if status else floats[which]
+
+
+@njit(cache=True)
+def metric_codes(dist, codes, split, th, flags, which):
+    """`metric_one` for nodes given as bytes, 4 little-endian bytes per node index (`NavGraph.index_codes`).
+
+    Why bytes: a path of viewpoint ids becomes them by one join of the ids' codes (one C call), where
+    an int64 array built from a tuple of Python ints converts the ints one by one: the id lookup was
+    the largest part of a single pair's cost. The nodes then go through `score_into`, so the same bits.
+    """
+    m = len(codes) // 4
+    lq = max(m - split, 0)
+    ints = np.empty(m + 3 * lq + split, dtype=np.int64)  # the nodes, then score_into's work
+    for k in range(m):
+        j = 4 * k
+        ints[k] = (
+            np.int64(codes[j])
+            | (np.int64(codes[j + 1]) << 8)
+            | (np.int64(codes[j + 2]) << 16)
+            | (np.int64(codes[j + 3]) << 24)
+        )
+    floats = np.empty(N_OUT + 2 * lq + 1)
+    status = score_into(dist, ints[:m], split, th, flags, floats[:N_OUT], ints[m:], floats[N_OUT:])
+    return -float(status) if status else floats[which]
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: threads of one worker can score batches in parallel

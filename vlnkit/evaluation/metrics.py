@@ -48,6 +48,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from vlnkit.compiled import compiled_entry
 from vlnkit.evaluation import kernels as K
 from vlnkit.evaluation.batch import GRID, raise_status
 from vlnkit.evaluation.common import (
@@ -98,6 +99,9 @@ def pair_nodes(reference, query, graph) -> tuple[np.ndarray, int]:
 
 
 _F64 = np.dtype(np.float64)
+# `kernels.metric_codes`' compiled entry per kind of distance matrix (numpy's flag bits: layout, writeable,
+# aligned; dtype and dimensions are checked before), so a single pair skips numba's typing of its arguments.
+_CODES_ENTRY: dict[int, object] = {}
 _NEEDS = {k: K.NEED_ED if m == "sed" else K.NEED_GRID if m in GRID else 0 for k, m in enumerate(ALL)}
 
 
@@ -134,14 +138,21 @@ def _metric(
     shape = dist.shape
     if len(shape) != 2 or shape[0] != shape[1]:
         check_distances(dist)  # raises, naming the shape
-    if type(reference) is list and type(query) is list and reference and query and hasattr(graph, "index"):
-        try:  # the common case, viewpoint ids of a NavGraph: both paths in one lookup
-            nodes, split = np.array(itemgetter(*reference, *query)(graph.index), dtype=np.int64), len(reference)
-        except (KeyError, TypeError):
-            nodes, split = pair_nodes(reference, query, graph)
+    joined = None
+    codes = getattr(graph, "index_codes", None) if type(reference) is list and type(query) is list else None
+    if codes is not None:
+        try:  # the common case, viewpoint ids of a NavGraph: both paths as one bytes object, one kernel entry
+            joined = b"".join(itemgetter(*reference, *query)(codes))
+        except (KeyError, TypeError):  # not ids, an unknown id (named below), fewer than two nodes
+            joined = None
+    if joined is not None:
+        entry = _CODES_ENTRY.get(dist.flags.num)
+        if entry is None:
+            entry = _CODES_ENTRY[dist.flags.num] = compiled_entry(K.metric_codes, dist, joined, 1, 1.0, 1, 1)
+        value = entry(dist, joined, len(reference), float(threshold), flags, which)
     else:
         nodes, split = pair_nodes(reference, query, graph)
-    value = K.metric_one(dist, nodes, split, float(threshold), flags, which)
+        value = K.metric_one(dist, nodes, split, float(threshold), flags, which)
     if value < 0:  # a status code: empty path or node out of range
         raise_status(int(-value), 0, len(dist))
     return value

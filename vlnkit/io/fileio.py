@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob as _glob
 import io
 import os
+import stat as _stat
 import zlib
 from typing import IO
 
@@ -164,9 +165,25 @@ def match(patterns: str | list[str]) -> list[tuple[str, int]]:
                     found[meta.path] = meta.size_in_bytes
         else:
             for path in _glob.glob(os.path.expanduser(pattern)):
-                if os.path.isfile(path):
-                    found[path] = os.path.getsize(path)
+                try:  # one stat per file (isfile, then getsize, took two: 10,567 REVERIE files twice a run)
+                    st = os.stat(path)
+                except OSError:  # gone since the listing, or a broken link: not a file, as isfile says
+                    continue
+                if _stat.S_ISREG(st.st_mode):
+                    found[path] = st.st_size
     return sorted(found.items())
+
+
+def any_match(pattern: str) -> bool:
+    """Whether some file matches the pattern: `bool(match(pattern))`, but a local pattern stops at the first
+    file, where `match` stats every one (a check of REVERIE's 10,567 visibility files took 0.2 s).
+
+        >>> any_match("/nonexistent/*.json")
+        False
+    """
+    if is_remote(pattern):
+        return bool(match([pattern]))
+    return any(os.path.isfile(path) for path in _glob.iglob(os.path.expanduser(pattern)))
 
 
 GLOB_CHARS = frozenset("*?[")

@@ -270,6 +270,12 @@ class NavGraph:
         return self._all_pairs[1]
 
     @cached_property
+    def index_codes(self) -> dict[str, bytes]:
+        """Each viewpoint's node index as 4 little-endian bytes: a path of ids becomes, by one join, the
+        bytes a single-pair metric kernel reads (`vlnkit.evaluation.metrics`; cheaper than an int64 array)."""
+        return {v: i.to_bytes(4, "little") for i, v in enumerate(self.viewpoints)}
+
+    @cached_property
     def neighbours(self) -> tuple[np.ndarray, ...]:
         adj = self.adjacency
         return tuple(np.sort(adj.indices[adj.indptr[k] : adj.indptr[k + 1]]) for k in range(len(self)))

@@ -138,7 +138,9 @@ def options_of(args, dataset_files: list[str]) -> ReverieOptions:
         raise ValueError("--spl_reference does not apply to REVERIE: its SPL follows --reverie_evaluator")
     visibility = args.visibility or fileio.join(os.path.dirname(dataset_files[0]), "BBox")
     found = (
-        fileio.exists(visibility) if visibility.endswith(".json") else fileio.match([fileio.join(visibility, "*.json")])
+        fileio.exists(visibility)
+        if visibility.endswith(".json")
+        else fileio.any_match(fileio.join(visibility, "*.json"))
     )
     if not found:
         raise ValueError(

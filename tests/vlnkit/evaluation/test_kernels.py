@@ -15,6 +15,7 @@ Tolerances, and why:
   of tens of metres).
 """
 
+import inspect
 import json
 import math
 import os
@@ -78,10 +79,15 @@ d = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
 batch.score_batch(d, [[0, 1, 2]], [[0, 1]])  # score_many
 metrics.score([0, 1, 2], [0, 1], d)  # score_one
 metrics.ndtw([0, 1, 2], [0, 1], d)  # metric_one
+from vlnkit.fixtures.grid import grid_connectivity
+from vlnkit.navigation.graph import NavGraph
+g = NavGraph.from_connectivity("grid", grid_connectivity(2, size=2))
+metrics.cls(list(g.viewpoints[:2]), list(g.viewpoints[1:]), g)  # metric_codes, through its compiled entry
 env = RewardBatch(d, kind="ndtw")
 env.reset([[0, 1, 2]])
 env.step([1])  # rewards_step
 fns = {"score_many": kernels.score_many, "score_one": kernels.score_one, "metric_one": kernels.metric_one,
+       "metric_codes": kernels.metric_codes,
        "rewards_step": reward_kernels.rewards_step}
 print(json.dumps({name: {"loaded": sum(fn.stats.cache_hits.values()), "compiled": sum(fn.stats.cache_misses.values()),
                          "signatures": len(fn.signatures)} for name, fn in fns.items()}))
@@ -185,6 +191,40 @@ def test_single_pair_functions_accept_ids_indices_arrays_and_matrices(grid):
         metrics.sed([0], [0], grid.distances, float("nan"))
     with pytest.raises(ValueError, match="spl_reference"):
         metrics.spl([0], [0], grid.distances, spl_reference="both")
+
+
+def test_ids_of_a_navgraph_take_the_byte_code_path_with_the_same_bits(grid):
+    """Viewpoint ids of a NavGraph go through `kernels.metric_codes` (their byte codes, the kernel's compiled
+    entry kept per kind of distance matrix); node indices through `metric_one`: every metric, every option,
+    the same bits, also for a Fortran-ordered and a read-only distance matrix (other compiled entries)."""
+    rng = np.random.default_rng(7)
+    refs = [[int(v) for v in rng.integers(0, len(grid), size=int(rng.integers(1, 9)))] for _ in range(6)]
+    pairs = adversarial_pairs(rng, grid, refs, 48)
+    fortran = NavGraph.from_connectivity("grid", grid_connectivity(7, size=8))
+    fortran.__dict__["distances"] = np.asfortranarray(grid.distances)
+    frozen = NavGraph.from_connectivity("grid", grid_connectivity(7, size=8))
+    frozen.__dict__["distances"] = grid.distances.copy()
+    frozen.distances.flags.writeable = False
+    options = [{}, {"keep_repeats": True}, {"success_rule": "lt"}, {"spl_reference": "path"}]
+    checked = 0
+    for R, Q in pairs:
+        ids_r, ids_q = [grid.viewpoints[k] for k in R], [grid.viewpoints[k] for k in Q]
+        for name in ALL:
+            fn = getattr(metrics, name)
+            for opts in options:
+                if set(opts) - set(inspect.signature(fn).parameters):
+                    continue
+                want = fn(np.array(R), np.array(Q), grid.distances, 2.5, **opts)
+                for graph in (grid, fortran, frozen):
+                    got = fn(ids_r, ids_q, graph, 2.5, **opts)
+                    assert same(got, want), (name, opts, R, Q, got, want)
+                checked += 1
+    assert checked > 48 * len(ALL)
+    assert len(metrics._CODES_ENTRY) >= 3  # one compiled entry per kind of matrix
+    with pytest.raises(ValueError, match="not an included viewpoint"):
+        metrics.cls([grid.viewpoints[0]], ["nowhere"], grid)
+    with pytest.raises(ValueError, match="reference #0 is empty"):
+        metrics.cls([], [grid.viewpoints[0]], grid)
 
 
 def test_batch_errors_name_the_first_bad_pair():

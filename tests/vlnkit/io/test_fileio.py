@@ -12,6 +12,16 @@ def test_match_is_lenient_and_skips_folders(files):
     assert fileio.match(str(files / "none-*.json")) == []
 
 
+def test_any_match_is_match_stopping_at_the_first_file(files):
+    (files / "folder.json").mkdir()  # a folder is not a file, as for match
+    (files / "broken.json").symlink_to(files / "gone.json")  # nor is a link to nothing
+    (files / "link.json").symlink_to(files / "a.json")  # a link to a file is one
+    assert [p.rsplit("/", 1)[-1] for p, _ in fileio.match(str(files / "*.json"))] == ["a.json", "b.json", "link.json"]
+    for pattern in ("*.json", "*.txt", "folder.json", "none-*.json", "sub/*.json", "sub", "*/d.json"):
+        assert fileio.any_match(str(files / pattern)) == bool(fileio.match(str(files / pattern))), pattern
+    assert fileio.any_match(str(files / "*.txt")) and not fileio.any_match(str(files / "folder.json"))
+
+
 def test_is_remote_and_is_glob():
     assert fileio.is_remote("gs://bucket/a.json") and fileio.is_remote("s3://b/a") and not fileio.is_remote("/a/b")
     assert fileio.is_glob("a/*.json") and fileio.is_glob("a?.json") and fileio.is_glob("a[12].json")
