@@ -114,6 +114,11 @@ def _reference_table(path: str) -> dict[str, list[str]]:
     return table
 
 
+def _tally(rows: list[dict]) -> dict[str, int]:
+    """A scored batch's counts (one system per batch)."""
+    return {"instructions": len(rows), f"system:{rows[0]['system']}": len(rows)} if rows else {}
+
+
 def build(
     pipeline, out: Staging, systems, references, opts, bootstrap, jars: dict[str, str | None], followed=None
 ) -> None:
@@ -129,11 +134,13 @@ def build(
     from vlnkit.captioning.summary import instructions_summary
 
     read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
-    scored = read["records"] | "Score" >> ScoreSystems(
+    scored = read | "Score" >> ScoreSystems(
         bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None, followed is not None
     )
-    scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
-    tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
+    scored["rows"] | "WriteRows" >> WriteParquetShards(
+        out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards, batched=True
+    )
+    tallies = (scored["rows"] | "TallyRows" >> beam.Map(_tally),)
     sums = scored["sums"] | "SystemSums" >> beam.combiners.ToDict()
     outcomes = scored["outcomes"] | "Outcomes" >> beam.combiners.ToList()
     static = {
