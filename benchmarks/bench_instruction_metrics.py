@@ -8,6 +8,14 @@ benchmark checks that both give the same per-item and corpus scores (max abs dif
 
     python -m benchmarks.bench_instruction_metrics              # 100k items
     python -m benchmarks.bench_instruction_metrics --n 20000
+
+Job mode (`--job`): the score_instructions job itself, in-process DirectRunner with --bootstrap=0, on
+synthetic systems of N instructions for each N given (R2R train's instructions, each against its path's
+other instructions, repeated with new path ids and shuffled; JSON Lines files of at most 100,000 lines,
+written under --tmp, not the repository), each run in a fresh process: wall time and peak RSS, and how the
+peak grows against the input (the baseline is the smallest run):
+
+    python -m benchmarks.bench_instruction_metrics --job 100000,1000000 --tmp /tmp/si_scale
 """
 
 from __future__ import annotations
@@ -74,9 +82,76 @@ def score(side: str, items: str, out: str) -> None:
     print(json.dumps({"seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2)}))
 
 
+FILE_LINES = 100_000
+
+
+def make_job_input(n: int, folder: str) -> list[str]:
+    """N instructions of one system as JSON Lines files under `folder` (made once; reused when present)."""
+    import random
+
+    os.makedirs(folder, exist_ok=True)
+    files = [os.path.join(folder, f"part-{k:04d}.jsonl") for k in range((n + FILE_LINES - 1) // FILE_LINES)]
+    if all(os.path.exists(f) for f in files):
+        return files
+    records = json.load(open(os.path.join(DATA, "r2r", "R2R_train.json")))
+    combos = [(r, k) for r in records if len(r["instructions"]) >= 2 for k in range(len(r["instructions"]))]
+    order = list(range(n))
+    random.Random(0).shuffle(order)
+    for k, f in enumerate(files):
+        with open(f + ".tmp", "w") as out:
+            for i in order[k * FILE_LINES : (k + 1) * FILE_LINES]:
+                r, j = combos[i % len(combos)]
+                path_id = f"{i // len(combos)}{r['path_id']:06d}"
+                refs = r["instructions"][:j] + r["instructions"][j + 1 :]
+                row = {"instr_id": f"{path_id}_{j}", "path_id": path_id, "scan": r["scan"]}
+                out.write(json.dumps({**row, "instruction": r["instructions"][j], "instructions": refs}) + "\n")
+        os.replace(f + ".tmp", f)
+    return files
+
+
+def job_scale(sizes: list[int], tmp: str) -> dict:
+    """The job on each size in a fresh process; peak RSS against the smallest run's."""
+    import subprocess
+
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    runs = []
+    for n in sizes:
+        files = make_job_input(n, os.path.join(tmp, f"input_{n}"))
+        out = os.path.join(tmp, f"out_{n}")
+        subprocess.run(["rm", "-rf", out], check=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pipelines.score_instructions",
+            "--runner=DirectRunner",
+            f"--predictions=synthetic={','.join(files)}",
+            "--bootstrap=0",
+            f"--output_dir={out}",
+        ]
+        run = measured(cmd)
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        runs.append(
+            {
+                "instructions": n,
+                "scored": summary["instructions"],
+                "wall_s": run["wall_s"],
+                "peak_rss_mb": run["peak_rss_mb"],
+            }
+        )
+    base = runs[0]
+    for r in runs:
+        r["input_ratio"] = round(r["instructions"] / base["instructions"], 1)
+        r["peak_ratio"] = round(r["peak_rss_mb"] / base["peak_rss_mb"], 2)
+    result = {"load": load, "runs": runs}
+    print(json.dumps(result, indent=1))
+    return result
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--job", default=None, help="Job mode: comma-separated sizes (e.g. 100000,1000000)")
+    parser.add_argument("--tmp", default="/tmp/si_scale", help="Job mode: where inputs and outputs go")
     parser.add_argument("--side", choices=("vlnkit", "pycocoevalcap"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--items", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -84,6 +159,8 @@ def main(argv=None) -> dict:
     if args.side:
         score(args.side, args.items, args.out)
         return {}
+    if args.job:
+        return job_scale([int(x) for x in args.job.split(",")], args.tmp)
     with tempfile.TemporaryDirectory() as tmp:
         items = os.path.join(tmp, "items.json")
         make_items(args.n, items)

@@ -122,7 +122,7 @@ class ReadChecked(beam.PTransform):
     systems: dict
     references: dict | None
     human_baseline: bool
-    batch_size: int = 512
+    batch_size: int = 2048
 
     def expand(self, pipeline):
         pairs = [(system, f) for system, files in self.systems.items() for f in files]
