@@ -138,7 +138,7 @@ def job_scale(sizes: list[int], tmp: str) -> dict:
                 "peak_rss_mb": run["peak_rss_mb"],
             }
         )
-    base = runs[0]
+    base = min(runs, key=lambda r: r["instructions"])
     for r in runs:
         r["input_ratio"] = round(r["instructions"] / base["instructions"], 1)
         r["peak_ratio"] = round(r["peak_rss_mb"] / base["peak_rss_mb"], 2)

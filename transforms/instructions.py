@@ -13,6 +13,7 @@ from vlnkit.io import fileio
 
 HUMAN = "human"
 STAGE = "score_instructions"
+FILE, BATCH = "file", "batch"  # what _ReadBatches is given: a system's file, or a batch made upstream
 
 
 def _checked(r: dict, table: dict | None) -> tuple[dict | None, str | None]:
@@ -32,10 +33,12 @@ def _checked(r: dict, table: dict | None) -> tuple[dict | None, str | None]:
 
 
 class _ReadBatches(beam.DoFn):
-    """(system, file) -> its checked instructions as (system, [records]) batches of at most `batch_size`
+    """(FILE, (system, file)) -> its checked instructions as (system, [records]) batches of at most `batch_size`
     (a multi-system file's systems apart); a record that cannot be scored, or a file in no known layout, is a
     dead letter when `dead_letters` (the scoring pass), and is left out silently by the frequency pass,
-    which reads the same files again rather than keep every batch until the frequencies are known."""
+    which reads the same files again rather than keep every batch until the frequencies are known.
+    (BATCH, (system, [records])) is a batch made upstream (the human row's), passed on as it is: files and
+    such batches enter one step together, so no runner-executed Flatten has to hold every batch.)"""
 
     def __init__(self, table: dict | None, batch_size: int, dead_letters: bool):
         super().__init__()
@@ -46,7 +49,11 @@ class _ReadBatches(beam.DoFn):
     def process(self, element):
         from vlnkit.captioning.layouts import LayoutError, parse
 
-        system, path = element
+        kind, value = element
+        if kind == BATCH:  # the human row's batches, made upstream, pass through
+            yield value
+            return
+        system, path = value
         try:
             text = fileio.read_bytes(path).decode("utf-8")
         except Exception as exc:  # any filesystem, decompression or decoding error: the file is the dead letter
@@ -113,11 +120,12 @@ def _path_record(batch):
 
 @dataclass
 class ReadChecked(beam.PTransform):
-    """Systems' files -> checked (system, [records]) batches, read twice: "records" for scoring (with the
-    dead letters), "frequency_records" for CIDEr-D's document frequencies, and "human" (the human row's
-    batches, --human_baseline) for both. Reading twice keeps every runner from holding a whole set's
-    batches while its frequencies are summed (an in-process runner keeps a PCollection that a later step
-    reads with a side input in memory)."""
+    """Systems' files -> checked (system, [records]) batches, the files read twice: "records" for scoring
+    (the files' batches and the human row's, with the dead letters), "frequency_records" (the files') and
+    "human" (the human row's batches, --human_baseline) for CIDEr-D's document frequencies. Reading twice
+    keeps every runner from holding a whole set's batches while its frequencies are summed (an in-process
+    runner holds a PCollection in memory when a later step reads it after a side input, or a Flatten
+    gathers it)."""
 
     systems: dict
     references: dict | None
@@ -125,21 +133,14 @@ class ReadChecked(beam.PTransform):
     batch_size: int = 2048
 
     def expand(self, pipeline):
-        pairs = [(system, f) for system, files in self.systems.items() for f in files]
-        read = (
-            pipeline
-            | "SystemFiles" >> beam.Create(pairs)
-            | "Read"
-            >> beam.ParDo(_ReadBatches(self.references, self.batch_size, True)).with_outputs(
-                DEAD_LETTER, main="records"
-            )
-        )
+        pairs = [(FILE, (system, f)) for system, files in self.systems.items() for f in files]
         again = (
             pipeline
             | "SystemFilesAgain" >> beam.Create(pairs)
             | "ReadForFrequencies" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, False))
         )
-        dead = [read[DEAD_LETTER]]
+        dead = []
+        units = pipeline | "SystemFiles" >> beam.Create(pairs)
         human = pipeline | "NoHuman" >> beam.Create([])
         if self.human_baseline:
             rows = (
@@ -154,6 +155,12 @@ class ReadChecked(beam.PTransform):
                 | "HumanBatches" >> beam.BatchElements(self.batch_size, self.batch_size)
                 | "HumanSystem" >> beam.Map(lambda rs: (HUMAN, rs))
             )
+            # small elements flattened (file names, and batches whose number grows with the paths only)
+            units = (units, human | "AsUnits" >> beam.Map(lambda b: (BATCH, b))) | "WithHuman" >> beam.Flatten()
+        read = units | "Read" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, True)).with_outputs(
+            DEAD_LETTER, main="records"
+        )
+        dead.insert(0, read[DEAD_LETTER])
         return {"records": read["records"], "frequency_records": again, "human": human, DEAD_LETTER: dead}
 
 
@@ -368,21 +375,23 @@ class ScoreSystems(beam.PTransform):
     followed: bool = False
 
     def expand(self, read):
-        frequencies = (
-            (read["frequency_records"], read["human"])
-            | "FrequencyBatches" >> beam.Flatten()
+        # each system's frequencies combined before anything is flattened: a Flatten that the runner executes
+        # (the in-process one does) holds its inputs whole, and these are only one table per system
+        of_files = (
+            read["frequency_records"]
             | "BatchFrequencies" >> beam.Map(_batch_frequencies)
             | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         )
-        scored = (
-            (read["records"], read["human"])
-            | "ScoreBatches" >> beam.Flatten()
-            | "Score"
-            >> beam.ParDo(
-                _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed),
-                beam.pvalue.AsDict(frequencies),
-            ).with_outputs("sums", "outcomes", "scored", main="rows")
+        of_human = (
+            read["human"]
+            | "HumanBatchFrequencies" >> beam.Map(_batch_frequencies)
+            | "HumanDocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         )
+        frequencies = (of_files, of_human) | "Frequencies" >> beam.Flatten()
+        scored = read["records"] | "Score" >> beam.ParDo(
+            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed),
+            beam.pvalue.AsDict(frequencies),
+        ).with_outputs("sums", "outcomes", "scored", main="rows")
         sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())
         return {"rows": scored["rows"], "outcomes": scored["outcomes"], "sums": sums, "scored": scored["scored"]}
 
