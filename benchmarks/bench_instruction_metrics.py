@@ -8,6 +8,11 @@ benchmark checks that both give the same per-item and corpus scores (max abs dif
 
     python -m benchmarks.bench_instruction_metrics              # 100k items
     python -m benchmarks.bench_instruction_metrics --n 20000
+    python -m benchmarks.bench_instruction_metrics --sample 5000,10000   # pycocoevalcap on subsamples of 100k
+
+pycocoevalcap takes minutes per 10k items: `--sample` times it on fixed random subsamples of two sizes
+(both sides scoring each subsample, scores compared) and extrapolates its time to N linearly only when its
+per-item CPU time is the same at both sizes (within 20%); the output says so.
 
 Job mode (`--job`): the score_instructions job itself, in-process DirectRunner with --bootstrap=0, on
 synthetic systems of N instructions for each N given (R2R train's instructions, each against its path's
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -111,8 +117,6 @@ def make_job_input(n: int, folder: str) -> list[str]:
 
 def job_scale(sizes: list[int], tmp: str) -> dict:
     """The job on each size in a fresh process; peak RSS against the smallest run's."""
-    import subprocess
-
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     runs = []
     for n in sizes:
@@ -150,6 +154,12 @@ def job_scale(sizes: list[int], tmp: str) -> dict:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument(
+        "--sample",
+        default=None,
+        help="Time pycocoevalcap on fixed random subsamples of these sizes (e.g. 5000,10000) and extrapolate "
+        "linearly to N when its per-item time is the same at both",
+    )
     parser.add_argument("--job", default=None, help="Job mode: comma-separated sizes (e.g. 100000,1000000)")
     parser.add_argument("--tmp", default="/tmp/si_scale", help="Job mode: where inputs and outputs go")
     parser.add_argument("--side", choices=("vlnkit", "pycocoevalcap"), default=None, help=argparse.SUPPRESS)
@@ -161,39 +171,83 @@ def main(argv=None) -> dict:
         return {}
     if args.job:
         return job_scale([int(x) for x in args.job.split(",")], args.tmp)
+    sample = sorted(int(x) for x in args.sample.split(",")) if args.sample else []
     with tempfile.TemporaryDirectory() as tmp:
         items = os.path.join(tmp, "items.json")
         make_items(args.n, items)
-        runs = {}
-        for side in ("vlnkit", "pycocoevalcap"):
-            out = os.path.join(tmp, f"{side}.npz")
-            cmd = [
-                sys.executable,
-                "-m",
-                "benchmarks.bench_instruction_metrics",
-                "--side",
-                side,
-                "--items",
-                items,
-                "--out",
-                out,
-            ]
-            run = measured(cmd)
-            runs[side] = {**json.loads(run["stdout"].strip().splitlines()[-1]), "peak_rss_mb": run["peak_rss_mb"]}
-        a, b = np.load(os.path.join(tmp, "vlnkit.npz")), np.load(os.path.join(tmp, "pycocoevalcap.npz"))
-        diff = max(float(np.max(np.abs(a[k] - b[k]))) for k in (*METRICS, "corpus"))
+        sets = {args.n: items}
+        data = json.load(open(items))
+        for k in sample:  # a fixed random subsample of the same items: both sides score it, for the rate
+            pick = np.sort(np.random.default_rng(0).choice(args.n, k, replace=False)).tolist()
+            sets[k] = os.path.join(tmp, f"items_{k}.json")
+            with open(sets[k], "w") as f:
+                json.dump({"hyps": [data["hyps"][i] for i in pick], "refs": [data["refs"][i] for i in pick]}, f)
+        del data
+        runs: dict = {}
+        # interleaved: vlnkit on all N, then each size with both sides, vlnkit first
+        plan = [("vlnkit", args.n)]
+        plan += [(side, k) for k in sample for side in ("vlnkit", "pycocoevalcap")] or [("pycocoevalcap", args.n)]
+        for side, k in plan:
+            out = os.path.join(tmp, f"{side}_{k}.npz")
+            cmd = [sys.executable, "-m", "benchmarks.bench_instruction_metrics", "--side", side]
+            run = measured([*cmd, "--items", sets[k], "--out", out])
+            runs[(side, k)] = {**json.loads(run["stdout"].strip().splitlines()[-1]), "peak_rss_mb": run["peak_rss_mb"]}
+        diff = 0.0
+        for k in sample or [args.n]:
+            a, b = np.load(os.path.join(tmp, f"vlnkit_{k}.npz")), np.load(os.path.join(tmp, f"pycocoevalcap_{k}.npz"))
+            diff = max(diff, *(float(np.max(np.abs(a[m] - b[m]))) for m in (*METRICS, "corpus")))
+    ours = runs[("vlnkit", args.n)]
     result = {
         "items": args.n,
-        "vlnkit_s": runs["vlnkit"]["seconds"],
-        "pycocoevalcap_s": runs["pycocoevalcap"]["seconds"],
-        "speedup": round(runs["pycocoevalcap"]["seconds"] / runs["vlnkit"]["seconds"], 1),
-        "vlnkit_cpu_s": runs["vlnkit"]["cpu_seconds"],
-        "pycocoevalcap_cpu_s": runs["pycocoevalcap"]["cpu_seconds"],
-        "cpu_speedup": round(runs["pycocoevalcap"]["cpu_seconds"] / runs["vlnkit"]["cpu_seconds"], 1),
-        "vlnkit_peak_rss_mb": runs["vlnkit"]["peak_rss_mb"],
-        "pycocoevalcap_peak_rss_mb": runs["pycocoevalcap"]["peak_rss_mb"],
+        "load": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+        "vlnkit_s": ours["seconds"],
+        "vlnkit_cpu_s": ours["cpu_seconds"],
+        "vlnkit_peak_rss_mb": ours["peak_rss_mb"],
         "max_abs_diff": diff,
     }
+    if not sample:
+        theirs = runs[("pycocoevalcap", args.n)]
+        result.update(pycocoevalcap_s=theirs["seconds"], pycocoevalcap_cpu_s=theirs["cpu_seconds"])
+        result["pycocoevalcap_peak_rss_mb"] = theirs["peak_rss_mb"]
+        result["speedup"] = round(theirs["seconds"] / ours["seconds"], 1)
+        result["cpu_speedup"] = round(theirs["cpu_seconds"] / ours["cpu_seconds"], 1)
+    else:
+        # pycocoevalcap timed on the subsamples only: its time per item at each size, the same-size ratio, and
+        # (only when the per-item CPU time of the two sizes agree within 20%, i.e. it is linear) N's time
+        # extrapolated linearly from the largest subsample
+        rates = {k: runs[("pycocoevalcap", k)]["cpu_seconds"] / k for k in sample}
+        linear = max(rates.values()) <= 1.2 * min(rates.values())
+        result["subsamples"] = {
+            k: {
+                "pycocoevalcap_s": runs[("pycocoevalcap", k)]["seconds"],
+                "pycocoevalcap_cpu_s": runs[("pycocoevalcap", k)]["cpu_seconds"],
+                "pycocoevalcap_peak_rss_mb": runs[("pycocoevalcap", k)]["peak_rss_mb"],
+                "vlnkit_s": runs[("vlnkit", k)]["seconds"],
+                "vlnkit_cpu_s": runs[("vlnkit", k)]["cpu_seconds"],
+                "cpu_speedup_same_size": round(
+                    runs[("pycocoevalcap", k)]["cpu_seconds"] / runs[("vlnkit", k)]["cpu_seconds"], 1
+                ),
+                "pycocoevalcap_cpu_ms_per_item": round(1000 * rates[k], 3),
+            }
+            for k in sample
+        }
+        result["pycocoevalcap_linear"] = linear
+        if linear:
+            big = sample[-1]
+            wall = runs[("pycocoevalcap", big)]["seconds"] * args.n / big
+            cpu = runs[("pycocoevalcap", big)]["cpu_seconds"] * args.n / big
+            result["pycocoevalcap_s_extrapolated"] = round(wall, 1)
+            result["pycocoevalcap_cpu_s_extrapolated"] = round(cpu, 1)
+            result["speedup_extrapolated"] = round(wall / ours["seconds"], 1)
+            result["cpu_speedup_extrapolated"] = round(cpu / ours["cpu_seconds"], 1)
+            result["note"] = (
+                f"pycocoevalcap timed on fixed random subsamples {sample} of the {args.n} items (its per-item "
+                f"CPU time agrees within 20% between them: linear) and extrapolated linearly to {args.n}"
+            )
+        else:
+            result["note"] = (
+                "pycocoevalcap's per-item time differs by more than 20% between subsamples: not extrapolated"
+            )
     print(json.dumps(result, indent=1))
     return result
 

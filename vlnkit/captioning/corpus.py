@@ -16,18 +16,17 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
-import pyarrow as pa
 
 MAX_ORDER = 4
 
 
 def word_ids(words: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Each word's id, ids in order of first occurrence (Arrow's dictionary encoding: one C++ hash pass,
-    not a Python loop per word), and the vocabulary (id -> word)."""
-    if not words:
-        return np.zeros(0, np.int64), []
-    encoded = pa.array(words, pa.string()).dictionary_encode()
-    return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary.to_pylist()
+    """Each word's id, ids in order of first occurrence, and the vocabulary (id -> word): `dict.fromkeys`
+    and a `map` over the words, both at C speed (a Python loop per word took most of a set's scoring;
+    Arrow's dictionary encoding of a Python list imports pandas, seconds at a process's first call)."""
+    vocabulary = list(dict.fromkeys(words))
+    index = {w: i for i, w in enumerate(vocabulary)}
+    return np.fromiter(map(index.__getitem__, words), np.int64, len(words)), vocabulary
 
 
 @dataclass(frozen=True)
