@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from vlnkit.runs.verdict import Outcome
 
 RANKABLE = ("cider_d", "bleu_4", "bleu_1", "bleu_2", "bleu_3", "rouge_l")
+BATCH, SPICE_BATCH = 2048, 512  # instructions per batch a worker scores (with --spice: per SPICE jar call)
 DEFAULT_OUTCOME_METRICS = ("sr", "spl", "ndtw", "sdtw", "ne")  # vlnkit.captioning.outcomes.DEFAULT_METRICS
 
 
@@ -133,7 +134,9 @@ def build(
     from vlnkit.captioning.schemas import INSTRUCTION_SCORES
     from vlnkit.captioning.summary import instructions_summary
 
-    read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
+    # SPICE's jar scores a batch as one set (its per-item values depend on the set): batches of 512, as before
+    size = SPICE_BATCH if jars["spice"] is None else BATCH
+    read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline, batch_size=size)
     scored = read | "Score" >> ScoreSystems(
         bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None, followed is not None
     )
