@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from vlnkit.runs.verdict import Outcome
 
 RANKABLE = ("cider_d", "bleu_4", "bleu_1", "bleu_2", "bleu_3", "rouge_l")
+BATCH, SPICE_BATCH = 2048, 512  # instructions per batch a worker scores (with --spice: per SPICE jar call)
 DEFAULT_OUTCOME_METRICS = ("sr", "spl", "ndtw", "sdtw", "ne")  # vlnkit.captioning.outcomes.DEFAULT_METRICS
 
 
@@ -114,6 +115,11 @@ def _reference_table(path: str) -> dict[str, list[str]]:
     return table
 
 
+def _tally(rows: list[dict]) -> dict[str, int]:
+    """A scored batch's counts (one system per batch)."""
+    return {"instructions": len(rows), f"system:{rows[0]['system']}": len(rows)} if rows else {}
+
+
 def build(
     pipeline, out: Staging, systems, references, opts, bootstrap, jars: dict[str, str | None], followed=None
 ) -> None:
@@ -128,12 +134,16 @@ def build(
     from vlnkit.captioning.schemas import INSTRUCTION_SCORES
     from vlnkit.captioning.summary import instructions_summary
 
-    read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline)
-    scored = read["records"] | "Score" >> ScoreSystems(
+    # SPICE's jar scores a batch as one set (its per-item values depend on the set): batches of 512, as before
+    size = SPICE_BATCH if jars["spice"] is None else BATCH
+    read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline, batch_size=size)
+    scored = read | "Score" >> ScoreSystems(
         bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None, followed is not None
     )
-    scored["rows"] | "WriteRows" >> WriteParquetShards(out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards)
-    tallies = (scored["rows"] | "TallyRows" >> beam.Map(lambda r: {"instructions": 1, f"system:{r['system']}": 1}),)
+    scored["rows"] | "WriteRows" >> WriteParquetShards(
+        out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards, batched=True
+    )
+    tallies = (scored["rows"] | "TallyRows" >> beam.Map(_tally),)
     sums = scored["sums"] | "SystemSums" >> beam.combiners.ToDict()
     outcomes = scored["outcomes"] | "Outcomes" >> beam.combiners.ToList()
     static = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -12,27 +13,63 @@ from vlnkit.io import fileio
 
 HUMAN = "human"
 STAGE = "score_instructions"
+FILE, BATCH = "file", "batch"  # what _ReadBatches is given: a system's file, or a batch made upstream
 
 
-class _ReadSystemFile(beam.DoFn):
-    """(system, file) -> its generated instructions as dicts; a file in no known layout is a dead letter."""
+def _checked(r: dict, table: dict | None) -> tuple[dict | None, str | None]:
+    """A record with its references, or None and why it cannot be scored (nothing dropped)."""
+    if not isinstance(r["text"], str):
+        return None, f"instruction is not a string ({type(r['text']).__name__})"
+    if not r["text"].strip():
+        return None, "instruction is empty"
+    refs = r["references"]
+    if table is not None:
+        refs = table.get(r["path_id"])
+        if refs is None:
+            return None, f"path_id {r['path_id']} names no path of --references"
+    if not refs or not all(isinstance(x, str) for x in refs):
+        return None, f"no references for path {r['path_id']}"
+    return {**r, "references": list(refs)}, None
+
+
+class _ReadBatches(beam.DoFn):
+    """(FILE, (system, file)) -> its checked instructions as (system, [records]) batches of at most `batch_size`
+    (a multi-system file's systems apart); a record that cannot be scored, or a file in no known layout, is a
+    dead letter when `dead_letters` (the scoring pass), and is left out silently by the frequency pass,
+    which reads the same files again rather than keep every batch until the frequencies are known.
+    (BATCH, (system, [records])) is a batch made upstream (the human row's), passed on as it is: files and
+    such batches enter one step together, so no runner-executed Flatten has to hold every batch.)"""
+
+    def __init__(self, table: dict | None, batch_size: int, dead_letters: bool):
+        super().__init__()
+        self.table = table
+        self.batch_size = batch_size
+        self.dead_letters = dead_letters
 
     def process(self, element):
         from vlnkit.captioning.layouts import LayoutError, parse
 
-        system, path = element
+        kind, value = element
+        if kind == BATCH:  # the human row's batches, made upstream, pass through
+            yield value
+            return
+        system, path = value
         try:
             text = fileio.read_bytes(path).decode("utf-8")
         except Exception as exc:  # any filesystem, decompression or decoding error: the file is the dead letter
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
+            if self.dead_letters:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", path, "", f"cannot read file ({exc})"))
             return
         try:
             records = parse(text, system, path)
         except LayoutError as error:
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, path, "<file>", str(error)))
+            if self.dead_letters:
+                yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, path, "<file>", str(error)))
             return
+        del text
+        pending: dict[str, list] = {}
         for g in records:
-            yield {
+            r = {
                 "system": g.system,
                 "instr_id": g.instr_id,
                 "path_id": g.path_id,
@@ -42,31 +79,16 @@ class _ReadSystemFile(beam.DoFn):
                 "human_scores": g.extra.get("human_scores"),
                 "source": path,
             }
-
-
-class _Check(beam.DoFn):
-    """A record's instruction and references, or a dead letter saying why not (nothing dropped)."""
-
-    def process(self, r, table):
-        def dead(reason):
-            return beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, r["source"], r["instr_id"], reason))
-
-        if not isinstance(r["text"], str):
-            yield dead(f"instruction is not a string ({type(r['text']).__name__})")
-            return
-        if not r["text"].strip():
-            yield dead("instruction is empty")
-            return
-        refs = r["references"]
-        if table is not None:
-            refs = table.get(r["path_id"])
-            if refs is None:
-                yield dead(f"path_id {r['path_id']} names no path of --references")
-                return
-        if not refs or not all(isinstance(x, str) for x in refs):
-            yield dead(f"no references for path {r['path_id']}")
-            return
-        yield {**r, "references": list(refs)}
+            ok, reason = _checked(r, self.table)
+            if ok is None:
+                if self.dead_letters:
+                    yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, path, r["instr_id"], reason))
+                continue
+            batch = pending.setdefault(ok["system"], [])
+            batch.append(ok)
+            if len(batch) >= self.batch_size:
+                yield ok["system"], pending.pop(ok["system"])
+        yield from pending.items()
 
 
 def _human_rows(path_id, records):
@@ -89,35 +111,66 @@ def _human_rows(path_id, records):
         }
 
 
+def _path_record(batch):
+    """(path_id, the fields a human row needs) of each record of a batch."""
+    _, records = batch
+    for r in records:
+        yield r["path_id"], {k: r[k] for k in ("path_id", "scan", "references", "source")}
+
+
 @dataclass
 class ReadChecked(beam.PTransform):
-    """Systems' files -> checked records (+ the human row) and dead letters."""
+    """Systems' files -> checked (system, [records]) batches, the files read twice: "records" for scoring
+    (the files' batches and the human row's, with the dead letters), "frequency_records" (the files') and
+    "human" (the human row's batches, --human_baseline) for CIDEr-D's document frequencies. Reading twice
+    keeps every runner from holding a whole set's batches while its frequencies are summed (an in-process
+    runner holds a PCollection in memory when a later step reads it after a side input, or a Flatten
+    gathers it)."""
 
     systems: dict
     references: dict | None
     human_baseline: bool
+    batch_size: int = 2048
 
     def expand(self, pipeline):
-        pairs = [(system, f) for system, files in self.systems.items() for f in files]
-        read = (
+        pairs = [(FILE, (system, f)) for system, files in self.systems.items() for f in files]
+        again = (
             pipeline
-            | "SystemFiles" >> beam.Create(pairs)
-            | "Read" >> beam.ParDo(_ReadSystemFile()).with_outputs(DEAD_LETTER, main="records")
+            | "SystemFilesAgain" >> beam.Create(pairs)
+            | "ReadForFrequencies" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, False))
         )
-        table = self.references
-        checked = read["records"] | "Check" >> beam.ParDo(_Check(), table).with_outputs(DEAD_LETTER, main="ok")
-        dead = [read[DEAD_LETTER], checked[DEAD_LETTER]]
-        records = checked["ok"]
+        dead = []
+        units = pipeline | "SystemFiles" >> beam.Create(pairs)
+        human = pipeline | "NoHuman" >> beam.Create([])
         if self.human_baseline:
-            human = (
-                records
-                | "ByPath" >> beam.Map(lambda r: (r["path_id"], r))
+            rows = (
+                again
+                | "ByPath" >> beam.FlatMap(_path_record)
                 | "OnePerPath" >> beam.combiners.Sample.FixedSizePerKey(1)
                 | "LeaveOneOut" >> beam.FlatMapTuple(_human_rows).with_outputs(DEAD_LETTER, main="rows")
             )
-            dead.append(human[DEAD_LETTER])
-            records = (records, human["rows"]) | "WithHuman" >> beam.Flatten()
-        return {"records": records, DEAD_LETTER: dead}
+            dead.append(rows[DEAD_LETTER])
+            human = (
+                rows["rows"]
+                | "HumanBatches" >> beam.BatchElements(self.batch_size, self.batch_size)
+                | "HumanSystem" >> beam.Map(lambda rs: (HUMAN, rs))
+            )
+            # small elements flattened (file names, and batches whose number grows with the paths only)
+            units = (units, human | "AsUnits" >> beam.Map(lambda b: (BATCH, b))) | "WithHuman" >> beam.Flatten()
+        read = units | "Read" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, True)).with_outputs(
+            DEAD_LETTER, main="records"
+        )
+        dead.insert(0, read[DEAD_LETTER])
+        return {"records": read["records"], "frequency_records": again, "human": human, DEAD_LETTER: dead}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _reference_tokens(text: str) -> tuple[str, ...]:
+    """A reference's tokens, cached per process: a path's references come with each of its instructions
+    (every system's, every sample's), and tokenizing is the slowest step per string."""
+    from vlnkit.captioning.ptb import tokenize
+
+    return tuple(tokenize(text))
 
 
 def _tokenized(batch):
@@ -125,32 +178,55 @@ def _tokenized(batch):
 
     system, records = batch
     return system, [
-        {**r, "tokens": tokenize(r["text"]), "ref_tokens": [tokenize(x) for x in r["references"]]} for r in records
+        {**r, "tokens": tokenize(r["text"]), "ref_tokens": [_reference_tokens(x) for x in r["references"]]}
+        for r in records
     ]
 
 
+def _batch_frequencies(batch):
+    """(system, [records]) -> (system, (its references' n-gram frequency table, items))."""
+    from vlnkit.captioning.batches import batch_document_frequencies
+
+    system, records = batch
+    return system, (
+        batch_document_frequencies([[_reference_tokens(x) for x in r["references"]] for r in records]),
+        len(records),
+    )
+
+
 class _DfCombine(beam.CombineFn):
-    """A system's CIDEr-D document frequencies and size, added up from its batches."""
+    """A system's CIDEr-D document frequencies and size, added up from its batches' Arrow tables: the
+    accumulator is bounded by the system's distinct n-grams (pending tables are summed by Arrow's group-by
+    once they hold more rows than `pending_rows` plus the last sum), not by its items."""
+
+    pending_rows = 1 << 20
 
     def create_accumulator(self):
-        return ({}, 0)
+        return [], 0, 0  # tables, their rows since the last sum, items
 
-    def add_input(self, acc, batch):
-        from vlnkit.captioning.batches import batch_document_frequencies, merge_counts
+    def _add(self, tables, rows, n, more, more_rows, more_n):
+        from vlnkit.captioning.batches import merge_frequencies
 
-        counts = batch_document_frequencies([r["tokens"] for r in batch], [r["ref_tokens"] for r in batch])
-        return merge_counts(acc[0], counts), acc[1] + len(batch)
+        tables, rows = tables + more, rows + more_rows
+        if len(tables) > 1 and rows > self.pending_rows + tables[0].num_rows:
+            tables = [merge_frequencies(tables)]
+            rows = 0
+        return tables, rows, n + more_n
+
+    def add_input(self, acc, value):
+        table, n = value
+        return self._add(*acc, [table], table.num_rows, n)
 
     def merge_accumulators(self, accs):
-        from vlnkit.captioning.batches import merge_counts
-
-        table, n = {}, 0
-        for t, k in accs:
-            table, n = merge_counts(table, t), n + k
-        return table, n
+        out = self.create_accumulator()
+        for acc in accs:
+            out = self._add(*out, *acc)
+        return out
 
     def extract_output(self, acc):
-        return acc
+        from vlnkit.captioning.batches import merge_frequencies
+
+        return merge_frequencies(acc[0]), acc[2]
 
 
 @dataclass
@@ -168,6 +244,16 @@ class _ScoreBatch(beam.DoFn):
         self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
         self._spice = Spice() if self.spice else None  # one parse cache per worker; one JVM call per batch
 
+    def _lookup(self, system: str, table) -> dict[str, int]:
+        """The system's frequency table as a dict, built once per worker (the side input is the same
+        object for every batch)."""
+        from vlnkit.captioning.batches import frequency_lookup
+
+        lookups = self.__dict__.setdefault("_lookups", {})
+        if system not in lookups or lookups[system][0] is not table:
+            lookups[system] = (table, frequency_lookup(table))
+        return lookups[system][1]
+
     def teardown(self):
         for jar in (getattr(self, "_meteor", None), getattr(self, "_spice", None)):
             if jar is not None:
@@ -178,9 +264,11 @@ class _ScoreBatch(beam.DoFn):
         from vlnkit.captioning.intervals import path_weights
         from vlnkit.comparison.resampling import episode_keys
 
-        system, records = batch
+        system, records = _tokenized(batch)
         table, size = frequencies[system]
-        scores = score_batch([r["tokens"] for r in records], [r["ref_tokens"] for r in records], table, size)
+        scores = score_batch(
+            [r["tokens"] for r in records], [r["ref_tokens"] for r in records], self._lookup(system, table), size
+        )
         paths = [r["path_id"] for r in records]
         weights = path_weights(paths, self.replicates, self.seed) if self.replicates else None
         sums = {"point": corpus_sums(scores)}
@@ -203,15 +291,18 @@ class _ScoreBatch(beam.DoFn):
         yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
         if self.followed:
             yield beam.pvalue.TaggedOutput("scored", _scored_table(system, records, scores))
+        columns = {k: v.tolist() for k, v in scores.items()}
+        rows = []
         for i, r in enumerate(records):
             row = {k: r[k] for k in ("system", "instr_id", "path_id", "scan")}
             row.update(instruction=r["text"], tokens=r["tokens"], references=len(r["references"]))
-            row.update({k: v[i].item() for k, v in scores.items()})
+            row.update({k: v[i] for k, v in columns.items()})
             row.setdefault("meteor", None)
             row.setdefault("spice", None)
             if r.get("human_scores"):
                 yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
-            yield row
+            rows.append(row)
+        yield rows
 
 
 def _scored_table(system: str, records: list[dict], scores: dict[str, np.ndarray]):
@@ -270,24 +361,34 @@ class _SumCombine(beam.CombineFn):
 
 @dataclass
 class ScoreSystems(beam.PTransform):
-    """Checked records -> per-instruction rows, rows with human outcomes, and each system's corpus sums."""
+    """`ReadChecked`'s batches -> per-instruction rows (in lists of a batch), rows with human outcomes, each
+    system's corpus sums, and (`followed`) each batch's scores as an Arrow table.
+
+    Two passes, nothing of a whole set in one place: each system's document frequencies are summed in Beam
+    from its batches' Arrow tables (a combiner; the result is bounded by the set's distinct n-grams), then
+    every batch is scored with them as a side input, and its corpus sums are combined per system."""
 
     replicates: int
     seed: int
     meteor: bool = False
     spice: bool = False
     followed: bool = False
-    batch_size: int = 512
 
-    def expand(self, records):
-        batches = (
-            records
-            | "BySystem" >> beam.Map(lambda r: (r["system"], r))
-            | "Batch" >> beam.GroupIntoBatches(self.batch_size)
-            | "Tokenize" >> beam.Map(_tokenized)
+    def expand(self, read):
+        # each system's frequencies combined before anything is flattened: a Flatten that the runner executes
+        # (the in-process one does) holds its inputs whole, and these are only one table per system
+        of_files = (
+            read["frequency_records"]
+            | "BatchFrequencies" >> beam.Map(_batch_frequencies)
+            | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
         )
-        frequencies = batches | "DocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
-        scored = batches | "Score" >> beam.ParDo(
+        of_human = (
+            read["human"]
+            | "HumanBatchFrequencies" >> beam.Map(_batch_frequencies)
+            | "HumanDocumentFrequencies" >> beam.CombinePerKey(_DfCombine())
+        )
+        frequencies = (of_files, of_human) | "Frequencies" >> beam.Flatten()
+        scored = read["records"] | "Score" >> beam.ParDo(
             _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed),
             beam.pvalue.AsDict(frequencies),
         ).with_outputs("sums", "outcomes", "scored", main="rows")

@@ -34,7 +34,14 @@ __getattr__, __all__ = lazy_exports(
         "scores": ("SetScores", "score_set", "METRICS"),
         "layouts": ("Generated", "LayoutError", "LAYOUTS", "detect", "parse", "path_id_of"),
         "intervals": ("SystemItems", "path_weights", "replicate_scores", "point_scores", "system_intervals", "compare"),
-        "batches": ("batch_document_frequencies", "merge_counts", "score_batch", "corpus_sums", "gram_texts"),
+        "batches": (
+            "batch_document_frequencies",
+            "merge_frequencies",
+            "frequency_lookup",
+            "score_batch",
+            "corpus_sums",
+            "gram_texts",
+        ),
         "summary": (
             "instructions_summary",
             "corpus_from_sums",

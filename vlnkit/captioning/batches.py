@@ -2,8 +2,10 @@
 
 CIDEr-D needs the whole set's document frequencies (which items' references hold each n-gram) and its
 size before any item can be scored, so a set is scored in two passes over batches of its items:
-1. `batch_document_frequencies(batch)`: {n-gram text: items of this batch whose references hold it};
-   batches hold distinct items, so a set's frequencies are the sums of its batches' (`merge_counts`);
+1. `batch_document_frequencies(references)`: an Arrow table (n-gram text, items of this batch whose
+   references hold it); batches hold distinct items, so a set's frequencies are the sums of its batches'
+   (`merge_frequencies`, Arrow's group-by: the table is bounded by the set's distinct n-grams, not its
+   items); a worker turns the set's table into a dict once (`frequency_lookup`);
 2. `score_batch(batch, frequencies, set_size)`: every item's BLEU-1..4 (sentence and statistics),
    ROUGE-L and CIDEr-D as if the whole set had been scored at once, equal to `score_set` on the set.
 `corpus_sums(rows, weights)` then gives a batch's additive corpus statistics (and each bootstrap
@@ -12,24 +14,29 @@ replicate's), which add across batches and workers in any order.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from vlnkit.captioning.bleu import bleu_stats, sentence_bleu
 from vlnkit.captioning.cider import DocumentFrequencies, cider_d
-from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build, ngram_counts
+from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build, counted, distinct, ngram_counts
 from vlnkit.captioning.rouge import rouge_l
 
 MEAN_METRICS = ("rouge_l", "cider_d")
 
 
-def gram_texts(tok: Tokenized) -> list[np.ndarray]:
-    """Per order: the text of every n-gram id (ids shared by hypotheses and references)."""
+def gram_texts(tok: Tokenized) -> list[pa.Array]:
+    """Per order: the text of every n-gram id (ids shared by hypotheses and references, as `ngram_counts`
+    numbers them), the words joined by spaces in Arrow (one C++ pass per order, no Python loop per n-gram)."""
     words = np.concatenate([tok.hyp_words, tok.ref_words])
     offsets = np.concatenate([tok.hyp_offsets, tok.ref_offsets[1:] + tok.hyp_offsets[-1]])
     lengths = np.diff(offsets)
     caption = np.repeat(np.arange(len(lengths)), lengths)
     index = np.arange(len(words)) - offsets[:-1][caption]
-    vocabulary = np.array(list(tok.vocabulary), dtype=object)
+    vocabulary = pa.array(list(tok.vocabulary), pa.string())
     out = []
     gram = words.astype(np.int64)
     width = int(words.max(initial=0)) + 1
@@ -48,36 +55,44 @@ def gram_texts(tok: Tokenized) -> list[np.ndarray]:
             gram = np.full(len(words), -1, np.int64)
             gram[fits] = dense
             first = np.flatnonzero(fits)[first_index]
-        texts = (
-            np.array([" ".join(vocabulary[words[p : p + order]]) for p in first.tolist()], dtype=object)
-            if len(first)
-            else np.array([], dtype=object)
-        )
-        out.append(texts)
+        if len(first) == 0:
+            out.append(pa.array([], pa.string()))
+            continue
+        parts = [vocabulary.take(pa.array(words[first + j])) for j in range(order)]
+        out.append(parts[0] if order == 1 else pc.binary_join_element_wise(*parts, " "))
     return out
 
 
-def batch_document_frequencies(hypotheses: list[list[str]], references: list[list[list[str]]]) -> dict[str, int]:
-    """{n-gram text (orders 1-4, words joined by spaces): items of the batch whose references hold it}."""
-    tok = build(hypotheses, references)
+FREQUENCIES = pa.schema([("ngram", pa.string()), ("df", pa.int64())])
+
+
+def batch_document_frequencies(references: list[list[list[str]]]) -> pa.Table:
+    """(ngram, df): each n-gram (orders 1-4, words joined by spaces) of the batch's references and how many
+    items of the batch hold it in a reference. Only the references count (CIDEr-D's `compute_doc_freq`)."""
+    tok = build([[] for _ in references], references)
     _, ref = ngram_counts(tok)
     texts = gram_texts(tok)
-    out: dict[str, int] = {}
+    names, counts = [], []
     for order, r in enumerate(ref):
-        pairs = np.unique(tok.ref_item[r.caption].astype(np.int64) * (int(r.ngram.max(initial=0)) + 1) + r.ngram)
-        g, c = np.unique(pairs % (int(r.ngram.max(initial=0)) + 1), return_counts=True)
-        for text, count in zip(texts[order][g].tolist(), c.tolist()):
-            out[text] = out.get(text, 0) + count
-    return out
+        width = int(r.ngram.max(initial=0)) + 1
+        g, c = counted(distinct(tok.ref_item[r.caption].astype(np.int64) * width + r.ngram) % width)
+        names.append(texts[order].take(pa.array(g)))
+        counts.append(pa.array(c, pa.int64()))
+    return pa.Table.from_arrays([pa.concat_arrays(names), pa.concat_arrays(counts)], schema=FREQUENCIES)
 
 
-def merge_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    """Sum two frequency tables (into the larger one)."""
-    if len(a) < len(b):
-        a, b = b, a
-    for k, v in b.items():
-        a[k] = a.get(k, 0) + v
-    return a
+def merge_frequencies(tables: list[pa.Table]) -> pa.Table:
+    """Frequency tables of disjoint batches -> one, each n-gram's counts summed (Arrow's hash group-by)."""
+    tables = [t for t in tables if t.num_rows]
+    if len(tables) <= 1:
+        return tables[0] if tables else FREQUENCIES.empty_table()
+    summed = pa.concat_tables(tables).group_by("ngram").aggregate([("df", "sum")])
+    return pa.Table.from_arrays([summed["ngram"], summed["df_sum"]], schema=FREQUENCIES)
+
+
+def frequency_lookup(table: pa.Table) -> dict[str, int]:
+    """A set's merged frequency table as {n-gram: df}, built once per worker for `score_batch`."""
+    return dict(zip(table["ngram"].to_pylist(), table["df"].to_pylist()))
 
 
 def score_batch(
@@ -91,8 +106,9 @@ def score_batch(
     sentence = sentence_bleu(stats)
     texts = gram_texts(tok)
     ngrams, counts = [], []
+    get = frequencies.get
     for order in range(MAX_ORDER):
-        table = np.array([frequencies.get(t, 0) for t in texts[order].tolist()], np.int64)
+        table = np.fromiter(map(get, texts[order].to_pylist(), repeat(0)), np.int64, len(texts[order]))
         ids = np.flatnonzero(table > 0)
         ngrams.append(ids)
         counts.append(table[ids])

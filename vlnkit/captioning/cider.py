@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, lookup
+from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, distinct, lookup
 
 SIGMA = 6.0
 
@@ -38,7 +38,7 @@ def document_frequencies(tok: Tokenized, ref: list[NgramCounts]) -> DocumentFreq
     for r in ref:
         item = tok.ref_item[r.caption]
         width = int(r.ngram.max(initial=0)) + 1
-        pairs = np.unique(item.astype(np.int64) * width + r.ngram)
+        pairs = distinct(item.astype(np.int64) * width + r.ngram)
         per_ngram = np.bincount(pairs % width, minlength=width)
         g = np.flatnonzero(per_ngram)
         ngrams.append(g)
