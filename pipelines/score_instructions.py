@@ -240,6 +240,7 @@ def _outcome_files(ctx: Run, opts) -> tuple[list[tuple[str | None, str]], tuple[
 
 def run(ctx: Run) -> dict:
     from pipelines.input_checks import refuse_continuous
+    from transforms.instructions import HUMAN
     from vlnkit.comparison.config import BootstrapConfig
 
     opts = ctx.args
@@ -248,6 +249,8 @@ def run(ctx: Run) -> dict:
     if not opts.predictions:
         raise JobError("--predictions is required")
     systems = ctx.agents(opts.predictions, refuse=refuse_continuous(JOB.name))
+    if opts.human_baseline and HUMAN in systems:
+        raise JobError(f"--predictions names a system {HUMAN!r}, the name of the --human_baseline row: rename it")
     references = None
     if opts.references:
         (path,) = ctx.inputs("references", opts.references)[:1]

@@ -40,11 +40,12 @@ class _ReadBatches(beam.DoFn):
     (BATCH, (system, [records])) is a batch made upstream (the human row's), passed on as it is: files and
     such batches enter one step together, so no runner-executed Flatten has to hold every batch.)"""
 
-    def __init__(self, table: dict | None, batch_size: int, dead_letters: bool):
+    def __init__(self, table: dict | None, batch_size: int, dead_letters: bool, reserved: str | None = None):
         super().__init__()
         self.table = table
         self.batch_size = batch_size
         self.dead_letters = dead_letters
+        self.reserved = reserved  # the human row's system name, when there is one: no file's system may take it
 
     def process(self, element):
         from vlnkit.captioning.layouts import LayoutError, parse
@@ -80,6 +81,8 @@ class _ReadBatches(beam.DoFn):
                 "source": path,
             }
             ok, reason = _checked(r, self.table)
+            if ok is not None and r["system"] == self.reserved:  # its frequencies would merge with the human row's
+                ok, reason = None, f"system {r['system']!r} is the name of the --human_baseline row: rename the system"
             if ok is None:
                 if self.dead_letters:
                     yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(STAGE, path, r["instr_id"], reason))
@@ -134,10 +137,11 @@ class ReadChecked(beam.PTransform):
 
     def expand(self, pipeline):
         pairs = [(FILE, (system, f)) for system, files in self.systems.items() for f in files]
+        reserved = HUMAN if self.human_baseline else None
         again = (
             pipeline
             | "SystemFilesAgain" >> beam.Create(pairs)
-            | "ReadForFrequencies" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, False))
+            | "ReadForFrequencies" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, False, reserved))
         )
         dead = []
         units = pipeline | "SystemFiles" >> beam.Create(pairs)
@@ -157,9 +161,9 @@ class ReadChecked(beam.PTransform):
             )
             # small elements flattened (file names, and batches whose number grows with the paths only)
             units = (units, human | "AsUnits" >> beam.Map(lambda b: (BATCH, b))) | "WithHuman" >> beam.Flatten()
-        read = units | "Read" >> beam.ParDo(_ReadBatches(self.references, self.batch_size, True)).with_outputs(
-            DEAD_LETTER, main="records"
-        )
+        read = units | "Read" >> beam.ParDo(
+            _ReadBatches(self.references, self.batch_size, True, reserved)
+        ).with_outputs(DEAD_LETTER, main="records")
         dead.insert(0, read[DEAD_LETTER])
         return {"records": read["records"], "frequency_records": again, "human": human, DEAD_LETTER: dead}
 

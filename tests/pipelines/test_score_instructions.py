@@ -163,3 +163,26 @@ def test_without_rhino_spice_is_refused_in_one_line_and_the_rest_runs(tmp_path, 
     assert len(lines) == 1 and "apt-get install librhino-java" in lines[0]
     assert summary["instructions"] == 20 and "spice" not in summary["by_system"]["s"]
     assert summary["spice"].startswith("SPICE needs Rhino") and summary["meteor"] == "not asked for (--meteor)"
+
+
+def test_a_system_named_as_the_human_row_is_refused_or_dead_lettered(tmp_path, capsys):
+    """With --human_baseline, "human" names the reference row, whose CIDEr-D frequencies are its own: a system of
+    that name is refused at launch (--predictions) or, named inside a multi-system file, is a dead letter."""
+    from transforms.instructions import BATCH, FILE, HUMAN, _ReadBatches
+
+    data = tmp_path / "human.json"
+    data.write_text(json.dumps([{"path_id": 1, "instructions": ["walk ahead", "go on"]}]))
+    with pytest.raises(SystemExit) as refused:
+        run(tmp_path / "out", f"--predictions={HUMAN}={data}", f"--references={data}", "--human_baseline")
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and err.count("\n") == 1 and "--human_baseline row" in err, err
+    assert not list((tmp_path / "out").iterdir())  # nothing staged, locked or published
+    spice = tmp_path / "multi.json"  # the SPICE layout carries its references; the system comes from the flag
+    spice.write_text(json.dumps([{"image_id": "1_0", "refs": ["walk ahead", "go on"], "test": "walk on"}]))
+    reader = _ReadBatches(None, 16, True, reserved=HUMAN)
+    out = list(reader.process((FILE, (HUMAN, str(spice)))))
+    assert [o.value["reason"] for o in out] == [
+        f"system {HUMAN!r} is the name of the --human_baseline row: rename the system"
+    ]
+    assert list(_ReadBatches(None, 16, True).process((FILE, ("other", str(spice)))))[0][0] == "other"
+    assert list(reader.process((BATCH, (HUMAN, [1])))) == [(HUMAN, [1])]  # the human row's own batches pass
