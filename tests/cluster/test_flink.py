@@ -97,6 +97,19 @@ def new_job(flink, before: dict[str, str], state: str | None = None) -> str | No
     return found[0] if found else None
 
 
+def running_taskmanagers(flink, jid: str | None) -> set[str]:
+    """The resource ids (`taskmanager-<i>`, configs/flink-cluster.yaml) of the TaskManagers running a task of `jid`."""
+    if jid is None:
+        return set()
+    found = set()
+    for vertex in rest(flink, f"/jobs/{jid}")["vertices"]:
+        if vertex["status"] == "RUNNING":
+            for tm in rest(flink, f"/jobs/{jid}/vertices/{vertex['id']}/taskmanagers")["taskmanagers"]:
+                if tm["status"] == "RUNNING":
+                    found.add(tm["taskmanager-id"])
+    return found
+
+
 def wait_until(condition, seconds: float = 300.0, what: str = "") -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -326,6 +339,7 @@ def test_an_sdk_worker_that_cannot_import_the_project_fails_the_job_in_one_line(
 def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_unchanged(flink, shared_data, tmp_path):
     """The documented choice (docs/cloud.md): no restart (configs/flink-cluster.yaml), so a lost TaskManager
     fails the job; the launcher says so in one line and the published version stays as it was."""
+    known = jobs(flink)
     out, gate, proc = _held(flink, shared_data, tmp_path)
     before = snapshot(out)
 
@@ -337,7 +351,12 @@ def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_uncha
         ]
 
     wait_until(staged, what="the job to reach its last step")
-    os.kill(cluster.read_pids(flink)["taskmanager-1"], signal.SIGKILL)  # it runs half of the held last step
+    # A TaskManager that runs a task of the job now (the held last step): which one is Flink's choice, and a
+    # TaskManager whose tasks have all finished can be lost without the job noticing.
+    running: set[str] = set()
+    wait_until(lambda: running.update(running_taskmanagers(flink, new_job(flink, known))) or running, what="a task")
+    victim = int(max(running).rsplit("-", 1)[1])
+    os.kill(cluster.read_pids(flink)[f"taskmanager-{victim}"], signal.SIGKILL)
     try:
         time.sleep(20)  # Flink sees the TaskManager gone; the held workers beside the other one then go on
         gate.touch()
@@ -347,5 +366,5 @@ def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_uncha
         assert snapshot(out) == before
     finally:
         gate.touch()
-        cluster.start_taskmanager(flink, 1)
+        cluster.start_taskmanager(flink, victim)
         wait_until(lambda: rest(flink, "/overview")["taskmanagers"] == 2, seconds=120, what="the TaskManager back")
