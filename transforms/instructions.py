@@ -247,16 +247,17 @@ class _ScoreBatch(beam.DoFn):
 
         self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
         self._spice = Spice() if self.spice else None  # one parse cache per worker; one JVM call per batch
+        self._lookups: dict[str, tuple] = {}  # system -> (its frequency table, that table as a dict)
 
     def _lookup(self, system: str, table) -> dict[str, int]:
         """The system's frequency table as a dict, built once per worker (the side input is the same
         object for every batch)."""
         from vlnkit.captioning.batches import frequency_lookup
 
-        lookups = self.__dict__.setdefault("_lookups", {})
-        if system not in lookups or lookups[system][0] is not table:
-            lookups[system] = (table, frequency_lookup(table))
-        return lookups[system][1]
+        held = self._lookups.get(system)
+        if held is None or held[0] is not table:
+            held = self._lookups[system] = (table, frequency_lookup(table))
+        return held[1]
 
     def teardown(self):
         for jar in (getattr(self, "_meteor", None), getattr(self, "_spice", None)):
