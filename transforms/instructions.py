@@ -245,7 +245,7 @@ class _ScoreBatch(beam.DoFn):
         from vlnkit.captioning.meteor import Meteor
         from vlnkit.captioning.spice import Spice
 
-        self._meteor = Meteor() if self.meteor else None  # one JVM per worker, many batches
+        self._meteor = Meteor.shared() if self.meteor else None  # the worker's one JVM, kept after teardown
         self._spice = Spice() if self.spice else None  # one parse cache per worker; one JVM call per batch
         self._lookups: dict[str, tuple] = {}  # system -> (its frequency table, that table as a dict)
 
@@ -260,9 +260,8 @@ class _ScoreBatch(beam.DoFn):
         return held[1]
 
     def teardown(self):
-        for jar in (getattr(self, "_meteor", None), getattr(self, "_spice", None)):
-            if jar is not None:
-                jar.close()
+        if getattr(self, "_spice", None) is not None:
+            self._spice.close()
 
     def process(self, batch, frequencies):
         from vlnkit.captioning.batches import corpus_sums, score_batch

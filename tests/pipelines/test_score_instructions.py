@@ -107,10 +107,9 @@ def test_meteor_column_and_corpus_are_the_jars(tmp_path, shared_data):
         r["instr_id"]: r["meteor"]
         for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()
     }
-    with Meteor() as jar:
-        aggregate, items = jar.score(
-            [" ".join(tokenize(r["test"])) for r in rows], [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
-        )
+    aggregate, items = Meteor.shared().score(  # the jar the job's steps used in this process: one set scored alone
+        [" ".join(tokenize(r["test"])) for r in rows], [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
+    )
     assert [got[r["image_id"]] for r in rows] == items
     assert summary["by_system"]["s"]["meteor"]["score"] == aggregate and summary["meteor"] == "computed"
 

@@ -7,12 +7,16 @@ the set, and reads one score per item and then the set's aggregate (l. 35-45). T
 own (from pooled statistics), not the mean of the items' scores. "Equal" for METEOR is identical output
 of the same jar on the same lines.
 
-Here one JVM serves many batches (the paraphrase table loads once per worker, about 10 s), and a batch's
+Here one JVM serves a whole process (`Meteor.shared()`): the paraphrase table loads once per worker, about
+10 s of CPU, and the run's corpus scores (evaluated from summed statistics at its end) use the jar the
+batches used when both run in one process. The jar keeps no state between lines (each SCORE line is
+scored alone; EVAL reads only the statistics it is given), so sharing it changes no output. A batch's
 SCORE lines are written by a thread while its statistics are read, so the pipe never blocks.
 """
 
 from __future__ import annotations
 
+import atexit
 import subprocess
 import threading
 
@@ -32,6 +36,20 @@ def _score_line(hypothesis: str, references: list[str]) -> str:
 
 class Meteor:
     """A running METEOR 1.5 jar: `score(hypotheses, references)` -> (aggregate, per-item scores)."""
+
+    _shared: Meteor | None = None
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> Meteor:
+        """This process's jar: started at the first call, the same running one after it, a new one if it has
+        ended; stopped when the process exits. Callers do not close it."""
+        with cls._shared_lock:
+            jar = cls._shared
+            if jar is None or jar._process.poll() is not None:
+                jar = cls._shared = cls()
+                atexit.register(jar.close)
+            return jar
 
     def __init__(self):
         reason = missing("meteor")

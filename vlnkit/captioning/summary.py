@@ -39,17 +39,17 @@ def corpus_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def with_meteor(point: dict[str, dict], replicates: dict[str, dict]) -> None:
     """Corpus METEOR (point and replicates) from the summed jar statistics, where the run computed them:
-    the jar's EVAL of each summed row (one JVM here, for every system)."""
+    the jar's EVAL of each summed row (the process's jar, `Meteor.shared()`, for every system)."""
     systems = [s for s in point if "meteor_stats" in point[s]]
     if not systems:
         return
     from vlnkit.captioning.meteor import Meteor
 
-    with Meteor() as jar:
-        for s in systems:
-            point[s]["meteor"] = np.array(jar.evaluate(point[s]["meteor_stats"].T))
-            if s in replicates:
-                replicates[s]["meteor"] = np.array(jar.evaluate(replicates[s]["meteor_stats"].T))
+    jar = Meteor.shared()
+    for s in systems:
+        point[s]["meteor"] = np.array(jar.evaluate(point[s]["meteor_stats"].T))
+        if s in replicates:
+            replicates[s]["meteor"] = np.array(jar.evaluate(replicates[s]["meteor_stats"].T))
 
 
 def system_rows(point: dict[str, dict], replicates: dict[str, dict], confidence: float) -> dict[str, dict]:

@@ -20,15 +20,21 @@ def test_meteor_equals_the_reference_wrapper(speaker_dir):
     sets = shared_sets.zhao_sets(speaker_dir, common=False)
     chosen = [sets["human-reference"], sets["speaker-lstm_greedy"], shared_sets.t5_greedy_set(speaker_dir)]
     reference = Reference()
-    with Meteor() as ours:
-        for _, hyps, refs in chosen:
-            h, r = _joined(hyps, refs)
-            ids = list(range(len(h)))
-            expected = reference.compute_score({i: r[i] for i in ids}, {i: [h[i]] for i in ids})
-            got = ours.score(h, r)
-            assert got[0] == expected[0] and got[1] == list(expected[1])
-            assert got[0] != pytest.approx(sum(got[1]) / len(got[1]), abs=1e-6)  # the jar's aggregate, not a mean
+    ours = Meteor.shared()
+    assert Meteor.shared() is ours  # one running jar per process
+    for _, hyps, refs in chosen:
+        h, r = _joined(hyps, refs)
+        ids = list(range(len(h)))
+        expected = reference.compute_score({i: r[i] for i in ids}, {i: [h[i]] for i in ids})
+        got = ours.score(h, r)
+        assert got[0] == expected[0] and got[1] == list(expected[1])
+        assert got[0] != pytest.approx(sum(got[1]) / len(got[1]), abs=1e-6)  # the jar's aggregate, not a mean
     reference.meteor_p.kill()
+    ours._process.kill()  # a jar that has ended is replaced by a new one at the next call
+    ours._process.wait()
+    again = Meteor.shared()
+    assert again is not ours and again._process.poll() is None
+    again.close()
 
 
 def test_without_java_or_jar_the_refusal_is_one_line_naming_the_install(monkeypatch, tmp_path):
