@@ -15,7 +15,7 @@ import pytest
 
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
-from tests.pipelines.test_runners import JOBS, job_flags, outputs_per_runner, run_job
+from tests.pipelines.test_runners import JOBS, in_process_result, job_flags, run_job, run_result
 from tests.processes import start_module, stop_group, wait_for_port
 
 IN_PROCESS = ["--runner=DirectRunner"]
@@ -55,10 +55,13 @@ def worker_pool(tmp_path_factory):
 
 @pytest.mark.real_data
 @pytest.mark.parametrize("job", JOBS)
-def test_worker_pool_gives_the_rows_and_summary_of_an_in_process_run(job, worker_pool, shared_data, tmp_path):
-    results = outputs_per_runner(job, {"in_process": IN_PROCESS, "worker_pool": worker_pool}, shared_data, tmp_path)
-    assert any(results["in_process"].values())
-    assert results["worker_pool"] == results["in_process"], f"{job}: the worker pool differs from in-process"
+def test_worker_pool_gives_the_rows_and_summary_of_an_in_process_run(
+    job, worker_pool, shared_data, tmp_path, tmp_path_factory
+):
+    reference = in_process_result(job, shared_data, tmp_path_factory)  # the session's in-process run
+    assert any(reference.values())
+    got = run_result(job, worker_pool, shared_data, tmp_path / "worker_pool")
+    assert got == reference, f"{job}: the worker pool differs from in-process"
     assert "Starting worker" in Path(worker_pool.log).read_text(), "the pool started no SDK worker"
 
 

@@ -26,7 +26,7 @@ import pytest
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
 from tests.pipelines.test_publishing import finish, snapshot
-from tests.pipelines.test_runners import JOBS, job_flags, rows
+from tests.pipelines.test_runners import JOBS, in_process_result, job_flags, neutral_rows, rows
 from tests.processes import start_module
 from vlnkit.cluster import flink as cluster
 from vlnkit.io import integrity
@@ -191,11 +191,15 @@ def report_tables(out: Path, work: Path) -> tuple[dict, list[str]]:
     return json.loads(re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)), figures
 
 
-def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(flink, shared_data, tmp_path):
+def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(
+    flink, shared_data, tmp_path, tmp_path_factory
+):
     """perturb, build_compat, paraphrase (the offline translator), random_baseline, build_probes,
     score_probes, build_crafty and score_instructions; the score job on REVERIE, CVDN and R2R-CE; and the
     report of a score run: launched together, one task slot each (`--parallelism=1`), so four run at once
-    and the rest wait for a slot."""
+    and the rest wait for a slot. The first eight equal the session's in-process runs of the same flags
+    (`in_process_result`, shared with tests/pipelines/test_runners.py); the others' in-process runs are
+    made here, while the cluster runs its copies."""
 
     def runs(side: str) -> dict[str, tuple[str, list[str], list[str]]]:
         """name -> (job, flags, output prefixes) for one side's folder."""
@@ -213,8 +217,13 @@ def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(flin
         )
         for name, (job, flags, _) in runs("flink").items()
     }
+    shared = {}
     for name, (job, flags, _) in runs("local").items():  # while the cluster runs its copies
-        in_process(job, [*flags, f"--output_dir={tmp_path}/{name}/local/out"])
+        if name in OTHER_JOBS:
+            shared[name] = in_process_result(job, shared_data, tmp_path_factory)
+            shared[name].pop("summary.json")
+        else:
+            in_process(job, [*flags, f"--output_dir={tmp_path}/{name}/local/out"])
     ended = {name: ending.result() for name, ending in endings.items()}
     failed = {name: err[-1500:] for name, (code, err) in ended.items() if code != 0}
     assert not failed, failed
@@ -222,6 +231,8 @@ def test_every_other_job_on_the_cluster_gives_the_rows_of_an_in_process_run(flin
         got, want = tmp_path / name / "flink" / "out", tmp_path / name / "local" / "out"
         if job == "report":
             assert report_tables(got, got.parent) == report_tables(want, want.parent), name
+        elif name in shared:
+            assert neutral_rows(got.parent, prefixes) == shared[name] and any(shared[name].values()), name
         else:
             assert rows(got, prefixes) == rows(want, prefixes) and any(rows(want, prefixes).values()), name
         assert integrity.verify(str(got)) == [], name

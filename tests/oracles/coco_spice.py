@@ -19,6 +19,8 @@ import subprocess
 import types
 from pathlib import Path
 
+from tests.session_memo import key_of, memo_json, session_folder
+
 
 def reference_spice(hypotheses: list[str], references: list[list[str]], ids: list[str], cache: Path):
     """(corpus SPICE, per-item F) as pycocoevalcap's Spice computes them, per-item in `ids` order."""
@@ -49,3 +51,14 @@ def reference_spice(hypotheses: list[str], references: list[list[str]], ids: lis
     order = sorted(ids)  # the wrapper returns items in sorted id order
     by_id = {i: s["All"]["f"] for i, s in zip(order, items)}
     return score, [by_id[i] for i in ids]
+
+
+def reference_spice_once(tmp_path_factory, hypotheses: list[str], references: list[list[str]], ids: list[str]):
+    """`reference_spice` of this input, computed once per test session (tests.session_memo): each jar call
+    loads CoreNLP's models first, 30-60 s of CPU, and two test files check against the same set."""
+    key = key_of(hypotheses, references, ids)
+    cache = session_folder(tmp_path_factory) / f"coco-spice-cache-{key}"
+    score, items = memo_json(
+        tmp_path_factory, "coco-spice", key, lambda: reference_spice(hypotheses, references, ids, cache)
+    )
+    return score, items

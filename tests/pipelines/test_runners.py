@@ -22,6 +22,7 @@ import pytest
 
 from pipelines.cli import JOBS as ALL_JOBS
 from tests.conftest import ROOT
+from tests.session_memo import key_of, memo_folder
 
 RUNNERS = {
     "in_process": ["--runner=DirectRunner"],
@@ -125,8 +126,39 @@ OPERATIONAL = {"translation"}
 def comparable_summary(work: Path, path: Path) -> str:
     """The summary with run-specific paths neutralized and execution statistics left out."""
     summary = {k: v for k, v in json.loads(path.read_text()).items() if k not in OPERATIONAL}
-    text = json.dumps(summary, sort_keys=True).replace(str(work), "<work>")
+    text = json.dumps(summary, sort_keys=True).replace(str(work), "<work>").replace(str(work.parent), "<inputs>")
     return re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)  # each run's own version folder
+
+
+def run_result(job: str, runner_flags: list[str], shared_data, work: Path) -> dict[str, list[str]]:
+    """Run `job` on `job_flags`' inputs (written beside `work`) with `runner_flags`: its rows and summary, the
+    run's folders neutralized (dead letters name input files), so that runs in other folders compare equal."""
+    flags, prefixes = job_flags(job, shared_data, work)
+    run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
+    assert (work / "out" / "_SUCCESS").exists()
+    found = neutral_rows(work, prefixes)
+    found["summary.json"] = [comparable_summary(work, work / "out" / "summary.json")]
+    return found
+
+
+def neutral_rows(work: Path, prefixes: list[str]) -> dict[str, list[str]]:
+    """`rows` of the run in `work` (outputs in `work`/out, inputs beside `work`), its folders neutralized."""
+    return {
+        name: sorted(x.replace(str(work), "<work>").replace(str(work.parent), "<inputs>") for x in values)
+        for name, values in rows(work / "out", prefixes).items()
+    }
+
+
+def in_process_result(job: str, shared_data, tmp_path_factory) -> dict[str, list[str]]:
+    """`run_result` of the in-process DirectRunner, run once per test session (tests.session_memo): the
+    reference every other runner's test (here, the worker pool's, the Flink cluster's) must equal."""
+
+    def fill(folder: Path) -> None:
+        result = run_result(job, RUNNERS["in_process"], shared_data, folder / "in_process")
+        (folder / "result.json").write_text(json.dumps(result))
+
+    folder = memo_folder(tmp_path_factory, f"in-process-{job}", key_of(job, str(shared_data)), fill)
+    return json.loads((folder / "result.json").read_text())
 
 
 def run_job(job: str, flags: list[str]) -> dict:
@@ -134,27 +166,15 @@ def run_job(job: str, flags: list[str]) -> dict:
     return module.main(flags)
 
 
-def outputs_per_runner(job: str, runners: dict[str, list[str]], shared_data, tmp_path) -> dict[str, dict]:
-    """Run `job` once per runner (name -> runner flags) on the same inputs: each run's rows and summary."""
-    results = {}
-    for name, runner_flags in runners.items():
-        work = tmp_path / name
-        flags, prefixes = job_flags(job, shared_data, work)
-        run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
-        assert (work / "out" / "_SUCCESS").exists()
-        results[name] = rows(work / "out", prefixes)
-        results[name]["summary.json"] = [comparable_summary(work, work / "out" / "summary.json")]
-    return results
-
-
 @pytest.mark.real_data
 @pytest.mark.parametrize("job", JOBS)
-def test_every_runner_gives_identical_rows(job, shared_data, tmp_path):
-    results = outputs_per_runner(job, RUNNERS, shared_data, tmp_path)
-    reference = results.pop("in_process")
+def test_every_runner_gives_identical_rows(job, shared_data, tmp_path, tmp_path_factory):
+    reference = in_process_result(job, shared_data, tmp_path_factory)
     assert any(reference.values())
-    for name, got in results.items():
-        assert got == reference, f"{job}: {name} differs from in-process DirectRunner"
+    for name, runner_flags in RUNNERS.items():
+        if name != "in_process":
+            got = run_result(job, runner_flags, shared_data, tmp_path / name)
+            assert got == reference, f"{job}: {name} differs from in-process DirectRunner"
 
 
 @pytest.mark.real_data

@@ -123,21 +123,22 @@ def test_without_the_jar_meteor_is_refused_in_one_line_and_the_rest_runs(tmp_pat
     assert summary["instructions"] == 20 and "meteor" not in summary["by_system"]["s"]
 
 
-def test_spice_column_corpus_and_interval_are_pycocoevalcaps(tmp_path, shared_data):
+def test_spice_column_corpus_and_interval_are_pycocoevalcaps(tmp_path, tmp_path_factory, shared_data):
     """--spice: per item identical to pycocoevalcap's Spice on the same set (one jar call for the batch, run
-    beside the oracle's); the corpus score its mean; the interval a resampled mean around it."""
+    beside the oracle's; the oracle's result is the session's, shared with tests/vlnkit/captioning/test_spice.py,
+    which checks the same 12 items); the corpus score its mean; the interval a resampled mean around it."""
     import threading
 
-    from tests.oracles.coco_spice import reference_spice
+    from tests.oracles.coco_spice import reference_spice_once
 
-    rows = shared_sets.shortest_acgg(shared_data / "speaker", 8)
+    rows = shared_sets.shortest_acgg(shared_data / "speaker", 12)
     path = tmp_path / "small.json"
     path.write_text(json.dumps(rows))
     ids = [r["image_id"] for r in rows]
     hyps = [" ".join(tokenize(r["test"])) for r in rows]
     refs = [[" ".join(tokenize(x)) for x in r["refs"]] for r in rows]
     theirs = {}
-    oracle = threading.Thread(target=lambda: theirs.update(r=reference_spice(hyps, refs, ids, tmp_path / "cache")))
+    oracle = threading.Thread(target=lambda: theirs.update(r=reference_spice_once(tmp_path_factory, hyps, refs, ids)))
     oracle.start()
     summary = run(tmp_path / "out", f"--predictions=s={path}", "--spice")
     oracle.join()

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from tests.oracles.coco_spice import reference_spice
+from tests.oracles.coco_spice import reference_spice_once
 from tests.vlnkit.captioning import shared_sets
 from vlnkit.captioning.jars import INSTALL_COMMAND, RHINO_INSTALL, missing
 from vlnkit.captioning.ptb import tokenize
@@ -30,12 +30,12 @@ def small_set(speaker_dir, n=12):
     )
 
 
-def test_spice_equals_the_reference_wrapper(speaker_dir, tmp_path):
+def test_spice_equals_the_reference_wrapper(speaker_dir, tmp_path, tmp_path_factory):
     ids, hyps, refs = small_set(speaker_dir)
     order = sorted(range(len(ids)), key=ids.__getitem__)  # the wrapper's order: sorted ids
     theirs = {}
     oracle = threading.Thread(
-        target=lambda: theirs.update(result=reference_spice(hyps, refs, ids, tmp_path / "oracle_cache"))
+        target=lambda: theirs.update(result=reference_spice_once(tmp_path_factory, hyps, refs, ids))
     )
     oracle.start()
     with Spice(memory="4G", cache=tmp_path / "cache") as spice:
