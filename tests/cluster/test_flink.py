@@ -26,7 +26,14 @@ import pytest
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
 from tests.pipelines.test_publishing import finish, snapshot
-from tests.pipelines.test_runners import JOBS, in_process_result, job_flags, neutral_rows, rows
+from tests.pipelines.test_runners import (
+    JOBS,
+    comparable_result,
+    in_process_result,
+    job_flags,
+    neutral_rows,
+    rows,
+)
 from tests.processes import start_module
 from vlnkit.cluster import flink as cluster
 from vlnkit.io import integrity
@@ -122,15 +129,23 @@ def one_error_line(err: str) -> list[str]:
 
 
 @pytest.mark.parametrize("job", ["build_r4r", "score"])
-def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, shared_data, tmp_path):
+def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, shared_data, tmp_path, tmp_path_factory):
+    """build_r4r: rows, summary and the R4R JSON file byte for byte (its digest) equal the session's in-process
+    run (`in_process_result`); score, with three agents, equal an in-process run made here meanwhile."""
     flags, prefixes = job_flags(job, shared_data, tmp_path / "flink")
     if job == "score":  # three agents with intervals: the third is the first one under another name
         third = next(f for f in flags if f.startswith("--predictions=random=")).replace("random=", "again=", 1)
         flags.append(third)
     ending = in_background(launch(flink, job, [*flags, f"--output_dir={tmp_path}/flink/out"]), timeout=900)
+    if job == "build_r4r":
+        reference = in_process_result(job, shared_data, tmp_path_factory)
+        code, err = ending.result()
+        assert code == 0, err[-3000:]
+        assert comparable_result(tmp_path / "flink", prefixes) == reference and any(reference.values())
+        assert reference["R4R.json"] and integrity.verify(str(tmp_path / "flink" / "out")) == []
+        return
     ref_flags, _ = job_flags(job, shared_data, tmp_path / "local")
-    if job == "score":
-        ref_flags.append(third)
+    ref_flags.append(third)
     in_process(job, [*ref_flags, f"--output_dir={tmp_path}/local/out"])  # while the cluster runs its copy
     code, err = ending.result()
     assert code == 0, err[-3000:]
@@ -144,8 +159,6 @@ def test_a_job_on_the_cluster_gives_the_rows_of_an_in_process_run(job, flink, sh
         return json.loads(json.dumps(s).replace(str(tmp_path / "flink"), "<w>").replace(str(tmp_path / "local"), "<w>"))
 
     assert strip(summary("flink")) == strip(summary("local"))
-    if job == "build_r4r":  # the R4R JSON file byte for byte
-        assert (tmp_path / "flink" / "R4R.json").read_bytes() == (tmp_path / "local" / "R4R.json").read_bytes()
     assert integrity.verify(str(tmp_path / "flink" / "out")) == []
 
 

@@ -136,8 +136,15 @@ def run_result(job: str, runner_flags: list[str], shared_data, work: Path) -> di
     flags, prefixes = job_flags(job, shared_data, work)
     run_job(job, [*runner_flags, *flags, f"--output_dir={work}/out"])
     assert (work / "out" / "_SUCCESS").exists()
+    return comparable_result(work, prefixes)
+
+
+def comparable_result(work: Path, prefixes: list[str]) -> dict[str, list[str]]:
+    """A finished run's neutral rows and summary, and the digest of build_r4r's R4R JSON file when it wrote one."""
     found = neutral_rows(work, prefixes)
     found["summary.json"] = [comparable_summary(work, work / "out" / "summary.json")]
+    if (work / "R4R.json").exists():
+        found["R4R.json"] = [hashlib.sha256((work / "R4R.json").read_bytes()).hexdigest()]
     return found
 
 
