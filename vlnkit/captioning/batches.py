@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 
 from vlnkit.captioning.bleu import bleu_stats, sentence_bleu
 from vlnkit.captioning.cider import DocumentFrequencies, cider_d, items_holding
-from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build, ngram_counts, ngram_ids
+from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build
+from vlnkit.captioning.ngrams import all_captions, ngram_counts, ngram_ids
 from vlnkit.captioning.rouge import rouge_l
 
 MEAN_METRICS = ("rouge_l", "cider_d")
@@ -31,8 +32,7 @@ MEAN_METRICS = ("rouge_l", "cider_d")
 def gram_texts(tok: Tokenized) -> list[pa.Array]:
     """Per order: the text of every n-gram id (ids shared by hypotheses and references, as `ngram_counts`
     numbers them), the words joined by spaces in Arrow (one C++ pass per order, no Python loop per n-gram)."""
-    words = np.concatenate([tok.hyp_words, tok.ref_words]).astype(np.int64, copy=False)
-    offsets = np.concatenate([tok.hyp_offsets, tok.ref_offsets[1:] + tok.hyp_offsets[-1]]).astype(np.int64)
+    words, offsets = all_captions(tok)
     vocabulary = pa.array(list(tok.vocabulary), pa.string())
     out = []
     for order, (_, first) in enumerate(ngram_ids(words, offsets), start=1):

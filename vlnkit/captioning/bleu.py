@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, row_starts
+from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, item_starts
 from vlnkit.compiled import njit
 
 SMALL = 1e-9
@@ -71,9 +71,8 @@ def bleu_stats(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts]) -
     correct = np.zeros((n_items, MAX_ORDER), np.int64)
     for k, (h, r) in enumerate(zip(hyp, ref)):
         n_grams = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0))) + 1
-        h_starts = row_starts(h.caption, n_items)
-        r_starts = row_starts(tok.ref_item[r.caption], n_items)  # an item's references are consecutive
-        correct[:, k] = _clipped_matches(h_starts, h.ngram, h.count, r_starts, r.ngram, r.count, n_grams)
+        r_starts = item_starts(tok, r)
+        correct[:, k] = _clipped_matches(h.starts, h.ngram, h.count, r_starts, r.ngram, r.count, n_grams)
     return BleuStats(testlen=testlen, reflen=reflen, guess=guess, correct=correct)
 
 

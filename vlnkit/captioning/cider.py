@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, row_starts
+from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, item_starts
 from vlnkit.compiled import njit
 
 SIGMA = 6.0
@@ -64,10 +64,12 @@ def document_frequencies(tok: Tokenized, ref: list[NgramCounts]) -> DocumentFreq
     return DocumentFrequencies(tuple(ngrams), tuple(counts), tok.n_items)
 
 
-def _weights(counts: NgramCounts, dense_df: np.ndarray, n_items: int) -> np.ndarray:
-    ref_len = np.log(float(n_items))
-    d = dense_df[counts.ngram].astype(np.float64)
-    return counts.count.astype(np.float64) * (ref_len - np.log(np.maximum(1.0, d)))
+def _idf(df: DocumentFrequencies, order: int, n_grams: int) -> np.ndarray:
+    """(n_grams,): each n-gram id's log(set size) - log(max(1, df)), the reference's weight per n-gram
+    (computed once per id, not per row: the same float operations on the same numbers)."""
+    dense = np.zeros(n_grams, np.int64)
+    dense[df.ngrams[order]] = df.counts[order]
+    return np.log(float(df.n_items)) - np.log(np.maximum(1.0, dense.astype(np.float64)))
 
 
 @njit(cache=True, nogil=True)
@@ -102,14 +104,12 @@ def cider_d(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts], df: 
     per_order = []
     for k, (h, r) in enumerate(zip(hyp, ref)):
         n_grams = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0), df.ngrams[k].max(initial=0))) + 1
-        dense_df = np.zeros(n_grams, np.int64)
-        dense_df[df.ngrams[k]] = df.counts[k]
-        vh, vr = _weights(h, dense_df, df.n_items), _weights(r, dense_df, df.n_items)
+        idf = _idf(df, k, n_grams)
+        vh, vr = h.count.astype(np.float64) * idf[h.ngram], r.count.astype(np.float64) * idf[r.ngram]
         norm_h = np.sqrt(np.bincount(h.caption, weights=vh**2, minlength=n_items))
         norm_r = np.sqrt(np.bincount(r.caption, weights=vr**2, minlength=n_refs))
-        h_starts = row_starts(h.caption, n_items)
-        r_starts = row_starts(tok.ref_item[r.caption], n_items)  # an item's references are consecutive
-        val = _clipped_products(h_starts, h.ngram, vh, r_starts, r.caption, r.ngram, vr, n_grams, n_refs)
+        r_starts = item_starts(tok, r)
+        val = _clipped_products(h.starts, h.ngram, vh, r_starts, r.caption, r.ngram, vr, n_grams, n_refs)
         nh = norm_h[tok.ref_item]
         both = (nh != 0) & (norm_r != 0)
         val[both] /= nh[both] * norm_r[both]
