@@ -15,6 +15,9 @@ import vlnkit.compiled as compiled
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL_MODULES = [
+    "vlnkit.captioning.bleu",
+    "vlnkit.captioning.cider",
+    "vlnkit.captioning.ngrams",
     "vlnkit.captioning.rouge",
     "vlnkit.comparison.kernels",
     "vlnkit.continuous.documents",

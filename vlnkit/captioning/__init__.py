@@ -2,7 +2,7 @@
 
 - `ptb`: the PTB tokenizer of pycocoevalcap 1.2 (Stanford PTBLexer's rules, lowercased, its 17
   punctuation tokens dropped), and the reference's batch line shift (`reference_batch_lines`).
-- `corpus`: a tokenized set as flat integer arrays, and its n-gram counts.
+- `corpus`: a tokenized set as flat integer arrays; `ngrams`: its n-gram ids and per-caption counts.
 - `bleu`: BLEU-1..4 per item and per set from per-item sufficient statistics (`BleuStats`).
 - `rouge`: ROUGE-L per item.
 - `cider`: CIDEr-D per item, document frequencies from the evaluated set's references.
@@ -27,7 +27,8 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "ptb": ("tokenize", "reference_batch_lines", "PUNCTUATIONS"),
-        "corpus": ("Tokenized", "NgramCounts", "build", "ngram_counts"),
+        "corpus": ("Tokenized", "NgramCounts", "build"),
+        "ngrams": ("ngram_counts",),
         "bleu": ("BleuStats", "bleu_stats", "sentence_bleu", "corpus_bleu"),
         "rouge": ("rouge_l",),
         "cider": ("DocumentFrequencies", "document_frequencies", "cider_d"),

@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vlnkit.captioning.bleu import bleu_stats, sentence_bleu
-from vlnkit.captioning.cider import DocumentFrequencies, cider_d
-from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build, counted, distinct, ngram_counts
+from vlnkit.captioning.cider import DocumentFrequencies, cider_d, items_holding
+from vlnkit.captioning.corpus import MAX_ORDER, Tokenized, build
+from vlnkit.captioning.ngrams import all_captions, ngram_counts, ngram_ids
 from vlnkit.captioning.rouge import rouge_l
 
 MEAN_METRICS = ("rouge_l", "cider_d")
@@ -31,30 +32,10 @@ MEAN_METRICS = ("rouge_l", "cider_d")
 def gram_texts(tok: Tokenized) -> list[pa.Array]:
     """Per order: the text of every n-gram id (ids shared by hypotheses and references, as `ngram_counts`
     numbers them), the words joined by spaces in Arrow (one C++ pass per order, no Python loop per n-gram)."""
-    words = np.concatenate([tok.hyp_words, tok.ref_words])
-    offsets = np.concatenate([tok.hyp_offsets, tok.ref_offsets[1:] + tok.hyp_offsets[-1]])
-    lengths = np.diff(offsets)
-    caption = np.repeat(np.arange(len(lengths)), lengths)
-    index = np.arange(len(words)) - offsets[:-1][caption]
+    words, offsets = all_captions(tok)
     vocabulary = pa.array(list(tok.vocabulary), pa.string())
     out = []
-    gram = words.astype(np.int64)
-    width = int(words.max(initial=0)) + 1
-    for order in range(1, MAX_ORDER + 1):
-        fits = index + order <= lengths[caption]
-        if order == 1:
-            ids = gram[fits]
-            n = int(ids.max(initial=-1)) + 1
-            first = np.full(n, -1, np.int64)
-            first[ids[::-1]] = np.flatnonzero(fits)[::-1]
-        else:
-            nxt = np.zeros_like(words)
-            nxt[: len(words) - order + 1] = words[order - 1 :]
-            pair = gram[fits] * width + nxt[fits]
-            _, first_index, dense = np.unique(pair, return_index=True, return_inverse=True)
-            gram = np.full(len(words), -1, np.int64)
-            gram[fits] = dense
-            first = np.flatnonzero(fits)[first_index]
+    for order, (_, first) in enumerate(ngram_ids(words, offsets), start=1):
         if len(first) == 0:
             out.append(pa.array([], pa.string()))
             continue
@@ -74,10 +55,10 @@ def batch_document_frequencies(references: list[list[list[str]]]) -> pa.Table:
     texts = gram_texts(tok)
     names, counts = [], []
     for order, r in enumerate(ref):
-        width = int(r.ngram.max(initial=0)) + 1
-        g, c = counted(distinct(tok.ref_item[r.caption].astype(np.int64) * width + r.ngram) % width)
+        per_ngram = items_holding(tok.ref_item[r.caption], r.ngram)
+        g = np.flatnonzero(per_ngram)
         names.append(texts[order].take(pa.array(g)))
-        counts.append(pa.array(c, pa.int64()))
+        counts.append(pa.array(per_ngram[g], pa.int64()))
     return pa.Table.from_arrays([pa.concat_arrays(names), pa.concat_arrays(counts)], schema=FREQUENCIES)
 
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, lookup
+from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, item_starts
+from vlnkit.compiled import njit
 
 SMALL = 1e-9
 TINY = 1e-15
@@ -36,6 +37,23 @@ class BleuStats:
     reflen: np.ndarray  # (items,)
     guess: np.ndarray  # (items, 4)
     correct: np.ndarray  # (items, 4)
+
+
+@njit(cache=True, nogil=True)
+def _clipped_matches(h_starts, h_ngram, h_count, r_starts, r_ngram, r_count, n_grams):  # pragma: no cover
+    """Per item: the sum over its hypothesis' n-grams of min(count, the most any one reference holds)."""
+    most = np.zeros(n_grams, np.int64)
+    out = np.zeros(len(h_starts) - 1, np.int64)
+    for i in range(len(h_starts) - 1):
+        for q in range(r_starts[i], r_starts[i + 1]):
+            most[r_ngram[q]] = max(most[r_ngram[q]], r_count[q])
+        total = 0
+        for q in range(h_starts[i], h_starts[i + 1]):
+            total += min(h_count[q], most[h_ngram[q]])
+        out[i] = total
+        for q in range(r_starts[i], r_starts[i + 1]):
+            most[r_ngram[q]] = 0
+    return out
 
 
 def bleu_stats(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts]) -> BleuStats:
@@ -52,16 +70,9 @@ def bleu_stats(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts]) -
     guess = np.stack([np.maximum(0, testlen - k + 1) for k in range(1, MAX_ORDER + 1)], axis=1)
     correct = np.zeros((n_items, MAX_ORDER), np.int64)
     for k, (h, r) in enumerate(zip(hyp, ref)):
-        item = tok.ref_item[r.caption]
-        width = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0))) + 1
-        key = item.astype(np.int64) * width + r.ngram
-        sort = np.argsort(key, kind="stable")
-        key, cnt = key[sort], r.count[sort]
-        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, int)
-        max_keys = key[starts]
-        max_counts = np.maximum.reduceat(cnt, starts) if len(key) else cnt
-        clip = lookup(h.caption.astype(np.int64) * width + h.ngram, max_keys, max_counts)
-        correct[:, k] = np.bincount(h.caption, weights=np.minimum(h.count, clip), minlength=n_items).astype(np.int64)
+        n_grams = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0))) + 1
+        r_starts = item_starts(tok, r)
+        correct[:, k] = _clipped_matches(h.starts, h.ngram, h.count, r_starts, r.ngram, r.count, n_grams)
     return BleuStats(testlen=testlen, reflen=reflen, guess=guess, correct=correct)
 
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, distinct, lookup
+from vlnkit.captioning.corpus import MAX_ORDER, NgramCounts, Tokenized, item_starts
+from vlnkit.compiled import njit
 
 SIGMA = 6.0
 
@@ -33,23 +34,60 @@ class DocumentFrequencies:
     n_items: int
 
 
+@njit(cache=True, nogil=True)
+def _items_holding(item, ngram, n_grams):  # pragma: no cover - compiled
+    """How many distinct items each n-gram id occurs for, rows grouped by item (`item` nondecreasing)."""
+    last = np.full(n_grams, -1, np.int64)
+    out = np.zeros(n_grams, np.int64)
+    for q in range(len(item)):
+        g = ngram[q]
+        if last[g] != item[q]:
+            last[g] = item[q]
+            out[g] += 1
+    return out
+
+
+def items_holding(item: np.ndarray, ngram: np.ndarray) -> np.ndarray:
+    """(max id + 1,): for each n-gram id, how many of the items hold it (rows (item, ngram) grouped by
+    item, as the reference rows of a `Tokenized` are): one pass, no sort of the (item, ngram) pairs."""
+    n_grams = int(ngram.max(initial=-1)) + 1
+    return _items_holding(item.astype(np.int64, copy=False), ngram.astype(np.int64, copy=False), n_grams)
+
+
 def document_frequencies(tok: Tokenized, ref: list[NgramCounts]) -> DocumentFrequencies:
     ngrams, counts = [], []
     for r in ref:
-        item = tok.ref_item[r.caption]
-        width = int(r.ngram.max(initial=0)) + 1
-        pairs = distinct(item.astype(np.int64) * width + r.ngram)
-        per_ngram = np.bincount(pairs % width, minlength=width)
+        per_ngram = items_holding(tok.ref_item[r.caption], r.ngram)
         g = np.flatnonzero(per_ngram)
         ngrams.append(g)
         counts.append(per_ngram[g])
     return DocumentFrequencies(tuple(ngrams), tuple(counts), tok.n_items)
 
 
-def _weights(counts: NgramCounts, order: int, df: DocumentFrequencies) -> np.ndarray:
-    ref_len = np.log(float(df.n_items))
-    d = lookup(counts.ngram, df.ngrams[order], df.counts[order]).astype(np.float64)
-    return counts.count.astype(np.float64) * (ref_len - np.log(np.maximum(1.0, d)))
+def _idf(df: DocumentFrequencies, order: int, n_grams: int) -> np.ndarray:
+    """(n_grams,): each n-gram id's log(set size) - log(max(1, df)), the reference's weight per n-gram
+    (computed once per id, not per row: the same float operations on the same numbers)."""
+    dense = np.zeros(n_grams, np.int64)
+    dense[df.ngrams[order]] = df.counts[order]
+    return np.log(float(df.n_items)) - np.log(np.maximum(1.0, dense.astype(np.float64)))
+
+
+@njit(cache=True, nogil=True)
+def _clipped_products(h_starts, h_ngram, vh, r_starts, r_caption, r_ngram, vr, n_grams, n_refs):  # pragma: no cover
+    """Per reference: the sum over its n-grams that the item's hypothesis holds of min(hyp, ref) x ref, in
+    the reference's row order (the sum's order, so the float result is that of a `bincount` over the rows)."""
+    at = np.full(n_grams, -1, np.int64)
+    val = np.zeros(n_refs)
+    for i in range(len(h_starts) - 1):
+        for q in range(h_starts[i], h_starts[i + 1]):
+            at[h_ngram[q]] = q
+        for q in range(r_starts[i], r_starts[i + 1]):
+            a = at[r_ngram[q]]
+            if a >= 0:
+                val[r_caption[q]] += min(vh[a], vr[q]) * vr[q]
+        for q in range(h_starts[i], h_starts[i + 1]):
+            at[h_ngram[q]] = -1
+    return val
 
 
 def cider_d(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts], df: DocumentFrequencies | None = None):
@@ -65,16 +103,13 @@ def cider_d(tok: Tokenized, hyp: list[NgramCounts], ref: list[NgramCounts], df: 
     penalty = np.e ** (-(delta**2) / (2 * SIGMA**2))
     per_order = []
     for k, (h, r) in enumerate(zip(hyp, ref)):
-        vh, vr = _weights(h, k, df), _weights(r, k, df)
+        n_grams = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0), df.ngrams[k].max(initial=0))) + 1
+        idf = _idf(df, k, n_grams)
+        vh, vr = h.count.astype(np.float64) * idf[h.ngram], r.count.astype(np.float64) * idf[r.ngram]
         norm_h = np.sqrt(np.bincount(h.caption, weights=vh**2, minlength=n_items))
         norm_r = np.sqrt(np.bincount(r.caption, weights=vr**2, minlength=n_refs))
-        item = tok.ref_item[r.caption]
-        width = int(max(h.ngram.max(initial=0), r.ngram.max(initial=0))) + 1
-        hyp_keys = h.caption.astype(np.int64) * width + h.ngram  # sorted: rows are (caption, ngram) ordered
-        at = lookup(item.astype(np.int64) * width + r.ngram, hyp_keys, np.arange(len(hyp_keys)), default=-1)
-        present = at >= 0
-        clipped = np.minimum(vh[at[present]], vr[present]) * vr[present]
-        val = np.bincount(r.caption[present], weights=clipped, minlength=n_refs).astype(np.float64)
+        r_starts = item_starts(tok, r)
+        val = _clipped_products(h.starts, h.ngram, vh, r_starts, r.caption, r.ngram, vr, n_grams, n_refs)
         nh = norm_h[tok.ref_item]
         both = (nh != 0) & (norm_r != 0)
         val[both] /= nh[both] * norm_r[both]

@@ -2,8 +2,8 @@
 
 Why flat arrays: the COCO caption code walks Python dicts of n-gram tuples per caption (seconds per
 thousand captions); here every caption's words are integers in one array and every n-gram of order n
-is one integer too (dense ids, built order by order from (n-1)-gram id and next word through
-`np.unique`, so no hash can collide), and the metrics are grouped sums over those arrays.
+is one integer too (dense ids, `vlnkit.captioning.ngrams`), and the metrics are grouped sums over
+those arrays.
 
 Conventions are those of pycocoevalcap 1.2: a set is items, each with one hypothesis and one or more
 references; BLEU and CIDEr-D read `caption.split()`, ROUGE-L `caption.split(" ")` (so an empty
@@ -80,83 +80,17 @@ def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tok
 class NgramCounts:
     """Distinct n-grams per caption with their counts, for one order.
 
-    Rows sorted by (caption, ngram): `caption[k]` holds n-gram `ngram[k]` `count[k]` times.
+    Rows sorted by (caption, ngram): `caption[k]` holds n-gram `ngram[k]` `count[k]` times; caption c's
+    rows are `starts[c]:starts[c+1]`.
     """
 
     caption: np.ndarray
     ngram: np.ndarray
     count: np.ndarray
+    starts: np.ndarray
 
 
-def _positions(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each word: its caption and its index within the caption."""
-    lengths = np.diff(offsets)
-    caption = np.repeat(np.arange(len(lengths)), lengths)
-    index = np.arange(int(offsets[-1])) - offsets[:-1][caption] if len(caption) else np.zeros(0, np.int64)
-    return caption, index
-
-
-def ngram_counts(tok: Tokenized, max_order: int = MAX_ORDER) -> tuple[list[NgramCounts], list[NgramCounts]]:
-    """(hypothesis counts, reference counts), one `NgramCounts` per order 1..max_order.
-
-    N-gram ids are shared by hypotheses and references: order n's ids index the distinct
-    ((n-1)-gram id, word) pairs of the whole set.
-    """
-    words = np.concatenate([tok.hyp_words, tok.ref_words])
-    offsets = np.concatenate([tok.hyp_offsets, tok.ref_offsets[1:] + tok.hyp_offsets[-1]])
-    caption, index = _positions(offsets)
-    lengths = np.diff(offsets)
-    n_hyp = tok.n_items
-    gram = words.copy()  # id of the n-gram starting at each word (valid where it fits)
-    hyp_out, ref_out = [], []
-    for order in range(1, max_order + 1):
-        if order > 1:
-            nxt = np.zeros_like(words)  # the n-gram's last word
-            nxt[: len(words) - order + 1] = words[order - 1 :]
-            fits = index + order <= lengths[caption]
-            pair = gram[fits].astype(np.int64) * (int(words.max(initial=0)) + 1) + nxt[fits]
-            _, dense = np.unique(pair, return_inverse=True)
-            gram = np.full(len(words), -1, np.int64)
-            gram[fits] = dense
-        else:
-            fits = np.ones(len(words), bool)
-        cap, g = caption[fits], gram[fits]
-        n_grams = int(g.max(initial=-1)) + 1
-        key = cap.astype(np.int64) * max(n_grams, 1) + g
-        keys, counts = counted(key)
-        kc, kg = keys // max(n_grams, 1), keys % max(n_grams, 1)
-        is_hyp = kc < n_hyp
-        hyp_out.append(NgramCounts(kc[is_hyp], kg[is_hyp], counts[is_hyp]))
-        ref_out.append(NgramCounts(kc[~is_hyp] - n_hyp, kg[~is_hyp], counts[~is_hyp]))
-    return hyp_out, ref_out
-
-
-def distinct(keys: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of an integer array (a sort and a neighbour test: numpy 2's hash-based
-    `np.unique` is several times slower on millions of int64 keys)."""
-    out = np.sort(keys)
-    if len(out) < 2:
-        return out
-    keep = np.empty(len(out), bool)
-    keep[0] = True
-    np.not_equal(out[1:], out[:-1], out=keep[1:])
-    return out[keep]
-
-
-def counted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct values of an integer array and how often each occurs (`distinct`'s sort)."""
-    out = np.sort(keys)
-    if len(out) == 0:
-        return out, np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], out[1:] != out[:-1]]))
-    return out[starts], np.diff(np.append(starts, len(out)))
-
-
-def lookup(keys: np.ndarray, table_keys: np.ndarray, table_values: np.ndarray, default=0) -> np.ndarray:
-    """`table_values` at `keys` (table_keys sorted, distinct); `default` where a key is absent."""
-    if len(table_keys) == 0:
-        return np.full(len(keys), default, dtype=table_values.dtype if len(table_values) else np.int64)
-    at = np.searchsorted(table_keys, keys)
-    at_clipped = np.minimum(at, len(table_keys) - 1)
-    found = table_keys[at_clipped] == keys
-    return np.where(found, table_values[at_clipped], default)
+def item_starts(tok: Tokenized, ref: NgramCounts) -> np.ndarray:
+    """(items + 1,): where each item's rows start in `ref` (an item's references are consecutive)."""
+    first_ref = np.concatenate([[0], np.cumsum(np.bincount(tok.ref_item, minlength=tok.n_items))])
+    return ref.starts[first_ref]

@@ -8,7 +8,8 @@ import numpy as np
 
 from vlnkit.captioning.bleu import BleuStats, bleu_stats, corpus_bleu, sentence_bleu
 from vlnkit.captioning.cider import cider_d, document_frequencies
-from vlnkit.captioning.corpus import build, ngram_counts
+from vlnkit.captioning.corpus import build
+from vlnkit.captioning.ngrams import ngram_counts
 from vlnkit.captioning.rouge import rouge_l
 
 METRICS = ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider_d")
