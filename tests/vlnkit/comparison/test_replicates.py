@@ -35,6 +35,29 @@ def test_weighted_sums_are_exact(values, seed):
     assert sums.totals["x"] == sum(exact) and sums.counts["x"] == int(finite.sum())
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(0, 13), st.integers(0, 2**32))
+def test_sums_of_several_columns_are_exact(metrics, rows, seed):
+    """Several metrics at once (the kernel adds the columns of four rows two at a time, an odd one
+    alone): zeros, NaNs, values of one and of two limbs and negatives mixed in every column, and rows
+    not a multiple of four; each replicate sum equals the Python-integer sum."""
+    rng = np.random.default_rng(seed)
+    kinds = rng.integers(0, 5, size=(rows, metrics))
+    x = np.where(kinds == 0, 0.0, rng.random((rows, metrics)))
+    x = np.where(kinds == 1, np.nan, x)
+    x = np.where(kinds == 2, rng.random((rows, metrics)) * 2.0**35, x)  # two non-zero limbs
+    x = np.where(kinds == 3, -rng.random((rows, metrics)) * 3e3, x)
+    w = rng.integers(0, 32, size=(rows, 7)).astype(np.uint8)
+    columns = {f"m{m}": x[:, m] for m in range(metrics)}
+    sums = ReplicateSums.of(columns, w)
+    for m, name in enumerate(columns):
+        finite = np.isfinite(x[:, m])
+        on_grid = [round(float(v) * 2**REPLICATE_BITS) for v in x[finite, m]]
+        for b in range(7):
+            assert sums.weighted_totals[name][b] == sum(int(wb) * e for wb, e in zip(w[finite, b], on_grid))
+            assert sums.weighted_counts[name][b] == int(w[finite, b].sum())
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(FLOATS, min_size=1, max_size=10))
 def test_values_off_the_grid_are_refused_with_the_value(values):
