@@ -206,3 +206,57 @@ def test_replicate_means_are_pythons_correctly_rounded_quotients(rows):
         assert value == want or (np.isnan(value) and np.isnan(want))
     same_everywhere = _replicate_ratios(limbs[:, ::-1], weights[::-1], len(rows))[::-1]
     assert np.array_equal(got, same_everywhere, equal_nan=True)
+
+
+def _normalized_before(limbs):
+    """`_normalized` as it was written first (numpy passes), the oracle of the leaner one."""
+    limbs = np.array(limbs, dtype=np.int64)
+    for p in range(len(limbs) - 1):
+        carry = limbs[p] >> 36
+        limbs[p] -= carry << 36
+        limbs[p + 1] += carry
+    if len(limbs) and np.abs(limbs[-1]).max(initial=0) >= 1 << 50:
+        carry = limbs[-1] >> 36
+        limbs[-1] -= carry << 36
+        limbs = np.vstack([limbs, carry[None]])
+    nonzero = np.flatnonzero(limbs.any(axis=1))
+    return limbs[: nonzero[-1] + 1 if len(nonzero) else 0]
+
+
+LIMB = st.one_of(st.integers(-(1 << 40), 1 << 40), st.integers(-(1 << 52), 1 << 52), st.just(0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(0, 4), st.sampled_from([1, -1]), st.data())
+def test_combined_limbs_equal_the_first_formulation(nx, ny, replicates, sign, data):
+    """x + sign * y normalized: the same limbs, same shape, as the numpy formulation (carries, a third
+    limb past 2**50, zero top limbs trimmed), and the same integers as Python's."""
+    from vlnkit.comparison.replicates import _combined, _normalized, _to_ints
+
+    x = np.array(
+        data.draw(st.lists(st.lists(LIMB, min_size=replicates, max_size=replicates), min_size=nx, max_size=nx)),
+        np.int64,
+    ).reshape(nx, replicates)
+    y = np.array(
+        data.draw(st.lists(st.lists(LIMB, min_size=replicates, max_size=replicates), min_size=ny, max_size=ny)),
+        np.int64,
+    ).reshape(ny, replicates)
+    padded = np.zeros((max(nx, ny), replicates), np.int64)
+    padded[:nx] += x
+    padded[:ny] += sign * y
+    expected = _normalized_before(padded)
+    got = _combined(x, y, sign)
+    assert got.dtype == np.int64 and got.shape == expected.shape and (got == expected).all()
+    assert _normalized(padded).shape == expected.shape and (_normalized(padded) == expected).all()
+    assert _to_ints(got, replicates) == [a + sign * b for a, b in zip(_to_ints(x, replicates), _to_ints(y, replicates))]
+
+
+@pytest.mark.parametrize("top", [(1 << 50) - 1, 1 << 50, (1 << 50) + 5, -(1 << 50), -(1 << 50) + 1, 3 << 50])
+def test_a_third_limb_starts_at_two_to_the_fifty(top):
+    from vlnkit.comparison.replicates import _combined, _normalized
+
+    limbs = np.array([[5, (1 << 36) + 7], [top, 0]], np.int64)
+    expected = _normalized_before(limbs)
+    assert _normalized(limbs).shape == expected.shape and (_normalized(limbs) == expected).all()
+    got = _combined(limbs, np.zeros((1, 2), np.int64), 1)
+    assert got.shape == expected.shape and (got == expected).all()
