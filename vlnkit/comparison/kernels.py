@@ -156,6 +156,34 @@ def grid_limbs(values, scale, limb_bits, limit, out, missing):
     return -1
 
 
+@njit(cache=True, nogil=True)
+def value_columns(values, scale, limb_bits, limit, out):
+    """`grid_limbs` of M metrics at once, laid out as `cell_limb_sums` reads them: values (M, n); out
+    (n, 1 + 3 M) gets per row 1, then per metric 1 where the value is not finite (else 0), then per metric
+    its two limbs (0 where not finite). Row by row, so each row's cache lines are written once (a pass per
+    metric wrote every line of `out` once per metric). Returns the first row holding a value at or above
+    `limit` in magnitude (-1 if none); the caller names the value."""
+    metrics, n = values.shape
+    mask = np.int64((1 << limb_bits) - 1)
+    for i in range(n):
+        out[i, 0] = 1.0
+        for m in range(metrics):
+            v = values[m, i]
+            low = 1 + metrics + 2 * m
+            if not np.isfinite(v):
+                out[i, 1 + m] = 1.0
+                out[i, low] = 0.0
+                out[i, low + 1] = 0.0
+                continue
+            if abs(v) >= limit:
+                return i
+            whole = np.int64(np.rint(v * scale))
+            out[i, 1 + m] = 0.0
+            out[i, low] = whole & mask
+            out[i, low + 1] = whole >> limb_bits
+    return -1
+
+
 # contract: a product and its sum may be one fused multiply-add; every product and partial sum is an
 # integer below 2**53 (see the module docstring), so fused or not the bits are the same.
 @njit(cache=True, nogil=True, fastmath={"contract"})

@@ -138,15 +138,16 @@ def _replicate_ratios(limbs: np.ndarray, weights: np.ndarray, replicates: int) -
     return np.array([t / (w << REPLICATE_BITS) if w else np.nan for t, w in zip(totals, weights.tolist())])
 
 
-def _value_columns(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
-    """(n, 1 + 3 M) float64 kernel columns of M metrics: 1 (every row's weight), then per metric 1 where
-    the row has no finite value, then per metric its two limbs (0 where missing)."""
-    metrics = len(columns)
+def _value_columns(values: np.ndarray) -> np.ndarray:
+    """(n, 1 + 3 M) float64 kernel columns of M metrics (`values` (M, n)): 1 (every row's weight), then per
+    metric 1 where the row has no finite value, then per metric its two limbs (0 where missing)."""
+    from vlnkit.comparison.kernels import value_columns
+
+    metrics, n = values.shape
     out = np.empty((n, 1 + (1 + LIMBS) * metrics))
-    out[:, 0] = 1.0
-    for m, values in enumerate(columns.values()):
-        low = 1 + metrics + LIMBS * m
-        _grid_limbs(np.ascontiguousarray(values), out[:, low : low + LIMBS], out[:, 1 + m])
+    if value_columns(values, float(1 << REPLICATE_BITS), LIMB_BITS, MAX_VALUE, out) >= 0:
+        for m in range(metrics):  # the refusal names the first value off the grid of the first such metric
+            _grid_limbs(np.ascontiguousarray(values[m]), np.empty((n, LIMBS)), np.empty(n))
     return out
 
 
@@ -170,7 +171,10 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     cell = np.asarray(cell, dtype=np.int64)
     order = np.argsort(cell, kind="stable")  # one cell's rows together: its accumulators stay in the cache
     cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
-    values = {name: np.asarray(columns[name], dtype=np.float64)[order] for name in names}
+    stacked = np.empty((len(names), len(cell)))
+    for m, name in enumerate(names):
+        stacked[m] = np.asarray(columns[name], dtype=np.float64)[order]
+    values = dict(zip(names, stacked))
     n, replicates = len(cell), weights.shape[1]
     n_columns = 1 + (1 + LIMBS) * len(names)
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
@@ -185,7 +189,7 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     weights = np.ascontiguousarray(weights, dtype=np.uint8)
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
-        dense = _value_columns({name: v[rows] for name, v in values.items()}, len(cell[rows]))
+        dense = _value_columns(stacked[:, rows])
         args = (weights, episode[rows], cell[rows], dense, targets, row_of, out)
         # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
         # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.

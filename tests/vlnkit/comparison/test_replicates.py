@@ -260,3 +260,23 @@ def test_a_third_limb_starts_at_two_to_the_fifty(top):
     assert _normalized(limbs).shape == expected.shape and (_normalized(limbs) == expected).all()
     got = _combined(limbs, np.zeros((1, 2), np.int64), 1)
     assert got.shape == expected.shape and (got == expected).all()
+
+
+def test_value_columns_are_each_metrics_limbs_and_refusals_name_the_first_metrics_value():
+    """The one-pass layout equals each metric's own `limbs_of` and misses; a value off the grid is named
+    as the per-metric pass names it: the first metric holding one, its first such row."""
+    from vlnkit.comparison.replicates import _value_columns, limbs_of
+
+    rng = np.random.default_rng(3)
+    x = rng.exponential(300.0, (3, 50))
+    x[1, ::7] = np.nan
+    x[2, 3] = -np.inf
+    x[0, 5] = -(2.0**35)
+    dense = _value_columns(x)
+    assert (dense[:, 0] == 1.0).all()
+    for m in range(3):
+        assert (dense[:, 1 + m] == ~np.isfinite(x[m])).all()
+        assert (dense[:, 4 + 2 * m : 6 + 2 * m] == limbs_of(x[m])).all()
+    x[2, 1], x[1, 4], x[1, 9] = 2.0**40, -(2.0**37), 2.0**38
+    with pytest.raises(ValueError, match=r"got np.float64\(-137438953472\.0\)"):
+        _value_columns(x)
