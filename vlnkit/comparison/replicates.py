@@ -69,28 +69,37 @@ def _grid_limbs(values: np.ndarray, out: np.ndarray, missing: np.ndarray) -> Non
         raise ValueError(f"bootstrap values must be below {MAX_VALUE:g} in magnitude, got {values[bad]!r}")
 
 
-def _normalized(limbs: np.ndarray) -> np.ndarray:
+def _normalized(limbs: np.ndarray, copy: bool = True) -> np.ndarray:
     """The same integers (limb p worth 2**(36 p)) with every limb but the top one in [0, 2**36): carries
-    moved up, so int64 totals stay bounded however many sums are added; zero top limbs trimmed."""
-    limbs = limbs.copy()
+    moved up, so int64 totals stay bounded however many sums are added; zero top limbs trimmed.
+    `copy=False` works in place (for an array nothing else holds)."""
+    limbs = limbs.copy() if copy else limbs
     for p in range(len(limbs) - 1):
         carry = limbs[p] >> LIMB_BITS
         limbs[p] -= carry << LIMB_BITS
         limbs[p + 1] += carry
-    if len(limbs) and np.abs(limbs[-1]).max(initial=0) >= 1 << 50:
+    if len(limbs) and (limbs[-1].max(initial=0) >= 1 << 50 or limbs[-1].min(initial=0) <= -(1 << 50)):
         carry = limbs[-1] >> LIMB_BITS
         limbs[-1] -= carry << LIMB_BITS
         limbs = np.vstack([limbs, carry[None]])
-    nonzero = np.flatnonzero(limbs.any(axis=1))
-    return limbs[: nonzero[-1] + 1 if len(nonzero) else 0]
+    top = len(limbs)
+    while top and not limbs[top - 1].any():
+        top -= 1
+    return limbs[:top]
 
 
 def _combined(x: np.ndarray, y: np.ndarray, sign: int) -> np.ndarray:
     """x + sign * y of two limb totals, normalized."""
-    out = np.zeros((max(len(x), len(y)), x.shape[1]), np.int64)
-    out[: len(x)] += x
-    out[: len(y)] += sign * y
-    return _normalized(out)
+    if len(x) >= len(y):
+        out = np.array(x, dtype=np.int64)  # a copy
+    else:
+        out = np.zeros((len(y), x.shape[1]), np.int64)
+        out[: len(x)] = x
+    if sign > 0:
+        out[: len(y)] += y
+    else:
+        out[: len(y)] -= y
+    return _normalized(out, copy=False)
 
 
 def _to_ints(limbs: np.ndarray, replicates: int) -> list[int]:
@@ -129,15 +138,16 @@ def _replicate_ratios(limbs: np.ndarray, weights: np.ndarray, replicates: int) -
     return np.array([t / (w << REPLICATE_BITS) if w else np.nan for t, w in zip(totals, weights.tolist())])
 
 
-def _value_columns(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
-    """(n, 1 + 3 M) float64 kernel columns of M metrics: 1 (every row's weight), then per metric 1 where
-    the row has no finite value, then per metric its two limbs (0 where missing)."""
-    metrics = len(columns)
+def _value_columns(values: np.ndarray) -> np.ndarray:
+    """(n, 1 + 3 M) float64 kernel columns of M metrics (`values` (M, n)): 1 (every row's weight), then per
+    metric 1 where the row has no finite value, then per metric its two limbs (0 where missing)."""
+    from vlnkit.comparison.kernels import value_columns
+
+    metrics, n = values.shape
     out = np.empty((n, 1 + (1 + LIMBS) * metrics))
-    out[:, 0] = 1.0
-    for m, values in enumerate(columns.values()):
-        low = 1 + metrics + LIMBS * m
-        _grid_limbs(np.ascontiguousarray(values), out[:, low : low + LIMBS], out[:, 1 + m])
+    if value_columns(values, float(1 << REPLICATE_BITS), LIMB_BITS, MAX_VALUE, out) >= 0:
+        for m in range(metrics):  # the refusal names the first value off the grid of the first such metric
+            _grid_limbs(np.ascontiguousarray(values[m]), np.empty((n, LIMBS)), np.empty(n))
     return out
 
 
@@ -161,7 +171,10 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     cell = np.asarray(cell, dtype=np.int64)
     order = np.argsort(cell, kind="stable")  # one cell's rows together: its accumulators stay in the cache
     cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
-    values = {name: np.asarray(columns[name], dtype=np.float64)[order] for name in names}
+    stacked = np.empty((len(names), len(cell)))
+    for m, name in enumerate(names):
+        stacked[m] = np.asarray(columns[name], dtype=np.float64)[order]
+    values = dict(zip(names, stacked))
     n, replicates = len(cell), weights.shape[1]
     n_columns = 1 + (1 + LIMBS) * len(names)
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
@@ -176,7 +189,7 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     weights = np.ascontiguousarray(weights, dtype=np.uint8)
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
-        dense = _value_columns({name: v[rows] for name, v in values.items()}, len(cell[rows]))
+        dense = _value_columns(stacked[:, rows])
         args = (weights, episode[rows], cell[rows], dense, targets, row_of, out)
         # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
         # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.
@@ -186,6 +199,13 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
         out[lows] -= carry << LIMB_BITS
         out[highs] += carry
     totals, counts = _exact_totals(values, cell, targets, metrics_of)
+    # What `_normalized` does to each (low, high) pair, for all at once: the low limbs are carried
+    # already, so it is trimming zero top limbs, unless a high limb needs a third (never below 2**50).
+    big = (out[highs].max(axis=1, initial=0) >= 1 << 50) | (out[highs].min(axis=1, initial=0) <= -(1 << 50))
+    used = np.where(out[highs].any(axis=1), 2, np.where(out[lows].any(axis=1), 1, 0))
+    used_of, big_of = np.zeros(len(out), np.int64), np.zeros(len(out), np.bool_)
+    used_of[lows], big_of[lows] = used, big
+    used_of, big_of = used_of.tolist(), big_of.tolist()
     result = []
     for t, kept in enumerate(metrics_of):
         sums = ReplicateSums(replicates)
@@ -193,8 +213,11 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
             m = names.index(name)
             at = m * n_targets + t
             sums.totals[name], sums.counts[name] = totals[at], counts[at]
-            first = row_of[t, low[m]]  # the high limb is the next row
-            sums.limb_totals[name] = _normalized(out[first : first + LIMBS])
+            first = int(row_of[t, low[m]])  # the high limb is the next row
+            if big_of[first]:
+                sums.limb_totals[name] = _normalized(out[first : first + LIMBS])
+            else:
+                sums.limb_totals[name] = out[first : first + used_of[first]].copy()
             sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
         result.append(sums)
     return result

@@ -35,6 +35,29 @@ def test_weighted_sums_are_exact(values, seed):
     assert sums.totals["x"] == sum(exact) and sums.counts["x"] == int(finite.sum())
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(0, 13), st.integers(0, 2**32))
+def test_sums_of_several_columns_are_exact(metrics, rows, seed):
+    """Several metrics at once (the kernel adds the columns of four rows two at a time, an odd one
+    alone): zeros, NaNs, values of one and of two limbs and negatives mixed in every column, and rows
+    not a multiple of four; each replicate sum equals the Python-integer sum."""
+    rng = np.random.default_rng(seed)
+    kinds = rng.integers(0, 5, size=(rows, metrics))
+    x = np.where(kinds == 0, 0.0, rng.random((rows, metrics)))
+    x = np.where(kinds == 1, np.nan, x)
+    x = np.where(kinds == 2, rng.random((rows, metrics)) * 2.0**35, x)  # two non-zero limbs
+    x = np.where(kinds == 3, -rng.random((rows, metrics)) * 3e3, x)
+    w = rng.integers(0, 32, size=(rows, 7)).astype(np.uint8)
+    columns = {f"m{m}": x[:, m] for m in range(metrics)}
+    sums = ReplicateSums.of(columns, w)
+    for m, name in enumerate(columns):
+        finite = np.isfinite(x[:, m])
+        on_grid = [round(float(v) * 2**REPLICATE_BITS) for v in x[finite, m]]
+        for b in range(7):
+            assert sums.weighted_totals[name][b] == sum(int(wb) * e for wb, e in zip(w[finite, b], on_grid))
+            assert sums.weighted_counts[name][b] == int(w[finite, b].sum())
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(FLOATS, min_size=1, max_size=10))
 def test_values_off_the_grid_are_refused_with_the_value(values):
@@ -183,3 +206,77 @@ def test_replicate_means_are_pythons_correctly_rounded_quotients(rows):
         assert value == want or (np.isnan(value) and np.isnan(want))
     same_everywhere = _replicate_ratios(limbs[:, ::-1], weights[::-1], len(rows))[::-1]
     assert np.array_equal(got, same_everywhere, equal_nan=True)
+
+
+def _normalized_before(limbs):
+    """`_normalized` as it was written first (numpy passes), the oracle of the leaner one."""
+    limbs = np.array(limbs, dtype=np.int64)
+    for p in range(len(limbs) - 1):
+        carry = limbs[p] >> 36
+        limbs[p] -= carry << 36
+        limbs[p + 1] += carry
+    if len(limbs) and np.abs(limbs[-1]).max(initial=0) >= 1 << 50:
+        carry = limbs[-1] >> 36
+        limbs[-1] -= carry << 36
+        limbs = np.vstack([limbs, carry[None]])
+    nonzero = np.flatnonzero(limbs.any(axis=1))
+    return limbs[: nonzero[-1] + 1 if len(nonzero) else 0]
+
+
+LIMB = st.one_of(st.integers(-(1 << 40), 1 << 40), st.integers(-(1 << 52), 1 << 52), st.just(0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(0, 4), st.sampled_from([1, -1]), st.data())
+def test_combined_limbs_equal_the_first_formulation(nx, ny, replicates, sign, data):
+    """x + sign * y normalized: the same limbs, same shape, as the numpy formulation (carries, a third
+    limb past 2**50, zero top limbs trimmed), and the same integers as Python's."""
+    from vlnkit.comparison.replicates import _combined, _normalized, _to_ints
+
+    x = np.array(
+        data.draw(st.lists(st.lists(LIMB, min_size=replicates, max_size=replicates), min_size=nx, max_size=nx)),
+        np.int64,
+    ).reshape(nx, replicates)
+    y = np.array(
+        data.draw(st.lists(st.lists(LIMB, min_size=replicates, max_size=replicates), min_size=ny, max_size=ny)),
+        np.int64,
+    ).reshape(ny, replicates)
+    padded = np.zeros((max(nx, ny), replicates), np.int64)
+    padded[:nx] += x
+    padded[:ny] += sign * y
+    expected = _normalized_before(padded)
+    got = _combined(x, y, sign)
+    assert got.dtype == np.int64 and got.shape == expected.shape and (got == expected).all()
+    assert _normalized(padded).shape == expected.shape and (_normalized(padded) == expected).all()
+    assert _to_ints(got, replicates) == [a + sign * b for a, b in zip(_to_ints(x, replicates), _to_ints(y, replicates))]
+
+
+@pytest.mark.parametrize("top", [(1 << 50) - 1, 1 << 50, (1 << 50) + 5, -(1 << 50), -(1 << 50) + 1, 3 << 50])
+def test_a_third_limb_starts_at_two_to_the_fifty(top):
+    from vlnkit.comparison.replicates import _combined, _normalized
+
+    limbs = np.array([[5, (1 << 36) + 7], [top, 0]], np.int64)
+    expected = _normalized_before(limbs)
+    assert _normalized(limbs).shape == expected.shape and (_normalized(limbs) == expected).all()
+    got = _combined(limbs, np.zeros((1, 2), np.int64), 1)
+    assert got.shape == expected.shape and (got == expected).all()
+
+
+def test_value_columns_are_each_metrics_limbs_and_refusals_name_the_first_metrics_value():
+    """The one-pass layout equals each metric's own `limbs_of` and misses; a value off the grid is named
+    as the per-metric pass names it: the first metric holding one, its first such row."""
+    from vlnkit.comparison.replicates import _value_columns, limbs_of
+
+    rng = np.random.default_rng(3)
+    x = rng.exponential(300.0, (3, 50))
+    x[1, ::7] = np.nan
+    x[2, 3] = -np.inf
+    x[0, 5] = -(2.0**35)
+    dense = _value_columns(x)
+    assert (dense[:, 0] == 1.0).all()
+    for m in range(3):
+        assert (dense[:, 1 + m] == ~np.isfinite(x[m])).all()
+        assert (dense[:, 4 + 2 * m : 6 + 2 * m] == limbs_of(x[m])).all()
+    x[2, 1], x[1, 4], x[1, 9] = 2.0**40, -(2.0**37), 2.0**38
+    with pytest.raises(ValueError, match=r"got np.float64\(-137438953472\.0\)"):
+        _value_columns(x)
