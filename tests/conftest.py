@@ -66,13 +66,17 @@ def reverie_dir(shared_data) -> Path:
 LONGEST_FIRST = (
     "tests/cluster/test_flink.py",  # ~600
     "tests/docs/test_docs.py",  # ~300
-    "tests/cloud/test_dataflow_jobs.py",  # ~210
     "tests/pipelines/test_runners.py",  # ~170
-    "tests/pipelines/test_hostile_sweep.py",  # ~150
+    "tests/cloud/test_dataflow_jobs.py",  # ~210
     "tests/pipelines/test_score_instructions.py",  # ~150
+    "tests/cloud/test_worker_pool.py",  # ~90
+    "tests/pipelines/test_hostile_sweep.py",  # ~150
+    "tests/pipelines/test_score_rxr.py",  # ~50
+    "tests/cloud/test_gcs_jobs.py",  # ~90
+    "tests/pipelines/test_build_r4r.py",  # ~80
     "tests/docs/test_docstrings.py",  # ~100
-    "tests/cloud/test_worker_pool.py",  # ~85
     "tests/pipelines/test_publishing.py",  # ~80
+    "tests/vlnkit/evaluation/test_kernels.py",  # ~60
 )
 
 
