@@ -38,8 +38,15 @@ def test_every_package_is_walked():
     assert len(with_examples()) > 20
 
 
+# What a session fixture of this test process may have set (tests/cloud/conftest.py's Cloud Storage emulator):
+# the examples run in a user's plain environment, whichever tests ran before them in the process.
+SESSION_ENVIRONMENT = ("STORAGE_EMULATOR_HOST", "NO_GCE_CHECK")
+
+
 @pytest.mark.parametrize("name", with_examples())
-def test_docstring_examples(name):
+def test_docstring_examples(name, monkeypatch):
+    for variable in SESSION_ENVIRONMENT:
+        monkeypatch.delenv(variable, raising=False)
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{name}: its '>>>' lines are not in a docstring doctest can find"
     assert result.failed == 0, name
