@@ -126,7 +126,7 @@ OPERATIONAL = {"translation"}
 def comparable_summary(work: Path, path: Path) -> str:
     """The summary with run-specific paths neutralized and execution statistics left out."""
     summary = {k: v for k, v in json.loads(path.read_text()).items() if k not in OPERATIONAL}
-    text = json.dumps(summary, sort_keys=True).replace(str(work), "<work>").replace(str(work.parent), "<inputs>")
+    text = neutral(json.dumps(summary, sort_keys=True), work)
     return re.sub(r"/versions/[0-9T.Z]+-[0-9a-f]+", "/versions/<run>", text)  # each run's own version folder
 
 
@@ -150,10 +150,12 @@ def comparable_result(work: Path, prefixes: list[str]) -> dict[str, list[str]]:
 
 def neutral_rows(work: Path, prefixes: list[str]) -> dict[str, list[str]]:
     """`rows` of the run in `work` (outputs in `work`/out, inputs beside `work`), its folders neutralized."""
-    return {
-        name: sorted(x.replace(str(work), "<work>").replace(str(work.parent), "<inputs>") for x in values)
-        for name, values in rows(work / "out", prefixes).items()
-    }
+    return {name: sorted(neutral(x, work) for x in values) for name, values in rows(work / "out", prefixes).items()}
+
+
+def neutral(text: str, work: Path) -> str:
+    """`text` with the run's folder and the folder of its inputs (beside it) named alike for every run."""
+    return text.replace(str(work), "<work>").replace(str(work.parent), "<inputs>")
 
 
 def in_process_result(job: str, shared_data, tmp_path_factory) -> dict[str, list[str]]:
