@@ -8,7 +8,8 @@ while a job or a test runs: each user of a part checks it and, when it is missin
 - `caption`: METEOR 1.5's and SPICE 1.0's jars from the sha256-pinned pycocoevalcap wheel, and Stanford
   CoreNLP 3.6.0 with its models from Maven Central, for the score_instructions job (`vlnkit.captioning.jars`);
 - `flink`: Beam 2.62.0's Flink job server, the unshaded runner and every jar it depends on, resolved from
-  Maven Central by Maven and checked against a committed sha256 list (`vlnkit.cluster.java_parts`).
+  Maven Central by Maven and checked against a committed sha256 list, and the job server's class loader, compiled
+  from the project's own Java source with the JDK's javac (`vlnkit.cluster.java_parts`).
 
 Written here rather than as a shell script so that the one list of parts is Python the tests can read,
 and the same command works in any virtual environment.
@@ -28,9 +29,11 @@ def fetch(part: str) -> Path:
 
         return fetch_caption_jars(spice=True)
     if part == "flink":
-        from vlnkit.cluster.java_parts import fetch_job_server_jars
+        from vlnkit.cluster.java_parts import build_unlisted_loader, fetch_job_server_jars
 
-        return fetch_job_server_jars()
+        folder = fetch_job_server_jars()
+        build_unlisted_loader()
+        return folder
     raise ValueError(f"unknown part {part!r}; the parts are {', '.join(PARTS)}")
 
 

@@ -292,8 +292,8 @@ def _no_wait(flink, shared_data, tmp_path, known, out, gate, proc):
     code, err = finish(proc, timeout=300)
     assert code == 0, err[-3000:]
     assert (out / "lock.json").exists() and current_version(str(out)) == published  # handed over, held
-    # The launcher returns once Beam's job server accepted the job; the server submits it to Flink after
-    # uploading its classpath (docs/cloud.md): the job shows in Flink within a minute or two.
+    # The launcher returns once Beam's job server accepted the job; the server then translates it and
+    # submits it to Flink.
     wait_until(lambda: new_job(flink, known), seconds=240, what="the job in Flink")
     jid = new_job(flink, known)
     assert jobs(flink)[jid] not in TERMINAL, "the launcher is gone, its job runs on the cluster"

@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from vlnkit.cluster.java_parts import check_job_server_jars, flink_dist_dir
+from vlnkit.cluster.java_parts import check_job_server_jars, check_unlisted_loader, flink_dist_dir, unlisted_loader_flags
 
 # java.base packages Flink 1.19 reflects into on Java 17 (Flink's own scripts pass the same list).
 ADD_OPENS = [
@@ -157,20 +157,23 @@ def start(config: dict, wait: float = 180.0) -> dict[str, int]:
     if overview(config) is not None:
         raise ClusterError(f"a JobManager already answers at {rest_url(config)}; stop it first")
     jars = check_job_server_jars()
+    check_unlisted_loader()
     dist = flink_dist_dir()
     conf_dir, logs = state / "conf", state / "log"
     logs.mkdir(parents=True, exist_ok=True)
     _write_conf(config, conf_dir)
     java = ["java", *ADD_OPENS, f"-Dlog4j.configurationFile=file:{conf_dir / 'log4j.properties'}"]
-    flink_cp = _classpath(dist / "lib")
+    beam = ":".join(str(j) for j in jars)
     pids: dict[str, int] = {}
+    # Beam's runner on the JobManager's classpath as on the TaskManagers' (start_taskmanager says why): the
+    # job server stages no copy of it with the jobs.
     pids["jobmanager"] = _start(
         [
             *java,
             "-Xmx512m",
             f"-Dlog.file={logs / 'jobmanager.log'}",
             "-cp",
-            flink_cp,
+            f"{_classpath(dist / 'lib')}:{beam}",
             "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
             "--configDir",
             str(conf_dir),
@@ -185,13 +188,15 @@ def start(config: dict, wait: float = 180.0) -> dict[str, int]:
     artifacts = state / "artifacts"
     artifacts.mkdir(exist_ok=True)
     log4j_cp = ":".join(str(p) for p in sorted((dist / "lib").glob("log4j-*.jar")))
+    # Its classes loaded by vlnkit/cluster/UnlistedClasspath.java, so that the job server's
+    # classpath scan finds nothing to upload with each job but the launcher's own jar: every process of this
+    # cluster already holds Beam's runner.
     pids["job-server"] = _start(
         [
             *java,
             "-Xmx512m",
             f"-Dlog.file={logs / 'job-server.log'}",
-            "-cp",
-            ":".join(str(j) for j in jars) + ":" + log4j_cp,
+            *unlisted_loader_flags(f"{beam}:{log4j_cp}"),
             "org.apache.beam.runners.flink.FlinkJobServerDriver",
             f"--flink-master={flink['rest.address']}:{flink['rest.port']}",
             "--job-host=127.0.0.1",
@@ -231,10 +236,11 @@ def start_taskmanager(config: dict, i: int) -> int:
 
     Its classpath holds Beam's runner (the job server's jars, after Flink's own) as well as Flink, and
     configs/flink-cluster.yaml resolves classes parent-first, so a job's Beam classes are the
-    TaskManager's, not its staged copies'. Why: Beam's Flink runner keeps a job's SDK workers for
-    `environment_cache_millis` between stages only when its classes come from Flink's own class loader
-    (`FlinkExecutableStageContextFactory`); loaded from the job's jars, it closes the workers after every
-    stage, and each of a dozen stages started new Python workers (~10-40 s each)."""
+    TaskManager's; the job server (vlnkit/cluster/UnlistedClasspath.java) stages no copies at all. Why: Beam's Flink
+    runner keeps a job's SDK workers for `environment_cache_millis` between stages only when its classes
+    come from Flink's own class loader (`FlinkExecutableStageContextFactory`); loaded from the job's jars, it
+    closes the workers after every stage, and each of a dozen stages started new Python workers (~10-40 s
+    each)."""
     state = Path(config["state_dir"])
     dist, conf_dir, logs = flink_dist_dir(), state / "conf", state / "log"
     beam = ":".join(str(j) for j in check_job_server_jars())

@@ -9,10 +9,16 @@ start in one line.
 
 Flink's own distribution jars (flink-dist 1.19.0, the version that Beam release was built against) come
 from PyPI's `apache-flink-libraries`, installed with the project.
+
+The job server's classes are loaded by a class loader of the project's own (`UnlistedClasspath.java`, next
+to this module), compiled by the same install step (`build_unlisted_loader`) into a jar named by its source's
+sha256: it keeps the job server from uploading its whole classpath with every job (the source says why and
+how).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -23,6 +29,19 @@ from vlnkit.provenance import file_digest
 BEAM_VERSION = "2.62.0"
 JARS_SHA256 = Path(__file__).with_name("flink_job_server_jars.sha256")
 POM = Path(__file__).with_name("flink_job_server.pom.xml")
+UNLISTED_LOADER_SOURCE = Path(__file__).with_name("UnlistedClasspath.java")
+UNLISTED_LOADER_CLASS = "UnlistedClasspath"
+
+
+def unlisted_loader_flags(classpath: str) -> list[str]:
+    """`java` flags that make the unlisted class loader the JVM's system class loader over `classpath` (the main
+    class is named after them, as usual)."""
+    return [
+        f"-Djava.system.class.loader={UNLISTED_LOADER_CLASS}",
+        f"-Dvlnkit.unlisted.classpath={classpath}",
+        "-cp",
+        str(check_unlisted_loader()),
+    ]
 INSTALL_COMMAND = "python -m vlnkit.parts"
 
 
@@ -95,6 +114,47 @@ def check_job_server_jars(verify_digests: bool = True) -> list[Path]:
                 raise MissingJavaParts(f"{path} does not match its pinned sha256; rerun `{INSTALL_COMMAND}`")
         jars.append(path)
     return jars
+
+
+def unlisted_loader_jar() -> Path:
+    """Where the install step leaves the compiled class loader: named by its source's sha256, so that a changed
+    source is a missing jar, never a stale one."""
+    digest = hashlib.sha256(UNLISTED_LOADER_SOURCE.read_bytes()).hexdigest()[:16]
+    return job_server_dir().parent / f"unlisted-classpath-{digest}.jar"
+
+
+def build_unlisted_loader() -> Path:
+    """The install step's second half: compile `UNLISTED_LOADER_SOURCE` with the JDK's javac into `unlisted_loader_jar()`
+    (kept when already there). Written in Java because it must be a class loader of the job server's JVM."""
+    jar = unlisted_loader_jar()
+    if jar.exists():
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar_tool is None:
+        raise MissingJavaParts(
+            "a JDK's javac and jar are needed to build the Flink job server's class loader "
+            "(apt-get install openjdk-17-jdk-headless)"
+        )
+    partial = jar.with_name(jar.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    classes = partial / "classes"
+    classes.mkdir(parents=True)
+    subprocess.run([javac, "--release", "17", "-d", str(classes), str(UNLISTED_LOADER_SOURCE)], check=True)
+    subprocess.run([jar_tool, "cf", str(partial / jar.name), "-C", str(classes), "."], check=True)
+    (partial / jar.name).rename(jar)
+    shutil.rmtree(partial, ignore_errors=True)
+    for stale in jar.parent.glob("unlisted-classpath-*.jar"):  # built from an earlier source
+        if stale != jar:
+            stale.unlink()
+    return jar
+
+
+def check_unlisted_loader() -> Path:
+    """The compiled class loader, or MissingJavaParts naming the install command."""
+    jar = unlisted_loader_jar()
+    if not jar.exists():
+        raise MissingJavaParts(f"{jar} is missing; run `{INSTALL_COMMAND}` (builds the job server's class loader)")
+    return jar
 
 
 def flink_dist_dir() -> Path:
