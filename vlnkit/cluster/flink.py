@@ -26,7 +26,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-from vlnkit.cluster.java_parts import check_job_server_jars, check_unlisted_loader, flink_dist_dir, unlisted_loader_flags
+from vlnkit.cluster.java_parts import (
+    check_job_server_jars,
+    check_unlisted_loader,
+    flink_dist_dir,
+    unlisted_loader_flags,
+)
 
 # java.base packages Flink 1.19 reflects into on Java 17 (Flink's own scripts pass the same list).
 ADD_OPENS = [

@@ -42,6 +42,8 @@ def unlisted_loader_flags(classpath: str) -> list[str]:
         "-cp",
         str(check_unlisted_loader()),
     ]
+
+
 INSTALL_COMMAND = "python -m vlnkit.parts"
 
 
