@@ -17,7 +17,7 @@ setup(
     packages=find_packages(
         include=["vlnkit", "vlnkit.*", "transforms", "transforms.*", "pipelines", "pipelines.*", "configs"]
     ),
-    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256", "*.pom.xml"]},
+    package_data={"configs": ["*.yaml"], "vlnkit.cluster": ["*.sha256", "*.pom.xml", "*.java"]},
     include_package_data=True,
     entry_points={
         "console_scripts": ["vlnkit = pipelines.cli:main"]
