@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from vlnkit.cluster.java_parts import (
+    MissingJavaParts,
     check_job_server_jars,
     check_unlisted_loader,
     flink_dist_dir,
@@ -343,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped: {', '.join(stop(config)) or 'nothing was running'}")
         else:
             print(json.dumps(status(config), indent=2))
-    except ClusterError as exc:
+    except (ClusterError, MissingJavaParts) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
