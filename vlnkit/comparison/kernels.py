@@ -31,8 +31,10 @@ import numpy as np
 from vlnkit.compiled import njit
 from vlnkit.hashing import GOLDEN, TAG_INT
 
-TILE = 512  # replicates per accumulator tile: a cell's columns x 512 float64 and four weight rows stay in L2
-SPLIT = 64  # replicate ranges of threads are cut at multiples of this
+# Replicates per accumulator tile: a cell's columns x 504 float64 and four weight rows stay in L2. A multiple
+# of 3 (a hash serves three replicates, so a tile computing its own weights starts at a hash) and of 8.
+TILE = 504
+SPLIT = 24  # replicate ranges of threads are cut at multiples of this: a hash's three, an int64 cache line's 8
 THRESHOLDS = 9  # thresholds a 21-bit uniform can reach: Poisson(1) weights are at most 9
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
@@ -46,38 +48,44 @@ def _mix(z):  # splitmix64's finaliser, as vlnkit.hashing._mix_array
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, nogil=True)
-def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
-    """Rows first..stop-1 of the (len(keys), B) uint8 weights `out`: `start` is the seed's hash state,
-    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the
-    `THRESHOLDS` integer inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut
-    from its hashes first; then one pass over the replicates (which the compiler vectorizes) compares
-    each uniform with every threshold, so a weight is a sum of comparisons with no branch on the draw."""
-    replicates = out.shape[1]
+@njit(cache=True, nogil=True, inline="always")
+def _key_weights(key, start, group_hashes, g0, hashes, thresholds, bits, uniforms, counts):
+    """counts[0 : 3 * hashes] = the weights of `key` in replicates 3 * g0 onwards, as int32: `start` is the
+    seed's hash state, `group_hashes[g]` the hash of the integer g (one per three replicates),
+    `thresholds` the `THRESHOLDS` integer inverse-CDF thresholds of the `bits`-bit uniforms. The key's
+    uniforms are cut from its hashes first; then one pass over them (which the compiler vectorizes)
+    compares each with every threshold, so a weight is a sum of comparisons with no branch on the draw."""
     mask = np.uint64((1 << bits) - 1)
     shift1 = np.uint64(bits)
     shift2 = np.uint64(2 * bits)
-    hashes = len(group_hashes)
-    uniforms = np.empty(3 * hashes, np.int32)
-    counts = np.empty(3 * hashes, np.int32)
     # The nine thresholds held in registers (`THRESHOLDS`): one pass over the uniforms compares each
     # with all nine, where a pass per threshold loaded and stored every count nine times (a third slower).
     l0, l1, l2 = np.int32(thresholds[0]), np.int32(thresholds[1]), np.int32(thresholds[2])
     l3, l4, l5 = np.int32(thresholds[3]), np.int32(thresholds[4]), np.int32(thresholds[5])
     l6, l7, l8 = np.int32(thresholds[6]), np.int32(thresholds[7]), np.int32(thresholds[8])
+    state = _mix(start * _GOLDEN + _mix(key ^ _TAG_INT))
+    for g in range(hashes):
+        h = _mix(state * _GOLDEN + group_hashes[g0 + g])
+        uniforms[3 * g] = np.int32(h & mask)
+        uniforms[3 * g + 1] = np.int32((h >> shift1) & mask)
+        uniforms[3 * g + 2] = np.int32((h >> shift2) & mask)
+    for b in range(3 * hashes):
+        u = uniforms[b]
+        low = np.int32(u >= l0) + np.int32(u >= l1) + np.int32(u >= l2)
+        mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
+        high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
+        counts[b] = low + mid + high
+
+
+@njit(cache=True, nogil=True)
+def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
+    """Rows first..stop-1 of the (len(keys), B) uint8 weights `out` (`_key_weights` of each key)."""
+    replicates = out.shape[1]
+    hashes = len(group_hashes)
+    uniforms = np.empty(3 * hashes, np.int32)
+    counts = np.empty(3 * hashes, np.int32)
     for i in range(first, stop):
-        state = _mix(start * _GOLDEN + _mix(keys[i] ^ _TAG_INT))
-        for g in range(hashes):
-            h = _mix(state * _GOLDEN + group_hashes[g])
-            uniforms[3 * g] = np.int32(h & mask)
-            uniforms[3 * g + 1] = np.int32((h >> shift1) & mask)
-            uniforms[3 * g + 2] = np.int32((h >> shift2) & mask)
-        for b in range(len(uniforms)):
-            u = uniforms[b]
-            low = np.int32(u >= l0) + np.int32(u >= l1) + np.int32(u >= l2)
-            mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
-            high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
-            counts[b] = low + mid + high
+        _key_weights(keys[i], start, group_hashes, 0, hashes, thresholds, bits, uniforms, counts)
         row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop is slower
         for b in range(replicates):
             row[b] = np.uint8(counts[b])
@@ -184,13 +192,27 @@ def value_columns(values, scale, limb_bits, limit, out):
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _tile_weights(hashing, r, g0, hashes, width, uniforms, counts, w):
+    """w[0:width] = row r's weights (float64) in the tile of hashes g0.. (`cell_limb_sums`' hashing)."""
+    keys, start, group_hashes, thresholds, bits = hashing
+    _key_weights(keys[r], start, group_hashes, g0, hashes, thresholds, bits, uniforms, counts)
+    for b in range(width):
+        w[b] = counts[b]
+
+
 # contract: a product and its sum may be one fused multiply-add; every product and partial sum is an
 # integer below 2**53 (see the module docstring), so fused or not the bits are the same.
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, stop):
+def cell_limb_sums(weights, episode, hashing, cell, values, targets, row_of, out, first, stop):
     """Exact sums of weight * value per (target, column) for replicates first..stop-1, added into `out`.
 
-    weights (E, B) uint8; episode (n,) row -> weight row; cell (n,) row -> its cell (rows sorted by
+    The weights: either `weights` (E, B) uint8 with `episode` (n,) row -> weight row, or (when `hashing`
+    = (keys, start, group_hashes, thresholds, bits) holds a key per row) row r's weights are
+    `_key_weights` of keys[r], made tile by tile as the rows are summed (`first` a multiple of 3), so no
+    weights matrix is written and read back. (One branch per four rows decides: numba does not prune a
+    branch on `weights is None` here, so both kinds of call pass arrays of the same types.)
+    cell (n,) row -> its cell (rows sorted by
     cell); values (n, C) float64, integers below 2**36 in magnitude (`vlnkit.comparison.replicates`
     lays out the columns); targets (cells, D) the targets every row of a cell counts in (-1: none);
     row_of (T, C): the row of `out` (R, B) int64 that holds column c of target t (-1: not kept).
@@ -208,9 +230,13 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
     w2 = np.zeros(TILE)
     w3 = np.zeros(TILE)
     touched = np.zeros(columns, np.bool_)  # the columns the current cell added to
+    keyed = len(hashing[0]) == n and n > 0  # weights made from each row's key
+    uniforms = np.empty(TILE, np.int32)  # a row's uniforms and weights of one tile (hashed weights)
+    counts = np.empty(TILE, np.int32)
     active = np.zeros(columns, np.int64)  # the columns four rows add to, in order
     for t0 in range(first, stop, TILE):
         width = min(TILE, stop - t0)
+        g0, hashes = t0 // 3, (width + 2) // 3  # the tile's hashes (t0 is a multiple of 3)
         r = 0
         while r < n:
             here = cell[r]
@@ -219,17 +245,23 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                 end += 1
             q = r
             while q + 4 <= end:
-                # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
-                # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
-                a0 = weights[episode[q]][t0 : t0 + width]
-                a1 = weights[episode[q + 1]][t0 : t0 + width]
-                a2 = weights[episode[q + 2]][t0 : t0 + width]
-                a3 = weights[episode[q + 3]][t0 : t0 + width]
-                for b in range(width):
-                    w0[b] = a0[b]
-                    w1[b] = a1[b]
-                    w2[b] = a2[b]
-                    w3[b] = a3[b]
+                if keyed:
+                    _tile_weights(hashing, q, g0, hashes, width, uniforms, counts, w0)
+                    _tile_weights(hashing, q + 1, g0, hashes, width, uniforms, counts, w1)
+                    _tile_weights(hashing, q + 2, g0, hashes, width, uniforms, counts, w2)
+                    _tile_weights(hashing, q + 3, g0, hashes, width, uniforms, counts, w3)
+                else:
+                    # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
+                    # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
+                    a0 = weights[episode[q]][t0 : t0 + width]
+                    a1 = weights[episode[q + 1]][t0 : t0 + width]
+                    a2 = weights[episode[q + 2]][t0 : t0 + width]
+                    a3 = weights[episode[q + 3]][t0 : t0 + width]
+                    for b in range(width):
+                        w0[b] = a0[b]
+                        w1[b] = a1[b]
+                        w2[b] = a2[b]
+                        w3[b] = a3[b]
                 k = 0  # the columns these four rows add to (others are zero in all four)
                 for c in range(columns):
                     if (
@@ -260,9 +292,12 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                         sums[b] += (w0[b] * v0 + w1[b] * v1) + (w2[b] * v2 + w3[b] * v3)
                 q += 4
             while q < end:
-                a0 = weights[episode[q]][t0 : t0 + width]
-                for b in range(width):
-                    w0[b] = a0[b]
+                if keyed:
+                    _tile_weights(hashing, q, g0, hashes, width, uniforms, counts, w0)
+                else:
+                    a0 = weights[episode[q]][t0 : t0 + width]
+                    for b in range(width):
+                        w0[b] = a0[b]
                 for c in range(columns):
                     v0 = values[q, c]
                     if v0 != 0.0:
