@@ -158,7 +158,7 @@ class KeyedWeights:
     def hashing(self, rows: np.ndarray) -> tuple:
         """What `vlnkit.comparison.kernels.cell_limb_sums` takes to make the weights of keys[rows]."""
         keys = np.ascontiguousarray(np.asarray(self.keys, dtype=np.uint64)[rows])
-        return (keys, *_hash_parameters(self.replicates, self.seed), UNIFORM_BITS)
+        return (keys, *_hash_parameters(self.replicates, self.seed))
 
     def __getitem__(self, rows) -> np.ndarray:
         """The weights of keys[rows], computed (an (n, replicates) uint8 matrix)."""
@@ -167,13 +167,14 @@ class KeyedWeights:
 
 def _hash_parameters(replicates: int, seed: int) -> tuple[np.uint64, np.ndarray, np.ndarray]:
     """(the seed's hash state, the hash of every integer b // 3 below `replicates`, the thresholds)."""
-    from vlnkit.comparison.kernels import THRESHOLDS
+    from vlnkit.comparison import kernels
 
     if replicates < 0:
         raise ValueError(f"replicates must be >= 0, got {replicates}")
     groups = integer_key_hashes(np.arange(-(-replicates // PER_HASH), dtype=np.int64))
     thresholds = _reachable_thresholds()
-    assert len(thresholds) == THRESHOLDS  # the kernel holds exactly these in registers
+    assert len(thresholds) == kernels.THRESHOLDS  # the kernel holds exactly these in registers
+    assert kernels.UNIFORM_BITS == UNIFORM_BITS  # and cuts uniforms of this many bits
     return np.uint64(seed_state(seed)), groups, thresholds
 
 
@@ -194,7 +195,7 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     state, groups, thresholds = _hash_parameters(replicates, seed)
     out = np.empty((len(keys), replicates), np.uint8)
     run_in_parallel(
-        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
+        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, out),
         parts(len(keys), thread_count(len(keys) * replicates * len(thresholds))),  # a comparison per threshold
     )
     return out
