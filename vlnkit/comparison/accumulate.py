@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, cell_sums
-from vlnkit.comparison.resampling import episode_keys, poisson_weights
+from vlnkit.comparison.resampling import KeyedWeights, episode_keys, poisson_weights
 
 GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
 
@@ -101,7 +101,10 @@ def slice_sums(
         first[id_codes[::-1]] = np.arange(len(id_codes))[::-1]
         scans = [scan_names[c] for c in scan_codes[first].tolist()]
     keys = episode_keys(ids, unit=unit, scans=scans)
-    unique_weights = poisson_weights(keys, replicates, seed)  # once per distinct episode, for every agent
+    if len(id_codes) > len(keys):  # an episode in several rows (agents): its weights made once, shared
+        unique_weights = poisson_weights(keys, replicates, seed)
+    else:  # a row per episode: the sums kernel makes each row's weights as it adds the row
+        unique_weights = KeyedWeights(keys, replicates, seed)
     values = {m: _floats(table, m) for m in metrics}
     present = [c for c in by if (c in table.column_names if isinstance(table, pa.Table) else c in table)]
     n_agents = len(agent_names)

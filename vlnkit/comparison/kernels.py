@@ -21,7 +21,12 @@ The weight of episode key k in replicate b is the one `vlnkit.comparison.resampl
 `h = stable_hash(k, b // 3, seed=seed)`, computed with the splitmix64 steps of
 `vlnkit.hashing.stable_hash_array`; three 21-bit uniforms per hash; the Poisson(1) inverse CDF as
 the number of integer thresholds ceil(P(X <= j) * 2**21) at or below the uniform's bits (a sum of
-comparisons rather than a search, so no branch depends on the random draw).
+comparisons rather than a search, so no branch depends on the random draw). Where each episode is one
+row (one agent), the sums kernel makes a row's weights itself, tile by tile, from the row's key: hashing
+is what costs (a 28,000-row bucket: about 47 ms for the weights, 55 ms for the sums, one thread), and a
+weights matrix written and gathered back cost another 5%. Where several rows share an episode (agents),
+the weights are made once per episode into a matrix the sums kernel reads, since hashing once per row
+would cost more than the matrix saves.
 """
 
 from __future__ import annotations
@@ -31,9 +36,15 @@ import numpy as np
 from vlnkit.compiled import njit
 from vlnkit.hashing import GOLDEN, TAG_INT
 
-TILE = 512  # replicates per accumulator tile: a cell's columns x 512 float64 and four weight rows stay in L2
-SPLIT = 64  # replicate ranges of threads are cut at multiples of this
+# Replicates per accumulator tile: a cell's columns x 504 float64 and four weight rows stay in L2. A multiple
+# of 3 (a hash serves three replicates, so a tile computing its own weights starts at a hash) and of 8.
+TILE = 504
+SPLIT = 24  # replicate ranges of threads are cut at multiples of this: a hash's three, an int64 cache line's 8
 THRESHOLDS = 9  # thresholds a 21-bit uniform can reach: Poisson(1) weights are at most 9
+# Bits of a uniform, three per 64-bit hash (`vlnkit.comparison.resampling` checks this is its UNIFORM_BITS):
+# a constant, so the compiler sees the cut of each uniform and keeps the comparisons in 32-bit lanes (with
+# the bits as an argument the pass ran 30% slower, in 64-bit lanes).
+UNIFORM_BITS = 21
 CHUNK_ROWS = 1 << 12  # rows per tile pass: 4,096 x 31 x 2**36 < 2**53, so float64 sums stay exact
 _GOLDEN = np.uint64(GOLDEN)
 _TAG_INT = np.uint64(TAG_INT)
@@ -46,41 +57,67 @@ def _mix(z):  # splitmix64's finaliser, as vlnkit.hashing._mix_array
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, nogil=True)
-def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, bits, out):
-    """Rows first..stop-1 of the (len(keys), B) uint8 weights `out`: `start` is the seed's hash state,
-    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the
-    `THRESHOLDS` integer inverse-CDF thresholds of the `bits`-bit uniforms. A key's uniforms are cut
-    from its hashes first; then one pass over the replicates (which the compiler vectorizes) compares
-    each uniform with every threshold, so a weight is a sum of comparisons with no branch on the draw."""
-    replicates = out.shape[1]
-    mask = np.uint64((1 << bits) - 1)
-    shift1 = np.uint64(bits)
-    shift2 = np.uint64(2 * bits)
-    hashes = len(group_hashes)
-    uniforms = np.empty(3 * hashes, np.int32)
-    counts = np.empty(3 * hashes, np.int32)
+@njit(cache=True, nogil=True, inline="always")
+def _key_weights(key, start, group_hashes, g0, hashes, thresholds, halves, counts):
+    """The weights of `key` in the replicates of hashes g0..g0+hashes-1, as int32 in hash-major planes:
+    counts[j * hashes + g] is replicate 3 * (g0 + g) + j's. `start` is the seed's hash state,
+    `group_hashes[g]` the hash of the integer g (one per three replicates), `thresholds` the `THRESHOLDS`
+    integer inverse-CDF thresholds of the `UNIFORM_BITS`-bit uniforms; `halves` (2, hashes) uint32 scratch.
+
+    Two passes, each of one lane width so the compiler vectorizes both: the 64-bit hashes, kept as their
+    32-bit halves; then, in 32-bit lanes, the three uniforms of each hash (bits 0-20, 21-41, 42-62: the
+    middle one across the halves) each compared with every threshold, so a weight is a sum of
+    comparisons with no branch on the draw. The planes are what makes the second pass vectorize: with the
+    uniforms interleaved in replicate order (3 g + j), the cutting and comparing took 40% longer.
+    """
+    mask = np.uint32((1 << UNIFORM_BITS) - 1)
+    shift, across, third_shift = np.uint32(UNIFORM_BITS), np.uint32(32 - UNIFORM_BITS), np.uint32(2 * UNIFORM_BITS - 32)
     # The nine thresholds held in registers (`THRESHOLDS`): one pass over the uniforms compares each
     # with all nine, where a pass per threshold loaded and stored every count nine times (a third slower).
     l0, l1, l2 = np.int32(thresholds[0]), np.int32(thresholds[1]), np.int32(thresholds[2])
     l3, l4, l5 = np.int32(thresholds[3]), np.int32(thresholds[4]), np.int32(thresholds[5])
     l6, l7, l8 = np.int32(thresholds[6]), np.int32(thresholds[7]), np.int32(thresholds[8])
+    state = _mix(start * _GOLDEN + _mix(key ^ _TAG_INT))
+    low, high = halves[0], halves[1]
+    for g in range(hashes):
+        h = _mix(state * _GOLDEN + group_hashes[g0 + g])
+        low[g] = np.uint32(h & np.uint64(0xFFFFFFFF))
+        high[g] = np.uint32(h >> np.uint64(32))
+    first, second, third = counts[:hashes], counts[hashes : 2 * hashes], counts[2 * hashes : 3 * hashes]
+    for g in range(hashes):
+        lo, hi = low[g], high[g]
+        first[g] = _weight(np.int32(lo & mask), l0, l1, l2, l3, l4, l5, l6, l7, l8)
+        middle = (lo >> shift) | ((hi << across) & mask)  # its low bits in lo, the rest in hi
+        second[g] = _weight(np.int32(middle), l0, l1, l2, l3, l4, l5, l6, l7, l8)
+        third[g] = _weight(np.int32((hi >> third_shift) & mask), l0, l1, l2, l3, l4, l5, l6, l7, l8)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _weight(u, l0, l1, l2, l3, l4, l5, l6, l7, l8):
+    """The Poisson(1) weight at uniform bits u: how many of the thresholds l0..l8 are at or below u."""
+    low = np.int32(u >= l0) + np.int32(u >= l1) + np.int32(u >= l2)
+    mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
+    return low + mid + (np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8))
+
+
+@njit(cache=True, nogil=True)
+def poisson_weight_rows(keys, first, stop, start, group_hashes, thresholds, out):
+    """Rows first..stop-1 of the (len(keys), B) uint8 weights `out` (`_key_weights` of each key, put
+    back in replicate order)."""
+    replicates = out.shape[1]
+    hashes = len(group_hashes)
+    halves = np.empty((2, hashes), np.uint32)
+    counts = np.empty(3 * hashes, np.int32)
     for i in range(first, stop):
-        state = _mix(start * _GOLDEN + _mix(keys[i] ^ _TAG_INT))
-        for g in range(hashes):
-            h = _mix(state * _GOLDEN + group_hashes[g])
-            uniforms[3 * g] = np.int32(h & mask)
-            uniforms[3 * g + 1] = np.int32((h >> shift1) & mask)
-            uniforms[3 * g + 2] = np.int32((h >> shift2) & mask)
-        for b in range(len(uniforms)):
-            u = uniforms[b]
-            low = np.int32(u >= l0) + np.int32(u >= l1) + np.int32(u >= l2)
-            mid = np.int32(u >= l3) + np.int32(u >= l4) + np.int32(u >= l5)
-            high = np.int32(u >= l6) + np.int32(u >= l7) + np.int32(u >= l8)
-            counts[b] = low + mid + high
+        _key_weights(keys[i], start, group_hashes, 0, hashes, thresholds, halves, counts)
         row = out[i]  # narrowed in a pass of its own: narrowing inside the comparisons' loop is slower
-        for b in range(replicates):
-            row[b] = np.uint8(counts[b])
+        whole = replicates // 3
+        for g in range(whole):  # back in replicate order
+            row[3 * g] = np.uint8(counts[g])
+            row[3 * g + 1] = np.uint8(counts[hashes + g])
+            row[3 * g + 2] = np.uint8(counts[2 * hashes + g])
+        for j in range(replicates - 3 * whole):
+            row[3 * whole + j] = np.uint8(counts[j * hashes + whole])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -184,13 +221,29 @@ def value_columns(values, scale, limb_bits, limit, out):
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _tile_weights(hashing, r, g0, hashes, halves, counts, w):
+    """w[0 : 3 * hashes] = row r's weights (float64) of the tile's hashes g0.., in `_key_weights`' planes."""
+    keys, start, group_hashes, thresholds = hashing
+    _key_weights(keys[r], start, group_hashes, g0, hashes, thresholds, halves, counts)
+    for b in range(3 * hashes):  # int32 to float64 in a pass of its own: inside the comparisons, 2.4x slower
+        w[b] = counts[b]
+
+
 # contract: a product and its sum may be one fused multiply-add; every product and partial sum is an
 # integer below 2**53 (see the module docstring), so fused or not the bits are the same.
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, stop):
+def cell_limb_sums(weights, episode, hashing, cell, values, targets, row_of, out, first, stop):
     """Exact sums of weight * value per (target, column) for replicates first..stop-1, added into `out`.
 
-    weights (E, B) uint8; episode (n,) row -> weight row; cell (n,) row -> its cell (rows sorted by
+    The weights: either `weights` (E, B) uint8 with `episode` (n,) row -> weight row, or (when `hashing`
+    = (keys, start, group_hashes, thresholds) holds a key per row) row r's weights are `_key_weights`
+    of keys[r], made tile by tile as the rows are summed (`first` a multiple of 3), so no weights
+    matrix is written and read back; the tile's accumulators then hold the replicates in the planes of
+    `_key_weights` (3 g + j at j * hashes + g) and are put back in order as they move into `out`. (One
+    branch per four rows decides: numba does not prune a branch on `weights is None` here, so both kinds
+    of call pass arrays of the same types.)
+    cell (n,) row -> its cell (rows sorted by
     cell); values (n, C) float64, integers below 2**36 in magnitude (`vlnkit.comparison.replicates`
     lays out the columns); targets (cells, D) the targets every row of a cell counts in (-1: none);
     row_of (T, C): the row of `out` (R, B) int64 that holds column c of target t (-1: not kept).
@@ -208,9 +261,14 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
     w2 = np.zeros(TILE)
     w3 = np.zeros(TILE)
     touched = np.zeros(columns, np.bool_)  # the columns the current cell added to
+    keyed = len(hashing[0]) == n and n > 0  # weights made from each row's key
+    halves = np.empty((2, TILE // 3), np.uint32)  # a row's hashes and weights of one tile (keyed)
+    counts = np.empty(TILE, np.int32)
     active = np.zeros(columns, np.int64)  # the columns four rows add to, in order
     for t0 in range(first, stop, TILE):
         width = min(TILE, stop - t0)
+        g0, hashes = t0 // 3, (width + 2) // 3  # the tile's hashes (t0 is a multiple of 3)
+        span = 3 * hashes if keyed else width  # the accumulators in use (keyed: the planes, padded)
         r = 0
         while r < n:
             here = cell[r]
@@ -219,17 +277,23 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                 end += 1
             q = r
             while q + 4 <= end:
-                # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
-                # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
-                a0 = weights[episode[q]][t0 : t0 + width]
-                a1 = weights[episode[q + 1]][t0 : t0 + width]
-                a2 = weights[episode[q + 2]][t0 : t0 + width]
-                a3 = weights[episode[q + 3]][t0 : t0 + width]
-                for b in range(width):
-                    w0[b] = a0[b]
-                    w1[b] = a1[b]
-                    w2[b] = a2[b]
-                    w3[b] = a3[b]
+                if keyed:
+                    _tile_weights(hashing, q, g0, hashes, halves, counts, w0)
+                    _tile_weights(hashing, q + 1, g0, hashes, halves, counts, w1)
+                    _tile_weights(hashing, q + 2, g0, hashes, halves, counts, w2)
+                    _tile_weights(hashing, q + 3, g0, hashes, halves, counts, w3)
+                else:
+                    # The tile's weights as slices first: indexed from 0, the conversion loop vectorizes
+                    # (indexed at t0 + b it is converted one weight at a time, half the kernel's time).
+                    a0 = weights[episode[q]][t0 : t0 + width]
+                    a1 = weights[episode[q + 1]][t0 : t0 + width]
+                    a2 = weights[episode[q + 2]][t0 : t0 + width]
+                    a3 = weights[episode[q + 3]][t0 : t0 + width]
+                    for b in range(width):
+                        w0[b] = a0[b]
+                        w1[b] = a1[b]
+                        w2[b] = a2[b]
+                        w3[b] = a3[b]
                 k = 0  # the columns these four rows add to (others are zero in all four)
                 for c in range(columns):
                     if (
@@ -247,7 +311,7 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                     v0, v1, v2, v3 = values[q, c], values[q + 1, c], values[q + 2, c], values[q + 3, c]
                     x0, x1, x2, x3 = values[q, d], values[q + 1, d], values[q + 2, d], values[q + 3, d]
                     sums, more = acc[c], acc[d]
-                    for b in range(width):
+                    for b in range(span):
                         p0, p1, p2, p3 = w0[b], w1[b], w2[b], w3[b]
                         sums[b] += (p0 * v0 + p1 * v1) + (p2 * v2 + p3 * v3)
                         more[b] += (p0 * x0 + p1 * x1) + (p2 * x2 + p3 * x3)
@@ -256,19 +320,22 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                     c = active[j]
                     v0, v1, v2, v3 = values[q, c], values[q + 1, c], values[q + 2, c], values[q + 3, c]
                     sums = acc[c]
-                    for b in range(width):
+                    for b in range(span):
                         sums[b] += (w0[b] * v0 + w1[b] * v1) + (w2[b] * v2 + w3[b] * v3)
                 q += 4
             while q < end:
-                a0 = weights[episode[q]][t0 : t0 + width]
-                for b in range(width):
-                    w0[b] = a0[b]
+                if keyed:
+                    _tile_weights(hashing, q, g0, hashes, halves, counts, w0)
+                else:
+                    a0 = weights[episode[q]][t0 : t0 + width]
+                    for b in range(width):
+                        w0[b] = a0[b]
                 for c in range(columns):
                     v0 = values[q, c]
                     if v0 != 0.0:
                         touched[c] = True
                         sums = acc[c]
-                        for b in range(width):
+                        for b in range(span):
                             sums[b] += w0[b] * v0
                 q += 1
             # Only the columns this cell added to move and are cleared (the others are all zero).
@@ -280,12 +347,18 @@ def cell_limb_sums(weights, episode, cell, values, targets, row_of, out, first, 
                         if k >= 0 and touched[c]:
                             mine = out[k][t0 : t0 + width]
                             sums = acc[c]
-                            for b in range(width):
-                                mine[b] += np.int64(sums[b])
+                            if keyed:  # replicate 3 g + j from plane j
+                                for j in range(3):
+                                    plane = sums[j * hashes : (j + 1) * hashes]
+                                    for g in range((width - j + 2) // 3):
+                                        mine[3 * g + j] += np.int64(plane[g])
+                            else:
+                                for b in range(width):
+                                    mine[b] += np.int64(sums[b])
             for c in range(columns):
                 if touched[c]:
                     sums = acc[c]
-                    for b in range(width):
+                    for b in range(span):
                         sums[b] = 0.0
                     touched[c] = False
             r = end

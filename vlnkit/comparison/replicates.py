@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vlnkit.comparison.resampling import episode_keys, poisson_weights  # noqa: F401  (doctest names)
+from vlnkit.comparison.resampling import KeyedWeights, episode_keys, poisson_weights  # noqa: F401  (doctest names)
 from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 
@@ -152,7 +152,8 @@ def _value_columns(values: np.ndarray) -> np.ndarray:
 
 
 def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], metrics_of=None) -> list[ReplicateSums]:
-    """One `ReplicateSums` per target: row r (values `columns[name][r]`, weights `weights[episode[r]]`)
+    """One `ReplicateSums` per target: row r (values `columns[name][r]`, weights `weights[episode[r]]`:
+    `weights` an (E, B) uint8 matrix, or `KeyedWeights` whose rows the kernel makes as it sums)
     is in cell `cell[r]` and counts in every target `targets[cell[r]]` lists (-1: none). Target t keeps
     the metrics `metrics_of[t]` (all by default). One compiled pass over the rows serves every target:
     cells are the combinations of agent and breakdown groups, targets the agents and the groups.
@@ -186,11 +187,15 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     row_of = np.where(wanted, np.cumsum(wanted).reshape(wanted.shape) - 1, -1)  # (target, column) -> out row
     out = np.zeros((int(wanted.sum()), replicates), np.int64)
     lows, highs = row_of[:, low][wanted[:, low]], row_of[:, low + 1][wanted[:, low]]
-    weights = np.ascontiguousarray(weights, dtype=np.uint8)
+    if isinstance(weights, KeyedWeights):  # each row's weights made in the kernel from its key
+        keyed, weights = weights, np.zeros((0, 0), np.uint8)
+    else:  # no keys: the kernel reads the weights matrix
+        keyed, weights = KeyedWeights(np.zeros(0, np.uint64), 0), np.ascontiguousarray(weights, dtype=np.uint8)
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
         dense = _value_columns(stacked[:, rows])
-        args = (weights, episode[rows], cell[rows], dense, targets, row_of, out)
+        hashing = keyed.hashing(episode[rows] if len(keyed.keys) else slice(0, 0))
+        args = (weights, episode[rows], hashing, cell[rows], dense, targets, row_of, out)
         # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
         # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.
         threads = thread_count(len(args[1]) * replicates * (1 + len(names)))

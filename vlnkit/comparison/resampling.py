@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -140,6 +141,43 @@ def _reachable_thresholds() -> np.ndarray:
     return thresholds[thresholds < 1 << UNIFORM_BITS]
 
 
+@dataclass(frozen=True)
+class KeyedWeights:
+    """The (len(keys), replicates) weights `poisson_weights(keys, replicates, seed)`, not computed: the
+    bootstrap's sums kernel (`vlnkit.comparison.replicates.cell_sums`) makes each row's weights as it
+    adds the row, so no weights matrix is written to memory and read back."""
+
+    keys: np.ndarray
+    replicates: int
+    seed: int = 0
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.keys), self.replicates)
+
+    def hashing(self, rows: np.ndarray) -> tuple:
+        """What `vlnkit.comparison.kernels.cell_limb_sums` takes to make the weights of keys[rows]."""
+        keys = np.ascontiguousarray(np.asarray(self.keys, dtype=np.uint64)[rows])
+        return (keys, *_hash_parameters(self.replicates, self.seed))
+
+    def __getitem__(self, rows) -> np.ndarray:
+        """The weights of keys[rows], computed (an (n, replicates) uint8 matrix)."""
+        return poisson_weights(np.asarray(self.keys, dtype=np.uint64)[rows], self.replicates, self.seed)
+
+
+def _hash_parameters(replicates: int, seed: int) -> tuple[np.uint64, np.ndarray, np.ndarray]:
+    """(the seed's hash state, the hash of every integer b // 3 below `replicates`, the thresholds)."""
+    from vlnkit.comparison import kernels
+
+    if replicates < 0:
+        raise ValueError(f"replicates must be >= 0, got {replicates}")
+    groups = integer_key_hashes(np.arange(-(-replicates // PER_HASH), dtype=np.int64))
+    thresholds = _reachable_thresholds()
+    assert len(thresholds) == kernels.THRESHOLDS  # the kernel holds exactly these in registers
+    assert kernels.UNIFORM_BITS == UNIFORM_BITS  # and cuts uniforms of this many bits
+    return np.uint64(seed_state(seed)), groups, thresholds
+
+
 def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndarray:
     """(n, replicates) uint8 Poisson(1) weights: row i, column b is a function of (seed, keys[i], b) only.
 
@@ -151,18 +189,13 @@ def poisson_weights(keys: np.ndarray, replicates: int, seed: int = 0) -> np.ndar
     >>> round(float(w.mean()), 1), round(float(w.var()), 1)  # Poisson(1): mean 1, variance 1
     (1.0, 1.0)
     """
-    from vlnkit.comparison.kernels import THRESHOLDS, poisson_weight_rows
+    from vlnkit.comparison.kernels import poisson_weight_rows
 
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    if replicates < 0:
-        raise ValueError(f"replicates must be >= 0, got {replicates}")
-    hashes = -(-replicates // PER_HASH)
-    groups = integer_key_hashes(np.arange(hashes, dtype=np.int64))
+    state, groups, thresholds = _hash_parameters(replicates, seed)
     out = np.empty((len(keys), replicates), np.uint8)
-    state, thresholds = np.uint64(seed_state(seed)), _reachable_thresholds()
-    assert len(thresholds) == THRESHOLDS  # the kernel holds exactly these in registers
     run_in_parallel(
-        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, UNIFORM_BITS, out),
+        lambda first, stop: poisson_weight_rows(keys, first, stop, state, groups, thresholds, out),
         parts(len(keys), thread_count(len(keys) * replicates * len(thresholds))),  # a comparison per threshold
     )
     return out

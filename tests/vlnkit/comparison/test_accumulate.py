@@ -130,3 +130,20 @@ def test_long_cells_at_the_largest_weights_stay_exact():
     grid = [round(float(v) * 2**REPLICATE_BITS) for v in x]
     for b in range(3):
         assert sums.weighted_totals["x"][b] == sum(int(wb) * g for wb, g in zip(w[:, b], grid))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_row_per_episode_sums_with_weights_made_in_the_kernel_as_with_the_matrix(seed, monkeypatch):
+    """One agent (a row per episode: its weights are made inside the sums kernel, `KeyedWeights`) with
+    breakdowns and a pair whose other agent is in another slice (its left-out rows take the keyed weights
+    of those rows): the same sums as with the weights matrix of the numpy definition."""
+    import vlnkit.comparison.accumulate as accumulate
+    from tests.oracles.poisson_weights import poisson_weights as numpy_weights
+
+    rng = np.random.default_rng(seed)
+    table = random_table(rng, int(rng.integers(30, 300)), agents=("a",))
+    table["language"] = [None if u < 0.3 else f"l{int(u * 3)}" for u in rng.random(len(table["agent"]))]
+    args = dict(replicates=int(rng.integers(1, 700)), seed=seed, pairs=[("a", "z")], by=("scan", "language"))
+    keyed = slice_sums(table, ["x", "y"], **args)
+    monkeypatch.setattr(accumulate, "KeyedWeights", numpy_weights)
+    assert keyed == slice_sums(table, ["x", "y"], **args) and ("pair", "a", "z") in keyed

@@ -280,3 +280,40 @@ def test_value_columns_are_each_metrics_limbs_and_refusals_name_the_first_metric
     x[2, 1], x[1, 4], x[1, 9] = 2.0**40, -(2.0**37), 2.0**38
     with pytest.raises(ValueError, match=r"got np.float64\(-137438953472\.0\)"):
         _value_columns(x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 60), st.integers(1, 1100), st.integers(-(2**63), 2**64 - 1), st.integers(1, 3), st.integers(0, 2**32)
+)
+def test_weights_made_in_the_sums_kernel_equal_the_weights_matrix(rows, replicates, seed, threads, draw):
+    """`KeyedWeights` (each row's weights made from its key inside the sums kernel, tile by tile) gives
+    the same bits as the weights matrix of the numpy definition (`tests/oracles`): replicate counts on
+    both sides of a tile (504) and not multiples of a hash's three, cells of any length, keys repeated,
+    zero, NaN and two-limb values, on one to three threads."""
+    import vlnkit.parallel as parallel
+    from tests.oracles.poisson_weights import poisson_weights as numpy_weights
+    from vlnkit.comparison.replicates import cell_sums
+    from vlnkit.comparison.resampling import KeyedWeights
+
+    rng = np.random.default_rng(draw)
+    keys = rng.integers(0, 2**64, size=max(1, rows // 2), dtype=np.uint64)
+    keys[0] = 0
+    episode = rng.integers(0, len(keys), rows)  # an episode in several rows, some in none
+    cell = rng.integers(0, 4, rows)
+    targets = np.array([[0, 2], [1, 2], [0, -1], [1, 3]])
+    x = np.where(rng.random(rows) < 0.2, np.nan, rng.random(rows) * rng.choice([1.0, 3e3, 2.0**35], rows))
+    columns = {"x": np.where(rng.random(rows) < 0.2, 0.0, x), "y": (rng.random(rows) < 0.5).astype(float)}
+    parallel_work = parallel.PARALLEL_WORK
+    try:
+        parallel.PARALLEL_WORK = 1  # as many threads as cores allow, up to `threads`
+        parallel.MAX_THREADS, saved = threads, parallel.MAX_THREADS
+        keyed = cell_sums(KeyedWeights(keys, replicates, seed), episode, cell, targets, columns)
+    finally:
+        parallel.PARALLEL_WORK, parallel.MAX_THREADS = parallel_work, saved
+    matrix = cell_sums(numpy_weights(keys, replicates, seed), episode, cell, targets, columns)
+    assert keyed == matrix
+    for mine, theirs in zip(keyed, matrix):
+        for name in columns:
+            assert np.array_equal(mine.replicate_means(name), theirs.replicate_means(name), equal_nan=True)
+            assert mine.interval(name) == theirs.interval(name)
