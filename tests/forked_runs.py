@@ -43,7 +43,7 @@ sel = selectors.DefaultSelector()
 sel.register(sock, selectors.EVENT_READ)
 sel.register(wake_r, selectors.EVENT_READ)
 sock.sendall(b'{"ready": true}\n')
-buffer = b""
+buffer, pending = b"", []
 
 
 def child(request, fds):
@@ -77,12 +77,14 @@ def child(request, fds):
 while True:
     for key, _ in sel.select():
         if key.fileobj is sock:
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+            data, received, _, _ = socket.recv_fds(sock, 1 << 20, 3)
             if not data:
                 sys.exit(0)
             buffer += data
+            pending += received  # a request's three streams come with its first bytes; its line may take more reads
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
+                fds, pending = pending[:3], pending[3:]
                 pid = os.fork()
                 if pid == 0:
                     child(json.loads(line), fds)
