@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forked_runs import ForkServer
 from tests.hostile import environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,16 +24,44 @@ CHILD = (
     "sys.argv = ['build_r4r', *sys.argv[1:]]; runpy.run_module('pipelines.build_r4r', run_name='__main__')"
 )
 POINTS = ["staged", "written", "success", "publishing", "pointed"]
+# What the child imports before its first line runs, as a command naming gs:// paths imports it
+# (pipelines.beam_import: Beam whole, Google Cloud's clients and Beam's GCS filesystem among it).
+PRELUDE = """
+from pipelines.beam_import import import_beam, job_command
+with job_command():
+    import_beam(["--output_dir=gs://bucket/out"])
+import apache_beam.io.gcp.gcsio, apache_beam.io.parquetio, apache_beam.runners.portability.fn_api_runner.fn_runner
+import google.cloud.storage, pyarrow.parquet
+import pipelines.job, transforms.publish, transforms.r4r, transforms.write, vlnkit.runs.publication
+"""
 
 
-def run(b, argv, fault=None) -> tuple[int, str]:
+def environ(b, fault=None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STORAGE_EMULATOR_HOST": b.host, "NO_GCE_CHECK": "true"}
     env.pop("VLNKIT_FAULT_POINT", None)
     if fault:
         env["VLNKIT_FAULT_POINT"] = fault
+    return env
+
+
+@pytest.fixture(scope="module")
+def forks(gcs_emulator):
+    """The child runs forked from one interpreter that imported what they import (tests/forked_runs.py): each
+    a process of its own that a fault point kills, without paying Python's and Beam's start every time."""
+    server = ForkServer(PRELUDE, ["pipelines.build_r4r"], ROOT, environ(gcs_emulator))
+    yield server
+    server.close()
+
+
+def run(b, argv, fault=None, forks=None) -> tuple[int, str]:
+    """The child (`python -c CHILD argv`): its exit code and standard error (forked from `forks` if given)."""
+    if forks is not None:
+        proc = forks.run_code(CHILD, argv, ROOT, environ(b, fault))
+        _, err = proc.communicate(timeout=180)
+        return proc.returncode, err
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, *argv],
-        env=env,
+        env=environ(b, fault),
         capture_output=True,
         text=True,
         timeout=180,
@@ -62,7 +91,7 @@ def inputs(gcs_emulator, tmp_path_factory):
     }
 
 
-def test_sigkill_while_staging_or_publishing_on_gcs_keeps_the_published_version(gcs_emulator, inputs):
+def test_sigkill_while_staging_or_publishing_on_gcs_keeps_the_published_version(gcs_emulator, inputs, forks):
     b = gcs_emulator
     prefix = "killed/build_r4r"
 
@@ -74,18 +103,18 @@ def test_sigkill_while_staging_or_publishing_on_gcs_keeps_the_published_version(
             f"--output_dir={b.url(prefix)}",
         ]
 
-    code, err = run(b, argv(inputs["full"]))
+    code, err = run(b, argv(inputs["full"]), forks=forks)
     assert code == 0, err
     for point in POINTS:
         before = published(b, prefix)
-        code, err = run(b, argv(inputs["smaller"]), fault=point)
+        code, err = run(b, argv(inputs["smaller"]), fault=point, forks=forks)
         assert code == -signal.SIGKILL, (point, err)
         if point == "pointed":  # killed after the switch: the new version is published, complete
             after = published(b, prefix)
             assert "_SUCCESS" in after and json.loads(after["manifest.json"])["status"] == "complete"
         else:
             assert published(b, prefix) == before, point
-    code, err = run(b, argv(inputs["full"]))
+    code, err = run(b, argv(inputs["full"]), forks=forks)
     assert code == 0, err
     names = b.list(prefix)
     versions = {n.split("/")[1] for n in names if n.startswith("versions/")}

@@ -15,7 +15,7 @@ import pytest
 
 from tests.cloud.conftest import free_port
 from tests.conftest import ROOT
-from tests.pipelines.test_runners import JOBS, in_process_result, job_flags, run_job, run_result
+from tests.pipelines.test_runners import JOBS, in_process_result, in_process_run, run_job, run_result
 from tests.processes import start_module, stop_group, wait_for_port
 
 IN_PROCESS = ["--runner=DirectRunner"]
@@ -66,14 +66,14 @@ def test_worker_pool_gives_the_rows_and_summary_of_an_in_process_run(
 
 
 @pytest.mark.real_data
-def test_worker_pool_report_equals_in_process(worker_pool, shared_data, tmp_path):
-    flags, _ = job_flags("score", shared_data, tmp_path / "score")
-    run_job("score", [*IN_PROCESS, *flags, f"--output_dir={tmp_path}/score/out"])
+def test_worker_pool_report_equals_in_process(worker_pool, shared_data, tmp_path, tmp_path_factory):
+    # The score run every runner's test compares with (tests/pipelines/test_runners.py), made once a session.
+    scores = in_process_run("score", shared_data, tmp_path_factory) / "out"
     conn = f"--connectivity_dir={shared_data}/connectivity"
     tables = {}
     for name, runner_flags in {"in_process": IN_PROCESS, "worker_pool": worker_pool}.items():
         out = tmp_path / name
-        run_job("report", [*runner_flags, f"--inputs={tmp_path}/score/out", conn, "--draw=2", f"--output_dir={out}"])
+        run_job("report", [*runner_flags, f"--inputs={scores}", conn, "--draw=2", f"--output_dir={out}"])
         assert (out / "_SUCCESS").exists()
         tables[name] = (json.loads((out / "report_tables.json").read_text()), sorted(os.listdir(out / "figures")))
     assert tables["worker_pool"] == tables["in_process"]

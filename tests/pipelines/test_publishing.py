@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forked_runs import ForkServer
 from tests.hostile import environment
 from vlnkit.io.layout import current_version, published
 
@@ -56,11 +57,40 @@ def run(*argv) -> dict:
     return importlib.import_module("pipelines.build_r4r").main(list(argv))
 
 
-def run_process(argv, fault=None, **popen) -> subprocess.Popen:
+# What a build_r4r command imports before its first line runs (pipelines.beam_import, as the command does).
+PRELUDE = """
+from pipelines.beam_import import import_beam, job_command
+with job_command():
+    import_beam(["--runner=DirectRunner"])
+import apache_beam.io.parquetio, apache_beam.runners.portability.fn_api_runner.fn_runner, pyarrow.parquet
+import pipelines.job, transforms.publish, transforms.r4r, transforms.write, vlnkit.runs.publication
+"""
+
+
+def _environ(fault=None) -> dict[str, str]:
     environ = {**os.environ, "PYTHONPATH": str(ROOT)}
     environ.pop("VLNKIT_FAULT_POINT", None)
     if fault:
         environ["VLNKIT_FAULT_POINT"] = fault
+    return environ
+
+
+@pytest.fixture(scope="module")
+def forks():
+    """build_r4r runs forked from one interpreter that imported what they import (tests/forked_runs.py):
+    each still a process of its own that a fault point kills, without paying Python's and Beam's start."""
+    server = ForkServer(PRELUDE, ["pipelines.build_r4r"], ROOT, _environ())
+    yield server
+    server.close()
+
+
+def fork_process(forks: ForkServer, argv, fault=None):
+    """`python -m pipelines.build_r4r argv` as a forked run (see `forks`)."""
+    return forks.run_module("pipelines.build_r4r", argv, ROOT, _environ(fault))
+
+
+def run_process(argv, fault=None, **popen) -> subprocess.Popen:
+    environ = _environ(fault)
     return subprocess.Popen(
         [sys.executable, "-m", "pipelines.build_r4r", *argv],
         env=environ,
@@ -137,9 +167,9 @@ def test_a_failed_rerun_leaves_the_published_version_byte_for_byte(env, tmp_path
 
 
 # ---------------------------------------------------------------------------- overlapping runs
-def test_a_second_live_run_is_refused_naming_the_first(env, tmp_path, capsys):
+def test_a_second_live_run_is_refused_naming_the_first(env, tmp_path, capsys, forks):
     out, go = tmp_path / "D", tmp_path / "go"
-    first = run_process(flags(env, out), fault=f"locked?{go}")  # holds the lock until `go` exists
+    first = fork_process(forks, flags(env, out), fault=f"locked?{go}")  # holds the lock until `go` exists
     deadline = time.monotonic() + 60
     while not (out / "lock.json").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -195,22 +225,24 @@ def _check_after_kill(out: Path, before: dict[str, bytes], previous: str, point:
 
 
 @pytest.mark.parametrize("mode", ["in_process", "multi_process"])
-def test_sigkill_at_every_point_of_a_rerun_never_costs_the_published_version(env, tmp_path, mode):
+def test_sigkill_at_every_point_of_a_rerun_never_costs_the_published_version(env, tmp_path, mode, forks):
     out = tmp_path / "D"
     runner = [] if mode == "in_process" else ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
     points = BEFORE_SWITCH + AFTER_SWITCH if mode == "in_process" else ["pipeline+1.5", "written", "success"]
-    code, err = finish(run_process(flags(env, out, None, "--json_output=" + str(tmp_path / "R4R.json"))))
+    code, err = finish(fork_process(forks, flags(env, out, None, "--json_output=" + str(tmp_path / "R4R.json"))))
     assert code == 0, err
     datasets = [env["smaller"], env["dataset"]]
     for k, point in enumerate(points):
         previous, before = current_version(str(out)), snapshot(out)
         argv = flags(env, out, datasets[k % 2], "--json_output=" + str(tmp_path / "R4R.json"), *runner)
-        code, err = finish(run_process(argv, fault=point))
+        code, err = finish(fork_process(forks, argv, fault=point))
         assert code == -signal.SIGKILL or point.startswith("pipeline"), (point, code, err)
         _check_after_kill(out, before, previous, point)
         dead = [v for v in (out / "versions").iterdir() if not (v / "_SUCCESS").exists()]
         assert len(dead) <= 1, (point, dead)  # the earlier dead runs' folders were removed by this one
-    code, err = finish(run_process(flags(env, out, env["smaller"], "--json_output=" + str(tmp_path / "R4R.json"))))
+    code, err = finish(
+        fork_process(forks, flags(env, out, env["smaller"], "--json_output=" + str(tmp_path / "R4R.json")))
+    )
     assert code == 0, err
     assert_clean(out)
     assert (tmp_path / "R4R.json").read_bytes() == (out / "current" / "R4R.json").read_bytes()

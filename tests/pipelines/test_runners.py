@@ -161,13 +161,18 @@ def neutral(text: str, work: Path) -> str:
 def in_process_result(job: str, shared_data, tmp_path_factory) -> dict[str, list[str]]:
     """`run_result` of the in-process DirectRunner, run once per test session (tests.session_memo): the
     reference every other runner's test (here, the worker pool's, the Flink cluster's) must equal."""
+    return json.loads((in_process_run(job, shared_data, tmp_path_factory).parent / "result.json").read_text())
+
+
+def in_process_run(job: str, shared_data, tmp_path_factory) -> Path:
+    """The folder of that session-wide in-process run (its outputs in `out/`), for tests that read its
+    outputs, such as a report of the score run's: read only, it is every runner's reference."""
 
     def fill(folder: Path) -> None:
         result = run_result(job, RUNNERS["in_process"], shared_data, folder / "in_process")
         (folder / "result.json").write_text(json.dumps(result))
 
-    folder = memo_folder(tmp_path_factory, f"in-process-{job}", key_of(job, str(shared_data)), fill)
-    return json.loads((folder / "result.json").read_text())
+    return memo_folder(tmp_path_factory, f"in-process-{job}", key_of(job, str(shared_data)), fill) / "in_process"
 
 
 def run_job(job: str, flags: list[str]) -> dict:
