@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -219,13 +220,25 @@ class ForkedRun:
         return self.returncode
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
-        """Both streams to their end, then the exit status (as Popen's)."""
-        out: list = []
-        drain = threading.Thread(target=lambda: out.append(self.stdout.read()), daemon=True)
-        drain.start()
-        err = self.stderr.read()
-        drain.join()
-        self.wait(timeout)
+        """Both streams to their end, then the exit status (as Popen's). Past `timeout`, the run and its
+        session are killed and TimeoutExpired raised, as `subprocess.run(timeout=...)` does."""
+        found: dict[str, object] = {}
+        readers = [
+            threading.Thread(target=lambda n=name, f=stream: found.__setitem__(n, f.read()), daemon=True)
+            for name, stream in (("out", self.stdout), ("err", self.stderr))
+        ]
+        for reader in readers:
+            reader.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for reader in readers:
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if any(reader.is_alive() for reader in readers):
+            try:
+                os.killpg(self.pid, signal.SIGKILL)  # its own session (setsid): the run and its workers
+            except ProcessLookupError:
+                pass
+            raise subprocess.TimeoutExpired(f"forked run {self.pid}", timeout)
+        self.wait(None if deadline is None else max(1.0, deadline - time.monotonic()))
         self.stdout.close()
         self.stderr.close()
-        return out[0], err
+        return found["out"], found["err"]
