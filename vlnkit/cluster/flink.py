@@ -194,9 +194,9 @@ def start(config: dict, wait: float = 180.0) -> dict[str, int]:
     artifacts = state / "artifacts"
     artifacts.mkdir(exist_ok=True)
     log4j_cp = ":".join(str(p) for p in sorted((dist / "lib").glob("log4j-*.jar")))
-    # Its classes loaded by vlnkit/cluster/UnlistedClasspath.java, so that the job server's
-    # classpath scan finds nothing to upload with each job but the launcher's own jar: every process of this
-    # cluster already holds Beam's runner.
+    # Its classes loaded by vlnkit/cluster/UnlistedClasspath.java, so that the job server's classpath scan
+    # finds nothing to upload with each job but that class loader's own jar: every process of this cluster
+    # already holds Beam's runner.
     pids["job-server"] = _start(
         [
             *java,
@@ -242,8 +242,8 @@ def start_taskmanager(config: dict, i: int) -> int:
 
     Its classpath holds Beam's runner (the job server's jars, after Flink's own) as well as Flink, and
     configs/flink-cluster.yaml resolves classes parent-first, so a job's Beam classes are the
-    TaskManager's; the job server (vlnkit/cluster/UnlistedClasspath.java) stages no copies at all. Why: Beam's Flink
-    runner keeps a job's SDK workers for `environment_cache_millis` between stages only when its classes
+    TaskManager's; the job server (vlnkit/cluster/UnlistedClasspath.java) stages no copies at all. Why:
+    Beam's Flink runner keeps a job's SDK workers for `environment_cache_millis` between stages only when its classes
     come from Flink's own class loader (`FlinkExecutableStageContextFactory`); loaded from the job's jars, it
     closes the workers after every stage, and each of a dozen stages started new Python workers (~10-40 s
     each)."""

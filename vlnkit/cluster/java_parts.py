@@ -31,20 +31,18 @@ JARS_SHA256 = Path(__file__).with_name("flink_job_server_jars.sha256")
 POM = Path(__file__).with_name("flink_job_server.pom.xml")
 UNLISTED_LOADER_SOURCE = Path(__file__).with_name("UnlistedClasspath.java")
 UNLISTED_LOADER_CLASS = "UnlistedClasspath"
+INSTALL_COMMAND = "python -m vlnkit.parts"
 
 
 def unlisted_loader_flags(classpath: str) -> list[str]:
-    """`java` flags that make the unlisted class loader the JVM's system class loader over `classpath` (the main
-    class is named after them, as usual)."""
+    """`java` flags that make the unlisted class loader the JVM's system class loader over `classpath`
+    (the main class is named after them, as usual)."""
     return [
         f"-Djava.system.class.loader={UNLISTED_LOADER_CLASS}",
         f"-Dvlnkit.unlisted.classpath={classpath}",
         "-cp",
         str(check_unlisted_loader()),
     ]
-
-
-INSTALL_COMMAND = "python -m vlnkit.parts"
 
 
 class MissingJavaParts(Exception):
@@ -119,15 +117,16 @@ def check_job_server_jars(verify_digests: bool = True) -> list[Path]:
 
 
 def unlisted_loader_jar() -> Path:
-    """Where the install step leaves the compiled class loader: named by its source's sha256, so that a changed
-    source is a missing jar, never a stale one."""
+    """Where the install step leaves the compiled class loader: named by its source's sha256, so that a
+    changed source is a missing jar, never a stale one."""
     digest = hashlib.sha256(UNLISTED_LOADER_SOURCE.read_bytes()).hexdigest()[:16]
     return job_server_dir().parent / f"unlisted-classpath-{digest}.jar"
 
 
 def build_unlisted_loader() -> Path:
-    """The install step's second half: compile `UNLISTED_LOADER_SOURCE` with the JDK's javac into `unlisted_loader_jar()`
-    (kept when already there). Written in Java because it must be a class loader of the job server's JVM."""
+    """The install step's second half: compile `UNLISTED_LOADER_SOURCE` with the JDK's javac into
+    `unlisted_loader_jar()` (kept when already there). Written in Java because it must be a class loader of
+    the job server's JVM."""
     jar = unlisted_loader_jar()
     if jar.exists():
         return jar
