@@ -39,6 +39,7 @@ NOT_FINGERPRINTED = frozenset(
 )
 NOT_FINGERPRINTED_IN_JOB = {
     "paraphrase": frozenset({"seed"}),  # seeds the jitter of retries only
+    "score_instructions": frozenset({"spice_cache"}),  # where parses are kept, not what they are
 }
 
 

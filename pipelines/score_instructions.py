@@ -73,6 +73,13 @@ def declare_flags(parser) -> None:
         "metrics run",
     )
     parser.add_argument(
+        "--spice_cache",
+        default=None,
+        help="With --spice: a local folder that keeps SPICE's parse cache across runs (each worker locks a "
+        "slot of its own in it), so a rerun parses only new sentences; default: a fresh folder per worker, "
+        "removed when it ends",
+    )
+    parser.add_argument(
         "--outcomes",
         action="append",
         default=None,
@@ -138,7 +145,12 @@ def build(
     size = SPICE_BATCH if jars["spice"] is None else BATCH
     read = pipeline | "Read" >> ReadChecked(systems, references, opts.human_baseline, batch_size=size)
     scored = read | "Score" >> ScoreSystems(
-        bootstrap.replicates, bootstrap.seed, jars["meteor"] is None, jars["spice"] is None, followed is not None
+        bootstrap.replicates,
+        bootstrap.seed,
+        jars["meteor"] is None,
+        jars["spice"] is None,
+        followed is not None,
+        opts.spice_cache,
     )
     scored["rows"] | "WriteRows" >> WriteParquetShards(
         out.join("instructions"), INSTRUCTION_SCORES, opts.num_shards, batched=True

@@ -240,13 +240,17 @@ class _ScoreBatch(beam.DoFn):
     meteor: bool = False
     spice: bool = False
     followed: bool = False  # --outcomes: each batch's ids and metrics as one Arrow table ("scored"), for the join
+    spice_cache: str | None = None  # --spice_cache: a local folder whose slots keep SPICE's parses across runs
 
     def setup(self):
         from vlnkit.captioning.meteor import Meteor
         from vlnkit.captioning.spice import Spice
 
         self._meteor = Meteor.shared() if self.meteor else None  # the worker's one JVM, kept after teardown
-        self._spice = Spice() if self.spice else None  # one parse cache per worker; one JVM call per batch
+        # one parse cache per worker (its own slot of --spice_cache, else a fresh folder); one JVM call per batch
+        self._spice = None
+        if self.spice:
+            self._spice = Spice.in_slot(self.spice_cache) if self.spice_cache else Spice()
         self._lookups: dict[str, tuple] = {}  # system -> (its frequency table, that table as a dict)
 
     def _lookup(self, system: str, table) -> dict[str, int]:
@@ -377,6 +381,7 @@ class ScoreSystems(beam.PTransform):
     meteor: bool = False
     spice: bool = False
     followed: bool = False
+    spice_cache: str | None = None
 
     def expand(self, read):
         # each system's frequencies combined before anything is flattened: a Flatten that the runner executes
@@ -393,7 +398,7 @@ class ScoreSystems(beam.PTransform):
         )
         frequencies = (of_files, of_human) | "Frequencies" >> beam.Flatten()
         scored = read["records"] | "Score" >> beam.ParDo(
-            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed),
+            _ScoreBatch(self.replicates, self.seed, self.meteor, self.spice, self.followed, self.spice_cache),
             beam.pvalue.AsDict(frequencies),
         ).with_outputs("sums", "outcomes", "scored", main="rows")
         sums = scored["sums"] | "CorpusSums" >> beam.CombinePerKey(_SumCombine())

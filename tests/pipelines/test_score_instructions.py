@@ -126,7 +126,8 @@ def test_without_the_jar_meteor_is_refused_in_one_line_and_the_rest_runs(tmp_pat
 def test_spice_column_corpus_and_interval_are_pycocoevalcaps(tmp_path, tmp_path_factory, shared_data):
     """--spice: per item identical to pycocoevalcap's Spice on the same set (one jar call for the batch, run
     beside the oracle's; the oracle's result is the session's, shared with tests/vlnkit/captioning/test_spice.py,
-    which checks the same 12 items); the corpus score its mean; the interval a resampled mean around it."""
+    which checks the same 12 items); the corpus score its mean; the interval a resampled mean around it;
+    --spice_cache keeps the parses in a slot (not a setting that changes the output)."""
     import threading
 
     from tests.oracles.coco_spice import reference_spice_once
@@ -140,9 +141,11 @@ def test_spice_column_corpus_and_interval_are_pycocoevalcaps(tmp_path, tmp_path_
     theirs = {}
     oracle = threading.Thread(target=lambda: theirs.update(r=reference_spice_once(tmp_path_factory, hyps, refs, ids)))
     oracle.start()
-    summary = run(tmp_path / "out", f"--predictions=s={path}", "--spice")
+    summary = run(tmp_path / "out", f"--predictions=s={path}", "--spice", f"--spice_cache={tmp_path / 'kept'}")
     oracle.join()
     mean, items = theirs["r"]
+    assert any((tmp_path / "kept" / "slot-0").iterdir())  # the jar's parses stay in the worker's slot
+    assert "spice_cache" not in json.loads((tmp_path / "out" / "manifest.json").read_text())["settings"]
     got = {
         r["instr_id"]: r["spice"]
         for r in pq.read_table(str(tmp_path / "out" / "instructions-00000-of-00001.parquet")).to_pylist()

@@ -15,6 +15,9 @@ A JVM call costs 20-50 s before the first sentence (CoreNLP's parser and three N
 for a 2-item call on a busy 2-core machine), then parsing runs at about a sentence a second or slower
 (PTB-tokenized instructions lose their full stops and parse as one long sentence), so a caller sends
 many items per call (one Beam batch), never one. The parse cache is a folder per `Spice` (one per worker): two workers never share an LMDB.
+A cache kept across runs (`Spice.in_slot`) is a folder of slots, each locked by the one `Spice` that uses it:
+a rerun on the same references parses only the sentences its slot has not seen (pycocoevalcap keeps its
+cache in its package folder for the same reason).
 
 The jar's per-item scores depend on the set they are scored in (measured in `checks/SOURCE.md`: an
 item's F can differ scored alone and in a 340-item batch), so a per-item SPICE is that of its call's set;
@@ -23,8 +26,11 @@ it equals the reference's on a set exactly when the call holds the same items in
 
 from __future__ import annotations
 
+import fcntl
+import itertools
 import json
 import math
+import os
 import shutil
 import subprocess
 import tempfile
@@ -82,8 +88,22 @@ class Spice:
             raise SpiceUnavailable(reason)
         self.memory = memory
         self._own_cache = cache is None
+        self._slot_lock: int | None = None
         self.cache = Path(cache) if cache is not None else Path(tempfile.mkdtemp(prefix="vlnkit-spice-cache-"))
         self.cache.mkdir(parents=True, exist_ok=True)  # the jar's LMDB needs the folder to exist
+
+    @classmethod
+    def in_slot(cls, root: str | Path, memory: str = "8G") -> Spice:
+        """A `Spice` whose parse cache is kept in `root` (a local folder) after `close`: the first slot
+        `root/slot-<k>` that no other `Spice` holds, locked (flock) until `close` or the process's end."""
+        path, fd = lock_slot(Path(root))
+        try:
+            spice = cls(memory, cache=path)
+        except BaseException:
+            os.close(fd)
+            raise
+        spice._slot_lock = fd
+        return spice
 
     def command(self, input_path: Path, output_path: Path) -> list[str]:
         return [
@@ -136,9 +156,33 @@ class Spice:
     def close(self) -> None:
         if self._own_cache:
             shutil.rmtree(self.cache, ignore_errors=True)
+        if self._slot_lock is not None:
+            os.close(self._slot_lock)  # releases the slot's flock
+            self._slot_lock = None
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def lock_slot(root: Path) -> tuple[Path, int]:
+    """(the first `root/slot-<k>` whose `slot-<k>.lock` this call could lock, the lock's file descriptor).
+
+    An flock belongs to one open file: another process, or another worker thread of this one, that holds
+    slot k makes this call take k + 1, and the kernel releases it when the holder closes it or dies, so a
+    crashed worker leaves no stale lock. The lowest free slot is taken, so a rerun with as many workers
+    finds the parses its predecessors left."""
+    root.mkdir(parents=True, exist_ok=True)
+    for k in itertools.count():
+        fd = os.open(root / f"slot-{k}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        slot = root / f"slot-{k}"
+        slot.mkdir(exist_ok=True)
+        return slot, fd
+    raise AssertionError("unreachable")

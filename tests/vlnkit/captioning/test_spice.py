@@ -16,7 +16,7 @@ from tests.oracles.coco_spice import reference_spice_once
 from tests.vlnkit.captioning import shared_sets
 from vlnkit.captioning.jars import INSTALL_COMMAND, RHINO_INSTALL, missing
 from vlnkit.captioning.ptb import tokenize
-from vlnkit.captioning.spice import Spice, SpiceUnavailable
+from vlnkit.captioning.spice import Spice, SpiceUnavailable, lock_slot
 
 
 def small_set(speaker_dir, n=12):
@@ -70,3 +70,39 @@ def test_without_java_jars_or_rhino_the_refusal_is_one_line_naming_the_install(m
     assert missing("meteor") is None  # METEOR does not need Rhino
     monkeypatch.setenv("PATH", str(tmp_path))
     assert "needs Java" in missing("spice")
+
+
+def test_a_kept_cache_gives_each_holder_its_own_slot_and_frees_it_on_close(tmp_path):
+    """Two workers never share an LMDB: a slot is flocked by its holder (another thread's or process's
+    lock makes the next caller take the next slot) and the lowest free slot is reused after a close."""
+    import os
+    import subprocess
+    import sys
+
+    first, fd0 = lock_slot(tmp_path)
+    second, fd1 = lock_slot(tmp_path)
+    assert (first.name, second.name) == ("slot-0", "slot-1") and first.is_dir()
+    os.close(fd0)
+    again, fd2 = lock_slot(tmp_path)
+    assert again == first  # reused: a rerun finds its predecessor's parses
+    os.close(fd1)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from vlnkit.captioning.spice import lock_slot; lock_slot(__import__('pathlib').Path({str(tmp_path)!r})); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"  # the child holds slot-1 (slot-0 is still ours)
+        taken, fd3 = lock_slot(tmp_path)
+        assert taken.name == "slot-2"
+        os.close(fd3)
+    finally:
+        holder.communicate("", timeout=30)  # it exits: the kernel frees its lock
+    freed, fd4 = lock_slot(tmp_path)
+    assert freed.name == "slot-1"
+    os.close(fd2), os.close(fd4)
