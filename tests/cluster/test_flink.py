@@ -382,7 +382,9 @@ def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_uncha
     victim = int(max(running).rsplit("-", 1)[1])
     os.kill(cluster.read_pids(flink)[f"taskmanager-{victim}"], signal.SIGKILL)
     try:
-        time.sleep(20)  # Flink sees the TaskManager gone; the held workers beside the other one then go on
+        # Flink sees the TaskManager gone (its connection drops; at the latest the 15 s heartbeat timeout of
+        # configs/flink-cluster.yaml); the held workers beside the other one then go on
+        wait_until(lambda: rest(flink, "/overview")["taskmanagers"] == 1, seconds=120, what="the TaskManager gone")
         gate.touch()
         code, err = finish(proc, timeout=300)
         errors = one_error_line(err)
