@@ -71,15 +71,27 @@ def cached_bytecode() -> None:
         compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
 
 
-def interleaved_rounds(commands: dict[str, list[str]], rounds: int, check, baseline: str = "plain script") -> dict:
+def interleaved_rounds(
+    commands: dict[str, list[str]], rounds: int, check, baseline: str = "plain script", warmup: int = 0
+) -> dict:
     """Run every command once per round, in turn, and print each round and the medians.
 
     On a shared machine the speed drifts by tens of percent within minutes, so each round's ratios
     compare runs made side by side against `baseline`, and the median round is reported.
-    `check(runs)` looks at each round's results (and outputs) before the next round starts. Returns
+    `check(runs)` looks at each round's results (and outputs) before the next round starts. `warmup`
+    rounds run first, are checked and printed, and are left out of the medians: a workload that reads
+    thousands of small files measures the disk's cold cache in its first round, not the code. Returns
     {name: {"wall_s", "ratio", "peak_rss_mb"}} (medians; the largest peak).
     """
     cached_bytecode()
+    for n in range(warmup):
+        runs = {name: measured(cmd) for name, cmd in commands.items()}
+        check(runs)
+        base = runs[baseline]["wall_s"]
+        print(
+            f"warm-up round {n + 1} (not in the medians): "
+            + ", ".join(f"{k} {r['wall_s']:.1f} s ({r['wall_s'] / base:.2f}x)" for k, r in runs.items())
+        )
     done = []
     for n in range(rounds):
         runs = {name: measured(cmd) for name, cmd in commands.items()}
