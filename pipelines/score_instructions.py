@@ -185,7 +185,8 @@ def build(
 def print_summary(summary: dict, ctx: Run) -> None:
     first = summary["by_system"][summary["leaderboard"][0]["system"]] if summary["leaderboard"] else {}
     metrics = ("bleu_1", "bleu_4", "rouge_l", "cider_d", *(m for m in ("meteor", "spice") if m in first))
-    title = f"{'rank':<5}{'system':<34}" + "".join(f"{m:>20}" for m in metrics)
+    name = max([len("system"), *(len(r["system"]) for r in summary["leaderboard"])]) + 2  # no name runs into a cell
+    title = f"{'rank':<5}{'system':<{name}}" + "".join(f"{m:>22}" for m in metrics)
     lines = ["Instruction generators", title, "-" * len(title)]
     for row in summary["leaderboard"]:
         s = summary["by_system"][row["system"]]
@@ -194,7 +195,7 @@ def print_summary(summary: dict, ctx: Run) -> None:
             ci = s[m]["interval"]
             cells.append(f"{s[m]['score']:.4f}" + (f" [{ci[0]:.3f},{ci[1]:.3f}]" if ci else ""))
         mark = "=" if row["tied_with_above"] else " "
-        lines.append(f"{row['rank']:<4}{mark}{row['system']:<34}" + "".join(f"{c:>20}" for c in cells))
+        lines.append(f"{row['rank']:<4}{mark}{row['system']:<{name}}" + "".join(f"{c:>22}" for c in cells))
     lines.append(
         f"({summary['instructions']} instructions scored, {summary['dead_letters']} dead letters; "
         f"= : not significantly different from the row above on {summary['rank_by']})"
