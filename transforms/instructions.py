@@ -280,6 +280,7 @@ class _ScoreBatch(beam.DoFn):
         paths = [r["path_id"] for r in records]
         weights = path_weights(paths, self.replicates, self.seed) if self.replicates else None
         sums = {"point": corpus_sums(scores)}
+        stats = None  # METEOR's per-item statistics (the agreement table's system level sums them)
         if self._meteor is not None:
             stats = self._meteor.statistics(
                 [" ".join(r["tokens"]) for r in records], [[" ".join(x) for x in r["ref_tokens"]] for r in records]
@@ -298,7 +299,7 @@ class _ScoreBatch(beam.DoFn):
         digest = int(np.sum(episode_keys(paths).astype(np.uint64), dtype=np.uint64))
         yield beam.pvalue.TaggedOutput("sums", (system, (sums, digest)))
         if self.followed:
-            yield beam.pvalue.TaggedOutput("scored", _scored_table(system, records, scores))
+            yield beam.pvalue.TaggedOutput("scored", _scored_table(system, records, scores, stats))
         columns = {k: v.tolist() for k, v in scores.items()}
         rows = []
         for i, r in enumerate(records):
@@ -308,14 +309,15 @@ class _ScoreBatch(beam.DoFn):
             row.setdefault("meteor", None)
             row.setdefault("spice", None)
             if r.get("human_scores"):
-                yield beam.pvalue.TaggedOutput("outcomes", {**row, "human_scores": r["human_scores"]})
+                extra = {} if stats is None else {"meteor_stats": stats[i].tolist()}
+                yield beam.pvalue.TaggedOutput("outcomes", {**row, **extra, "human_scores": r["human_scores"]})
             rows.append(row)
         yield rows
 
 
-def _scored_table(system: str, records: list[dict], scores: dict[str, np.ndarray]):
+def _scored_table(system: str, records: list[dict], scores: dict[str, np.ndarray], meteor_stats=None):
     """A batch's instructions as one Arrow table: ids, path, every metric and BLEU's statistics (columns
-    from the batch's arrays, not rows)."""
+    from the batch's arrays, not rows), and METEOR's per-item statistics (a list column) when computed."""
     import pyarrow as pa
 
     n = len(records)
@@ -325,6 +327,9 @@ def _scored_table(system: str, records: list[dict], scores: dict[str, np.ndarray
         "path_id": pa.array([r["path_id"] for r in records], pa.string()),
     }
     columns.update({k: pa.array(np.asarray(v, np.float64)) for k, v in scores.items()})
+    if meteor_stats is not None:
+        flat = pa.array(np.ascontiguousarray(meteor_stats, np.float64).ravel())
+        columns["meteor_stats"] = pa.FixedSizeListArray.from_arrays(flat, meteor_stats.shape[1])
     return pa.table(columns)
 
 

@@ -24,7 +24,7 @@ def run(out, *flags):
 def zhao_run(tmp_path_factory, shared_data):
     out = tmp_path_factory.mktemp("si") / "zhao"
     data = shared_data / "speaker" / "zhao2023_coop_human_eval" / "human_eval_dataset.json"
-    summary = run(out, f"--predictions=zhao={data}")
+    summary = run(out, f"--predictions=zhao={data}", "--meteor")
     return summary, pq.read_table(str(out / "instructions-00000-of-00001.parquet")).to_pylist()
 
 
@@ -53,10 +53,33 @@ def test_leaderboard_comparisons_and_agreement(zhao_run):
     assert [r["rank"] for r in board] == list(range(1, 14))
     scores = [r["score"] for r in board]
     assert scores == sorted(scores, reverse=True) and board[0]["tied_with_above"] is False
-    assert len(summary["comparisons"]) == 13 * 12 // 2 * 6
+    assert len(summary["comparisons"]) == 13 * 12 // 2 * 7  # six metrics and METEOR (--meteor)
     tau = summary["agreement"]["ndtw"]["cider_d"]
     assert tau["instance"]["n"] == 975 and tau["system"]["n"] == 13
     assert tau["system"]["interval"][0] <= tau["system"]["tau_b"] <= tau["system"]["interval"][1]
+
+
+def test_meteor_in_the_agreement_table_is_scipys_tau_of_the_jars_scores(zhao_run, shared_data):
+    """METEOR's tau-b against the followers' nDTW: instance level over the per-item scores, system level over
+    the systems' corpus METEOR (the jar's aggregate, as in `by_system`), both as scipy's kendalltau; the
+    system level's replicates re-evaluate each system's summed statistics with the jar."""
+    from scipy.stats import kendalltau
+
+    summary, rows = zhao_run
+    data = json.loads((shared_data / "speaker" / "zhao2023_coop_human_eval" / "human_eval_dataset.json").read_text())
+    systems = sorted(data)
+    ndtw = {(s, p): r["human_scores"]["ndtw"] for s in systems for p, r in data[s].items()}
+    tau = summary["agreement"]["ndtw"]["meteor"]
+    items = sorted((r["system"], r["path_id"]) for r in rows)
+    by_item = {(r["system"], r["path_id"]): r["meteor"] for r in rows}
+    expected = kendalltau([by_item[k] for k in items], [ndtw[k] for k in items]).statistic
+    assert tau["instance"]["tau_b"] == pytest.approx(expected, abs=1e-12)
+    corpus = [summary["by_system"][s]["meteor"]["score"] for s in systems]
+    mean_ndtw = [np.mean([ndtw[(s, p)] for p in data[s]]) for s in systems]
+    assert tau["system"]["tau_b"] == pytest.approx(kendalltau(corpus, mean_ndtw).statistic, abs=1e-12)
+    low, high = tau["system"]["interval"]
+    assert low <= tau["system"]["tau_b"] <= high and low < high
+    assert set(summary["agreement"]["score"]) >= {"meteor", "cider_d", "bleu_4"}
 
 
 def test_bad_input_is_dead_lettered_and_counted(tmp_path, shared_data):

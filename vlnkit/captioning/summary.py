@@ -5,6 +5,8 @@ job's settings and of per-system sums that were added up on the workers (`batche
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from vlnkit.captioning.agreement import instance_tau, system_tau
@@ -121,6 +123,12 @@ def metric_agreement(
     # none on another has the right count, not the grid)
     cells = {(r["system"], r["path_id"]) for r in rows}
     full = len(cells) == len(rows) == len(systems) * len(paths)
+    jars = [m for m in ("meteor", "spice") if all(r.get(m) is not None for r in rows)]
+    if "meteor" in jars and not all(r.get("meteor_stats") is not None for r in rows):
+        jars.remove("meteor")
+    metrics = METRICS + tuple(jars)
+    # each metric's corpus scores under path weights, made once for every outcome (the same weights)
+    of_weights = {m: _system_metric(rows, m, systems, paths) for m in metrics} if full and len(systems) > 2 else {}
     out = {}
     for outcome in outcomes:
         values = ((r["human_scores"] or {}) if carried else r for r in rows)
@@ -128,15 +136,12 @@ def metric_agreement(
         if not np.isfinite(y).any():
             continue
         out[outcome] = {}
-        spice = all(r.get("spice") is not None for r in rows)
-        for m in METRICS + (("spice",) if spice else ()):
+        for m in metrics:
             x = np.array([r[m] for r in rows], np.float64)
             entry = {"instance": instance_tau(x, y, replicates, seed, confidence)}
-            if full and len(systems) > 2:
+            if m in of_weights:
                 grid = y.reshape(len(systems), len(paths))
-                entry["system"] = system_tau(
-                    _system_metric(rows, m, systems, paths), grid, len(paths), replicates, seed, confidence
-                )
+                entry["system"] = system_tau(of_weights[m], grid, len(paths), replicates, seed, confidence)
             out[outcome][m] = entry
     return out
 
@@ -147,6 +152,8 @@ def _system_metric(rows, metric, systems, paths):
     if metric in MEANS or metric == "spice":
         values = np.array([r[metric] for r in rows], np.float64).reshape(n_s, n_p)
         return lambda w: (w @ values.T) / w.sum(axis=1, keepdims=True)
+    if metric == "meteor":
+        return _meteor_of_weights(np.array([r["meteor_stats"] for r in rows], np.float64).reshape(n_s, n_p, -1))
     k = BLEU.index(metric)
 
     def column(name):
@@ -163,6 +170,26 @@ def _system_metric(rows, metric, systems, paths):
         correct = np.einsum("rp,spk->rsk", w, stats.correct)
         guess = np.einsum("rp,spk->rsk", w, stats.guess)
         return _bleu(correct, guess, w @ stats.testlen.T, w @ stats.reflen.T)[..., k]
+
+    return of
+
+
+def _meteor_of_weights(stats: np.ndarray):
+    """w (replicates, paths) -> (replicates, systems) METEOR from per-item statistics (systems, paths, k):
+    the jar's aggregate of each system's statistics summed under the weights, as the job's corpus METEOR
+    (they add), all rows in one EVAL call. Each result is kept for the next outcome, which draws the
+    same weights."""
+    from vlnkit.captioning.meteor import Meteor
+
+    done: dict[bytes, np.ndarray] = {}
+
+    def of(w: np.ndarray) -> np.ndarray:
+        key = hashlib.sha256(np.ascontiguousarray(w, np.float64).tobytes()).digest()
+        if key not in done:
+            summed = np.einsum("rp,spk->rsk", w, stats)
+            scores = Meteor.shared().evaluate(summed.reshape(-1, stats.shape[-1]))
+            done[key] = np.array(scores, np.float64).reshape(summed.shape[:2])
+        return done[key]
 
     return of
 
