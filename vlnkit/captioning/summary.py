@@ -123,10 +123,10 @@ def metric_agreement(
     # none on another has the right count, not the grid)
     cells = {(r["system"], r["path_id"]) for r in rows}
     full = len(cells) == len(rows) == len(systems) * len(paths)
-    jars = [m for m in ("meteor", "spice") if all(r.get(m) is not None for r in rows)]
-    if "meteor" in jars and not all(r.get("meteor_stats") is not None for r in rows):
-        jars.remove("meteor")
-    metrics = METRICS + tuple(jars)
+    from_jars = [m for m in JARS if all(r.get(m) is not None for r in rows)]  # computed for every row
+    if "meteor" in from_jars and not all(r.get("meteor_stats") is not None for r in rows):
+        from_jars.remove("meteor")
+    metrics = METRICS + tuple(from_jars)
     # each metric's corpus scores under path weights, made once for every outcome (the same weights)
     of_weights = {m: _system_metric(rows, m, systems, paths) for m in metrics} if full and len(systems) > 2 else {}
     out = {}
