@@ -385,8 +385,8 @@ def test_a_taskmanager_killed_mid_job_fails_it_with_exit_3_and_the_version_uncha
     try:
         # The job's master sees the TaskManager gone (at the latest its 15 s heartbeat timeout, configs/
         # flink-cluster.yaml) and fails the job; only then do the held workers go on. The cluster's own count
-        # of TaskManagers drops sooner, while the job still runs: the SDK workers of the killed TaskManager
-        # outlive it, and a gate opened then let them publish (exit 0, seen once).
+        # of TaskManagers drops sooner, while the job still runs, and a gate opened then let the job finish
+        # and publish (exit 0, seen once; likely through the killed TaskManager's SDK workers, which outlive it).
         wait_until(lambda: jobs(flink)[job] != "RUNNING", seconds=120, what="Flink to fail the job")
         gate.touch()
         code, err = finish(proc, timeout=300)
