@@ -204,15 +204,15 @@ def visibility_entries(source: str) -> list[tuple[str, str, int]]:
     integers are skipped (no target is one). Raises ValueError naming a file that is not in the layout."""
     out = []
     if not source.endswith(".json"):  # a folder (local or gs://) of the release's per-viewpoint files
+        pattern = fileio.join(source, "*.json")
         if fileio.is_remote(source):
-            names = sorted(os.path.basename(p) for p, _ in fileio.match([fileio.join(source, "*.json")]))
-        else:  # 10,567 small files: plain reads, without Beam's per-file overhead (0.4 s against 1 s)
-            names = sorted(n for n in os.listdir(source) if n.endswith(".json"))
-        for name in names:
-            scan, viewpoint = _scan_viewpoint(name[: -len(".json")])
-            path = fileio.join(source, name)
+            files = ((p, fileio.read_bytes(p)) for p, _ in fileio.match([pattern]))
+        else:  # 10,567 small files: plain reads (`fileio.read_small_files`), without Beam's per-file overhead
+            files = fileio.read_small_files(pattern)
+        for path, content in files:
+            scan, viewpoint = _scan_viewpoint(os.path.basename(path)[: -len(".json")])
             try:
-                data = _RELEASE_FILE.decode(_read(path))
+                data = _RELEASE_FILE.decode(content)
             except msgspec.DecodeError as exc:
                 raise ValueError(
                     f"{path}: not a REVERIE BBox file {{viewpoint: {{objId: {{visible_pos}}}}}} ({exc})"
@@ -230,13 +230,6 @@ def visibility_entries(source: str) -> list[tuple[str, str, int]]:
         scan, viewpoint = _scan_viewpoint(name)
         out += [(scan, viewpoint, o) for o in map(_object_id, _visible(objects)) if o is not None]
     return out
-
-
-def _read(path: str) -> bytes:
-    if fileio.is_remote(path):
-        return fileio.read_bytes(path)
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _visible(objects: dict) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from vlnkit.io import fileio
 
 
@@ -20,6 +22,21 @@ def test_any_match_is_match_stopping_at_the_first_file(files):
     for pattern in ("*.json", "*.txt", "folder.json", "none-*.json", "sub/*.json", "sub", "*/d.json"):
         assert fileio.any_match(str(files / pattern)) == bool(fileio.match(str(files / pattern))), pattern
     assert fileio.any_match(str(files / "*.txt")) and not fileio.any_match(str(files / "folder.json"))
+
+
+def test_read_small_files_reads_what_match_lists_in_its_order(files):
+    """The same files as `match`, in its order, with their bytes: folders, links to nothing and FIFOs are not
+    files (a FIFO is not opened for reading, which would block); a file past one read's 64 KiB is whole."""
+    (files / "folder.json").mkdir()
+    (files / "broken.json").symlink_to(files / "gone.json")
+    (files / "link.json").symlink_to(files / "a.json")
+    os.mkfifo(files / "pipe.json")
+    (files / "big.json").write_bytes(bytes(range(256)) * 1000)
+    for pattern in ("*.json", "*", "*/d.json", "none-*.json"):
+        got = list(fileio.read_small_files(str(files / pattern)))
+        assert [(p, len(b)) for p, b in got] == fileio.match(str(files / pattern)), pattern
+        assert all(b == open(p, "rb").read() for p, b in got)
+    assert "pipe.json" not in {p.rsplit("/", 1)[-1] for p, _ in fileio.read_small_files(str(files / "*"))}
 
 
 def test_is_remote_and_is_glob():
