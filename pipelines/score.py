@@ -8,16 +8,15 @@
     # several agents in one run (each scored on its own; a leaderboard compares them)
     python -m pipelines.score ... --predictions=dagger=runs/dagger/*.json --predictions=rl=runs/rl/*.json
 
-Writes `episodes-SSSSS-of-NNNNN.parquet` (agent, instr_id, scan, one column per metric,
-non_adjacent_steps, path), `dead_letter-00000-of-00001.jsonl`, `missing_predictions-00000-of-00001.txt`
-(episodes no prediction was given for), `without_usable_prediction-00000-of-00001.txt` (episodes not
-scored: missing, or their prediction was dead-lettered), `summary.json` (per agent under "agents"; with
-one agent also at the top level), `leaderboard.csv`, `leaderboard.md`, `manifest.json` and `_SUCCESS`
-into --output_dir, and prints a summary table (and, for RxR, one per language). With --bootstrap (default
-1000 replicates), the summary and leaderboards also hold Poisson bootstrap intervals, paired comparisons with
-Holm's correction, tie marks and breakdowns by scan, reference path length and language (docs/jobs/score.md).
-With several agents the two episode lists hold "<agent><TAB><instr_id>" lines. This module only declares
-the flags and wires the transforms; the summary and the leaderboard are built by
+Writes `episodes-SSSSS-of-NNNNN.parquet` (agent, instr_id, scan, one column per metric, non_adjacent_steps, path),
+`dead_letter-00000-of-00001.jsonl`, `missing_predictions-00000-of-00001.txt` (episodes no prediction was given for),
+`without_usable_prediction-00000-of-00001.txt` (episodes not scored: missing, or their prediction was
+dead-lettered), `summary.json` (per agent under "agents"; with one agent also at the top level), `leaderboard.csv`,
+`leaderboard.md`, `manifest.json` and `_SUCCESS` into --output_dir, and prints a summary table (and, for RxR, one
+per language). With --bootstrap (default 1000 replicates), the summary and leaderboards also hold Poisson bootstrap
+intervals, paired comparisons with Holm's correction, tie marks and breakdowns by scan, reference path length and
+language (docs/jobs/score.md). With several agents the two episode lists hold "<agent><TAB><instr_id>" lines. This
+module only declares the flags and wires the transforms; the summary and the leaderboard are built by
 `vlnkit.evaluation.score_summary` and `vlnkit.evaluation.leaderboard`.
 """
 
@@ -316,8 +315,11 @@ def run(ctx: Run) -> dict:
     if task.configure is not None:
         config = task.configure(config)
     ctx.graphs(opts.connectivity_dir)
+    from transforms.score.read import load_context_in_background
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
+    if one_worker_process(ctx.options):  # the worker is this process: its data (REVERIE's) loads while Beam builds
+        load_context_in_background(task, options, opts.connectivity_dir)
     return ctx.execute(
         lambda p, out: build(
             p,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -21,6 +22,31 @@ def test_per_worker_builds_once_per_key():
     first = per_worker("test", "k", lambda: calls.append(1) or ["built"])
     again = per_worker("test", "k", lambda: calls.append(2) or ["other"])
     assert first is again and calls == [1]
+
+
+def test_a_slow_build_holds_up_only_its_own_askers():
+    """While one value builds on a thread, another value is built and returned at once; a second asker of the
+    building value waits for that one build and gets its result."""
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def slow():
+        started.set()
+        release.wait(10)
+        calls.append("slow")
+        return ["slow"]
+
+    builder = threading.Thread(target=per_worker, args=("test", "slow", slow))
+    builder.start()
+    assert started.wait(10)
+    assert per_worker("test", "quick", lambda: ["quick"]) == ["quick"]  # would wait for release under one lock
+    got = []
+    asker = threading.Thread(target=lambda: got.append(per_worker("test", "slow", lambda: calls.append("again"))))
+    asker.start()
+    asker.join(0.2)
+    assert asker.is_alive() and not got  # waiting for the build in progress
+    release.set()
+    builder.join(10), asker.join(10)
+    assert got == [["slow"]] and calls == ["slow"]
 
 
 @pytest.mark.parametrize("name, extra", [("sdk_worker_main.py", 1), ("train.py", 0)])
