@@ -116,12 +116,8 @@ def set_digest(pattern: str) -> str:
         False
     """
     h = hashlib.sha256()
-    if fileio.is_remote(pattern):
-        named = ((path, file_digest(path)) for path, _ in fileio.match([pattern]))
-    else:  # thousands of small files: read plainly (`fileio.read_small_files`), 0.10 s against 0.20 s
-        named = ((path, hashlib.sha256(data).hexdigest()) for path, data in fileio.read_small_files(pattern))
-    for path, digest in named:
-        h.update(f"{path.rsplit('/', 1)[-1]}\0{digest}\n".encode())
+    for path, data in fileio.read_small_files(pattern):  # thousands of small files: read whole, plainly
+        h.update(f"{path.rsplit('/', 1)[-1]}\0{hashlib.sha256(data).hexdigest()}\n".encode())
     return h.hexdigest()
 
 

@@ -204,12 +204,7 @@ def visibility_entries(source: str) -> list[tuple[str, str, int]]:
     integers are skipped (no target is one). Raises ValueError naming a file that is not in the layout."""
     out = []
     if not source.endswith(".json"):  # a folder (local or gs://) of the release's per-viewpoint files
-        pattern = fileio.join(source, "*.json")
-        if fileio.is_remote(source):
-            files = ((p, fileio.read_bytes(p)) for p, _ in fileio.match([pattern]))
-        else:  # 10,567 small files: plain reads (`fileio.read_small_files`), without Beam's per-file overhead
-            files = fileio.read_small_files(pattern)
-        for path, content in files:
+        for path, content in fileio.read_small_files(fileio.join(source, "*.json")):  # 10,567 small files
             scan, viewpoint = _scan_viewpoint(os.path.basename(path)[: -len(".json")])
             try:
                 data = _RELEASE_FILE.decode(content)
