@@ -103,7 +103,7 @@ def run_continuous(
     """The checks and the run of a continuous (VLN-CE) dataset (`vlnkit.scoring.vlnce.VLNCE`, whose options
     `options` are): every dataset file an episode file, its ground truth found (beside it, or --ce_gt), every
     agent file positions or simulator results."""
-    from vlnkit.continuous.documents import episode_flavour
+    from vlnkit.continuous.documents import instruction_keyed
     from vlnkit.continuous.episodes import gt_path_for
     from vlnkit.evaluation.leaderboard import LEADERBOARD_FILES  # numba-backed: loaded after Beam, not before
 
@@ -131,7 +131,7 @@ def run_continuous(
             )
         for g in ground_truth:
             ctx.inputs("ce_gt", g)
-    if bootstrap.unit == "path" and any(episode_flavour(f) == "rxr" for f in data_files):
+    if bootstrap.unit == "path" and any(instruction_keyed(f) for f in data_files):
         raise JobError(
             "--bootstrap_unit=path needs R2R-CE instr_ids (<trajectory_id>_<k>); an RxR-Habitat dataset's are "
             "instruction ids: use --bootstrap_unit=episode"

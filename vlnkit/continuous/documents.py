@@ -357,17 +357,16 @@ def head_kind(head: bytes) -> str | None:
 _RXR_INSTRUCTION = re.compile(rb'"instruction"\s*:\s*\{[^{}]*"instruction_id"')
 
 
-def episode_flavour(path: str) -> str | None:
-    """ "rxr" (RxR-Habitat: the first episode's instruction has an `instruction_id`) or "r2r" (R2R-CE) for an
-    episode file, told from its first bytes as `episodes.read_episodes` tells it from the first episode;
-    None when the file is not one."""
+def instruction_keyed(path: str) -> bool:
+    """Whether an episode file is keyed by instruction ids (RxR-Habitat: the first episode's instruction has
+    an `instruction_id`) rather than by R2R-CE's `<trajectory_id>_<k>` ids, told from its first bytes as
+    `episodes.read_episodes` tells its flavour from the first episode; False when the file is not one.
+    The job asks this, not the flavour's name, so no module outside this package compares that name."""
     try:
         head = head_bytes(path)
     except (OSError, EOFError, zlib.error):
-        return None
-    if head_kind(head) != "episodes":
-        return None
-    return "rxr" if _RXR_INSTRUCTION.search(head) else "r2r"
+        return False
+    return head_kind(head) == "episodes" and _RXR_INSTRUCTION.search(head) is not None
 
 
 def graph_predictions(head: bytes) -> bool:

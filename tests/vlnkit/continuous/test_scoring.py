@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.oracles.fastdtw_rules import distance, plain_dtw
+from vlnkit.continuous.documents import instruction_keyed
 from vlnkit.continuous.episodes import read_episodes
 from vlnkit.continuous.points import PointPaths
 from vlnkit.continuous.positions import Positions, read_positions
@@ -189,6 +190,17 @@ def test_rxr_habitat_fixture_scores_as_its_r2r_ce_source(shared_data, tmp_path):
     # R2R-CE episodes cannot take a submission keyed by RxR instruction ids
     _, _, unknown = score_episodes(r2r, by_instruction)
     assert len(unknown) == len(r2r) and "without instruction ids" in unknown[0].reason
+
+
+def test_instruction_keyed_tells_rxr_habitat_files_from_their_first_bytes(shared_data, tmp_path):
+    """What the score job asks before `--bootstrap_unit=path`: the same answer as `read_episodes`' flavour
+    for an R2R-CE file and its RxR-Habitat twin, and False for anything that is not an episode file."""
+    source = shared_data / "vlnce" / "R2R_VLNCE_v1-2_preprocessed" / "val_seen" / "val_seen.json.gz"
+    episodes_path, gt_path = write_rxr_habitat(str(source), str(tmp_path))
+    assert [instruction_keyed(p) for p in (str(source), episodes_path)] == [False, True]
+    assert [read_episodes(p)[0].flavour for p in (str(source), episodes_path)] == ["r2r", "rxr"]
+    (tmp_path / "r2r.json").write_text(json.dumps([{"path_id": 1, "instructions": ["go"]}]))
+    assert not any(instruction_keyed(p) for p in (gt_path, str(tmp_path / "r2r.json"), str(tmp_path / "none.gz")))
 
 
 def test_threads_give_the_same_bits(monkeypatch):
