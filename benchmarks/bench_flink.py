@@ -6,9 +6,10 @@ One run of this script:
 1. starts the session cluster of `configs/flink-cluster.yaml` (its own ports and folders under FOLDER) and
    times it (to every TaskManager registered and the job service listening);
 2. for each N of `--n` (default 1M), scores N predictions (made by `benchmarks.make_scale_data`, reused when
-   present) on the cluster, `--bootstrap=0`, and samples every 0.2 s the resident memory of the whole
-   cluster (JobManager, TaskManagers, job server, every SDK worker the TaskManagers started) plus the
-   launcher; the peak of that sum is the run's peak;
+   present) on the cluster, `--bootstrap=0`, once the previous job's SDK workers have exited (`settle`),
+   and samples every 0.2 s the resident memory of the whole cluster (JobManager, TaskManagers, job
+   server, every SDK worker the TaskManagers started) plus the launcher; the peak of that sum is the
+   run's peak;
 3. for the first N, runs the in-process job and the plain script (`benchmarks.plain_score`) on the same
    files, and checks that all three give the same means (to 1e-6) and the cluster the in-process
    summary's metrics bit for bit.
@@ -27,6 +28,8 @@ import os
 import sys
 import threading
 import time
+
+import yaml
 
 from benchmarks.bench_score_scale import check as check_in_process
 from benchmarks.bench_score_scale import job_cmd
@@ -52,15 +55,46 @@ def _rss_mb(pid: int) -> float:
         return 0.0
 
 
-def tree_rss_mb(roots: list[int]) -> float:
-    """Resident memory of `roots` and all their descendants, in MB (each process once)."""
+def _tree(roots: list[int]) -> set[int]:
+    """`roots` and all their descendants (each process once)."""
     seen, todo = set(), list(roots)
     while todo:
         pid = todo.pop()
         if pid not in seen:
             seen.add(pid)
             todo.extend(_children(pid))
-    return sum(_rss_mb(p) for p in seen)
+    return seen
+
+
+def tree_rss_mb(roots: list[int]) -> float:
+    """Resident memory of `roots` and all their descendants, in MB (each process once)."""
+    return sum(_rss_mb(p) for p in _tree(roots))
+
+
+def sdk_workers(roots: list[int]) -> list[int]:
+    """The SDK worker processes under `roots` (`vlnkit-sdk-worker`, started by the TaskManagers)."""
+    found = []
+    for pid in _tree(roots):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"sdk_worker" in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def settle(pids: dict, cache_ms: int) -> tuple[float, int]:
+    """Wait until the SDK workers of the cluster's last job have exited; (seconds waited, workers left).
+
+    Why: Beam keeps a job's SDK workers for `environment_cache_millis` (configs/flink.yaml) after their last
+    bundle, also once the job has ended, so a job started within that time runs beside the previous job's
+    idle workers (1.3 GB for two after a 1M run), and its peak would count them. Each run is measured from a
+    settled cluster; the wait is bounded by the cache time and 30 s more, and what is left is reported."""
+    start = time.perf_counter()
+    while sdk_workers(list(pids.values())) and time.perf_counter() - start < cache_ms / 1000 + 30:
+        time.sleep(0.5)
+    return time.perf_counter() - start, len(sdk_workers(list(pids.values())))
 
 
 class PeakSampler:
@@ -91,6 +125,10 @@ def on_cluster(config: dict, pids: dict, preds: str, dataset: str, data: str, ou
     cmd = job_cmd(preds, dataset, data, out)
     cmd = [c for c in cmd if c != "--runner=DirectRunner"]
     cmd += [f"--config={ROOT}/configs/flink.yaml", f"--job_endpoint=127.0.0.1:{config['job_port']}"]
+    with open(f"{ROOT}/configs/flink.yaml") as f:
+        cache_ms = int(yaml.safe_load(f).get("environment_cache_millis", 0))
+    waited, left = settle(pids, cache_ms)
+    settled = tree_rss_mb(list(pids.values()))
     with PeakSampler(list(pids.values())) as sampler:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -100,7 +138,15 @@ def on_cluster(config: dict, pids: dict, preds: str, dataset: str, data: str, ou
     if proc.returncode != 0:
         raise SystemExit(f"the cluster run failed ({proc.returncode}):\n{stderr[-3000:]}")
     idle = tree_rss_mb(list(pids.values()))
-    return {"wall_s": wall, "peak_mb_summed": sampler.peak, "idle_cluster_mb": idle, "stdout": stdout}
+    return {
+        "wall_s": wall,
+        "peak_mb_summed": sampler.peak,
+        "idle_cluster_mb": idle,
+        "settled_cluster_mb": settled,
+        "settle_wait_s": waited,
+        "earlier_workers_left": left,
+        "stdout": stdout,
+    }
 
 
 def main(argv=None) -> dict:
@@ -133,7 +179,9 @@ def main(argv=None) -> dict:
             results[f"cluster {n}"] = run
             print(
                 f"{n:>10,} on the cluster: {run['wall_s']:.1f} s, peak {run['peak_mb_summed']:.0f} MB summed "
-                f"over every process (idle cluster {run['idle_cluster_mb']:.0f} MB)",
+                f"over every process (cluster before it {run['settled_cluster_mb']:.0f} MB, after waiting "
+                f"{run['settle_wait_s']:.0f} s for the last job's SDK workers to exit, {run['earlier_workers_left']} "
+                f"left; after it {run['idle_cluster_mb']:.0f} MB)",
                 flush=True,
             )
             if i == 0 and not args.skip_baselines:
