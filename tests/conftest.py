@@ -91,8 +91,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionstart(session):
-    """Compile the metric kernels once, before any test starts worker processes that would each compile
-    them (numba caches them on disk; a cold cache costs ~20 s once, a warm one ~2 s)."""
+    """Compile the metric kernels and the score job's (`vlnkit.scoring.warm.warm_up`) once, in the
+    controller, before the test workers start and the processes they launch (jobs, cluster workers)
+    would each compile them at the same time. numba caches kernels on disk (a cold cache costs ~20 s
+    once, a warm one ~2 s), and its cache is not made for processes writing it at once (numba#10128);
+    a fresh clone's first suite once crashed in LLVM while a Flink launcher, its SDK workers and an
+    in-process run all compiled the score kernels together."""
     from vlnkit.evaluation import ndtw
 
     ndtw([0, 1], [0, 1], [[0.0, 1.0], [1.0, 0.0]])
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without workers)
+        from vlnkit.scoring.warm import warm_up
+
+        warm_up()
