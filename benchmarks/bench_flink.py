@@ -37,6 +37,7 @@ from benchmarks.make_scale_data import make
 from benchmarks.measure import measured
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN_PROFILE = os.path.join(ROOT, "configs", "flink.yaml")  # the jobs' runner flags (and the SDK workers' cache time)
 
 
 def _children(pid: int) -> list[int]:
@@ -92,9 +93,9 @@ def settle(pids: dict, cache_ms: int) -> tuple[float, int]:
     idle workers (1.3 GB for two after a 1M run), and its peak would count them. Each run is measured from a
     settled cluster; the wait is bounded by the cache time and 30 s more, and what is left is reported."""
     start = time.perf_counter()
-    while sdk_workers(list(pids.values())) and time.perf_counter() - start < cache_ms / 1000 + 30:
+    while (left := sdk_workers(list(pids.values()))) and time.perf_counter() - start < cache_ms / 1000 + 30:
         time.sleep(0.5)
-    return time.perf_counter() - start, len(sdk_workers(list(pids.values())))
+    return time.perf_counter() - start, len(left)
 
 
 class PeakSampler:
@@ -124,8 +125,8 @@ def on_cluster(config: dict, pids: dict, preds: str, dataset: str, data: str, ou
 
     cmd = job_cmd(preds, dataset, data, out)
     cmd = [c for c in cmd if c != "--runner=DirectRunner"]
-    cmd += [f"--config={ROOT}/configs/flink.yaml", f"--job_endpoint=127.0.0.1:{config['job_port']}"]
-    with open(f"{ROOT}/configs/flink.yaml") as f:
+    cmd += [f"--config={RUN_PROFILE}", f"--job_endpoint=127.0.0.1:{config['job_port']}"]
+    with open(RUN_PROFILE) as f:
         cache_ms = int(yaml.safe_load(f).get("environment_cache_millis", 0))
     waited, left = settle(pids, cache_ms)
     settled = tree_rss_mb(list(pids.values()))
