@@ -2,7 +2,8 @@
 
 Both score the same N items (default 100,000) with the same tokens, each in a fresh process (its peak
 RSS measured by `benchmarks.measure`); the timed part is scoring only (the tokens are made once, by
-vlnkit's tokenizer, and read by both). Items: R2R train paths in turn, the hypothesis one of a path's
+vlnkit's tokenizer, joined by spaces, and both take those strings: pycocoevalcap's scorers, and
+`score_texts`). Items: R2R train paths in turn, the hypothesis one of a path's
 instructions and the references its others, so the set is N items over R2R's real vocabulary. The
 benchmark checks that both give the same per-item and corpus scores (max abs difference printed):
 
@@ -65,9 +66,9 @@ def score(side: str, items: str, out: str) -> None:
     hyps, refs = data["hyps"], data["refs"]
     start, cpu = time.perf_counter(), time.process_time()
     if side == "vlnkit":
-        from vlnkit.captioning.scores import score_set
+        from vlnkit.captioning.scores import score_texts
 
-        s = score_set([h.split() for h in hyps], [[r.split() for r in rs] for rs in refs])
+        s = score_texts(hyps, refs)
         per_item, corpus = s.per_item, s.corpus
     else:
         import contextlib

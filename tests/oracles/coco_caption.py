@@ -15,12 +15,17 @@ import numpy as np
 
 def reference_scores(hypotheses: list[list[str]], references: list[list[list[str]]]) -> dict:
     """{metric: (corpus score, per-item array)} as pycocoevalcap computes them, ids in item order."""
+    return reference_text_scores([" ".join(h) for h in hypotheses], [[" ".join(r) for r in rs] for rs in references])
+
+
+def reference_text_scores(hypotheses: list[str], references: list[list[str]]) -> dict:
+    """`reference_scores` of captions given as text, which pycocoevalcap's scorers split themselves."""
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
     from pycocoevalcap.rouge.rouge import Rouge
 
-    res = {i: [" ".join(h)] for i, h in enumerate(hypotheses)}
-    gts = {i: [" ".join(r) for r in refs] for i, refs in enumerate(references)}
+    res = {i: [h] for i, h in enumerate(hypotheses)}
+    gts = {i: list(refs) for i, refs in enumerate(references)}
     with contextlib.redirect_stdout(io.StringIO()):  # Bleu prints its counts
         bleu, bleu_items = Bleu(4).compute_score(gts, res)
     out = {f"bleu_{k + 1}": (bleu[k], np.asarray(bleu_items[k])) for k in range(4)}

@@ -6,7 +6,7 @@
 - `bleu`: BLEU-1..4 per item and per set from per-item sufficient statistics (`BleuStats`).
 - `rouge`: ROUGE-L per item.
 - `cider`: CIDEr-D per item, document frequencies from the evaluated set's references.
-- `scores`: every metric of a set in one call (`score_set`).
+- `scores`: every metric of a set in one call (`score_set` on split captions, `score_texts` on text).
 - `layouts`: the files generated instructions come in, read into `Generated` records.
 - `intervals`: bootstrap intervals of corpus scores (BLEU recomputed per replicate) and paired comparisons.
 - `batches`: a set scored batch by batch on workers (document frequencies summed first), equal to
@@ -27,12 +27,12 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "ptb": ("tokenize", "reference_batch_lines", "PUNCTUATIONS"),
-        "corpus": ("Tokenized", "NgramCounts", "build"),
+        "corpus": ("Tokenized", "NgramCounts", "build", "build_texts"),
         "ngrams": ("ngram_counts",),
         "bleu": ("BleuStats", "bleu_stats", "sentence_bleu", "corpus_bleu"),
         "rouge": ("rouge_l",),
         "cider": ("DocumentFrequencies", "document_frequencies", "cider_d"),
-        "scores": ("SetScores", "score_set", "METRICS"),
+        "scores": ("SetScores", "score_set", "score_texts", "METRICS"),
         "layouts": ("Generated", "LayoutError", "LAYOUTS", "detect", "parse", "path_id_of"),
         "intervals": ("SystemItems", "path_weights", "replicate_scores", "point_scores", "system_intervals", "compare"),
         "batches": (

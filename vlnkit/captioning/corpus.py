@@ -7,7 +7,8 @@ those arrays.
 
 Conventions are those of pycocoevalcap 1.2: a set is items, each with one hypothesis and one or more
 references; BLEU and CIDEr-D read `caption.split()`, ROUGE-L `caption.split(" ")` (so an empty
-caption is one empty word there: `Tokenized.rouge_words`).
+caption is one empty word there: `rouge._as_rouge_words`). `build` takes captions already split;
+`build_texts` takes them as text, the way pycocoevalcap does, and splits them in Arrow.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 MAX_ORDER = 4
 
@@ -54,13 +57,17 @@ class Tokenized:
         return len(self.ref_offsets) - 1
 
 
-def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tokenized:
-    """`hypotheses[i]` is item i's tokens; `references[i]` its references' tokens (at least one)."""
+def _check_items(hypotheses: list, references: list[list]) -> None:
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
     for i, refs in enumerate(references):
         if not refs:
             raise ValueError(f"item {i} has no reference")
+
+
+def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tokenized:
+    """`hypotheses[i]` is item i's tokens; `references[i]` its references' tokens (at least one)."""
+    _check_items(hypotheses, references)
     ref_lists = [r for refs in references for r in refs]
     ids, vocabulary = word_ids(list(chain.from_iterable(chain(hypotheses, ref_lists))))
     hyp_lengths = np.fromiter((len(h) for h in hypotheses), np.int64, len(hypotheses))
@@ -74,6 +81,72 @@ def build(hypotheses: list[list[str]], references: list[list[list[str]]]) -> Tok
         ref_item=np.repeat(np.arange(len(references)), [len(r) for r in references]),
         vocabulary=tuple(vocabulary),
     )
+
+
+def _int64(values: pa.Array) -> np.ndarray:
+    """An Arrow integer array without nulls as int64, read from its data buffer (`to_numpy` imports pandas)."""
+    width = values.type.bit_width // 8
+    data = np.frombuffer(values.buffers()[1], f"<i{width}", len(values), values.offset * width)
+    return data.astype(np.int64)
+
+
+def _numbered(lists: pa.ListArray, n_items: int, references: list[list[str]]) -> Tokenized:
+    """`Tokenized` of the captions' words as Arrow lists (items' hypotheses first, then their references):
+    Arrow's dictionary encoding numbers the words in order of first occurrence, as `word_ids` does."""
+    offsets = _int64(lists.offsets)
+    encoded = lists.flatten().dictionary_encode()
+    ids = _int64(encoded.indices)
+    return Tokenized(
+        hyp_words=ids[: offsets[n_items]],
+        hyp_offsets=offsets[: n_items + 1],
+        ref_words=ids[offsets[n_items] :],
+        ref_offsets=offsets[n_items:] - offsets[n_items],
+        ref_item=np.repeat(np.arange(len(references)), [len(r) for r in references]),
+        vocabulary=tuple(encoded.dictionary.to_pylist()),
+    )
+
+
+def build_texts(hypotheses: list[str], references: list[list[str]]) -> tuple[Tokenized, Tokenized]:
+    """Captions given as text, the way pycocoevalcap takes them: (`build` of every caption's `split()`,
+    BLEU's and CIDEr-D's words; `build` of its `split(" ")`, ROUGE-L's), the second the same object when
+    the text is single-spaced (only single spaces between words, as `ptb.tokenize`'s tokens joined are;
+    `rouge_l` itself makes an empty caption one empty word).
+
+    Why Arrow: splitting a set's captions into Python lists (and numbering the words from them) took most
+    of its scoring; here the captions' UTF-8 bytes become one Arrow array (`pa.array` of a Python list
+    imports pandas, a third of a second at a process's first call), split in one C++ pass
+    (`utf8_split_whitespace`: the same words as `str.split()` on every code point, a test checks, once
+    the empty words it keeps for whitespace at either end of a caption are dropped) and numbered by
+    `_numbered`, so the result equals `build`'s array for array. Single-spaced is counted, not compared
+    word by word: words and spaces make up the captions' bytes exactly when no other whitespace is there,
+    and then a caption has one word more than spaces exactly when no piece between spaces is empty. A
+    caption UTF-8 cannot hold (a lone surrogate) sends the set to Python's `str.split`."""
+    _check_items(hypotheses, references)
+    captions = [*hypotheses, *(r for refs in references for r in refs)]
+    try:
+        encoded = list(map(str.encode, captions))
+    except UnicodeEncodeError:
+        split = str.split
+        words = build([h.split() for h in hypotheses], [[split(r) for r in rs] for rs in references])
+        return words, build([h.split(" ") for h in hypotheses], [[r.split(" ") for r in rs] for rs in references])
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    data = b"".join(encoded)
+    array = pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    lists = pc.utf8_split_whitespace(array)
+    flat = lists.flatten()
+    nonempty = pc.greater(pc.binary_length(flat), 0)
+    if not pc.all(nonempty).as_py():
+        kept = np.concatenate([[0], np.cumsum(_int64(pc.cast(nonempty, pa.int8())))])
+        counts = pa.py_buffer(kept[_int64(lists.offsets)].astype(np.int32))
+        lists = pa.ListArray.from_buffers(lists.type, len(lists), [None, counts], children=[flat.filter(nonempty)])
+    words = _numbered(lists, len(hypotheses), references)
+    spaces, n_words = data.count(b" "), len(words.hyp_words) + len(words.ref_words)
+    word_bytes = pc.sum(pc.binary_length(lists.flatten())).as_py() or 0
+    empty = int(np.count_nonzero(offsets[1:] == offsets[:-1]))
+    if word_bytes + spaces == len(data) and n_words + empty == spaces + len(captions):
+        return words, words
+    return words, _numbered(pc.split_pattern(array, " "), len(hypotheses), references)
 
 
 @dataclass(frozen=True)
