@@ -186,6 +186,8 @@ class BucketJoin:
     episode_k: np.ndarray
     agents: dict[str, AgentMatch]
     dead: list[RecordError]  # dataset duplicates
+    scan_names: np.ndarray  # the references' distinct scans, sorted
+    scan_code: np.ndarray  # per reference row, the index of its scan in `scan_names`
     format_ids: object = None  # (keys, k) -> instr_id strings (`instr_ids`, or a task's own)
 
     def episode_ids(self, episodes: np.ndarray) -> pa.Array:
@@ -399,4 +401,6 @@ def join_bucket(
             p.index[kept],
             list(files),
         )
-    return BucketJoin(refs, reference_nodes, usable, episode_ref, episode_k, matches, dataset_dead, format_ids)
+    return BucketJoin(
+        refs, reference_nodes, usable, episode_ref, episode_k, matches, dataset_dead, names, which, format_ids
+    )

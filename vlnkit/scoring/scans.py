@@ -88,10 +88,13 @@ class ScanTables:
                 bases[slot] = int(np.searchsorted(vocab.scan_of, scan_id))
         return bases
 
-    def slots(self, scans: np.ndarray) -> np.ndarray:
-        """Slots of many scan names (each distinct name looked up once)."""
-        names, which = np.unique(scans, return_inverse=True)
-        return np.asarray([self.slot(s) for s in names.tolist()], np.int64)[which].reshape(-1)
+    def slots(self, names: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Slots of many rows given as codes into `names` (scan names), each name present looked up once,
+        in `names`' order; the rows' names come coded from the join, so no string is compared here."""
+        present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+        slot_of = np.full(len(names), -1, np.int64)
+        slot_of[present] = [self.slot(s) for s in names[present].tolist()]
+        return slot_of[codes]
 
     def names(self, slot_of_node: np.ndarray, nodes: np.ndarray) -> pa.Array:
         """Viewpoint ids of `nodes` (node indices of the scans in `slot_of_node`), in one Arrow take."""

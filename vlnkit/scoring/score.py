@@ -178,10 +178,7 @@ def score_bucket(
     who = np.repeat(np.arange(len(agents)), counts)
     episodes = np.concatenate([join.agents[a].episodes for a in agents])
     ref_rows = join.episode_ref[episodes]
-    slot_of_ref = np.full(len(refs), -1, np.int64)
-    used = np.unique(ref_rows)
-    slot_of_ref[used] = scans.slots(refs.scan[used])
-    pair_slot = slot_of_ref[ref_rows]
+    pair_slot = scans.slots(join.scan_names, join.scan_code[ref_rows])
     references = join.reference_nodes.take(ref_rows)
     queries = Paths.concat([join.agents[a].queries for a in agents])
 

@@ -35,7 +35,7 @@ def test_threads_loading_scans_at_once_each_get_their_own_slot_and_matrix():
         try:
             barrier.wait()
             for i in range(offset, offset + 400):
-                tables.slots(np.array([f"s{i % 400}"]))
+                tables.slots(np.array([f"s{i % 400}"]), np.zeros(1, np.int64))
         except BaseException as exc:  # noqa: BLE001 -- reported by the assertion below
             errors.append(exc)
 
@@ -59,3 +59,13 @@ def test_threads_loading_scans_at_once_each_get_their_own_slot_and_matrix():
         np.testing.assert_array_equal(tables.adjacent[start : start + n * n], graph.adjacent.ravel())
         names = tables.names(np.full(n, slot), np.arange(n)).to_pylist()
         assert names == list(graph.viewpoints)
+
+
+def test_slots_of_coded_rows_load_only_the_names_present():
+    """Rows coded into sorted names get their scans' slots, loaded in the names' order; a name no row
+    uses is not loaded (its graph may be the one that fails)."""
+    tables = ScanTables(GraphStore("", {"a": _graph(1), "c": _graph(3)}))
+    names = np.array(["a", "b_broken", "c"])
+    assert tables.slots(names, np.array([2, 0, 2, 2], np.int64)).tolist() == [1, 0, 1, 1]
+    assert tables.scans == ["a", "c"]
+    assert tables.slots(names, np.zeros(0, np.int64)).tolist() == []
