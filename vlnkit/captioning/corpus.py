@@ -126,9 +126,11 @@ def build_texts(hypotheses: list[str], references: list[list[str]]) -> tuple[Tok
     try:
         encoded = list(map(str.encode, captions))
     except UnicodeEncodeError:
-        split = str.split
-        words = build([h.split() for h in hypotheses], [[split(r) for r in rs] for rs in references])
-        return words, build([h.split(" ") for h in hypotheses], [[r.split(" ") for r in rs] for rs in references])
+        split = [
+            build([h.split(s) for h in hypotheses], [[r.split(s) for r in rs] for rs in references])
+            for s in (None, " ")
+        ]
+        return split[0], split[1]
     offsets = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
     data = b"".join(encoded)
