@@ -170,7 +170,10 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     n_targets = int(targets.max(initial=-1)) + 1 if metrics_of is None else len(metrics_of)
     metrics_of = [names] * n_targets if metrics_of is None else [list(m) for m in metrics_of]
     cell = np.asarray(cell, dtype=np.int64)
-    order = np.argsort(cell, kind="stable")  # one cell's rows together: its accumulators stay in the cache
+    # One cell's rows together: its accumulators stay in the cache. Cell numbers below 2**15 sort as
+    # int16, where numpy's stable sort is a radix sort (a twelfth of the time of int64's merge sort).
+    small = len(cell) and -(1 << 15) <= cell.min() and cell.max() < 1 << 15
+    order = np.argsort(cell.astype(np.int16) if small else cell, kind="stable")
     cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
     stacked = np.empty((len(names), len(cell)))
     for m, name in enumerate(names):

@@ -87,19 +87,27 @@ def test_pairs_of_agents_scoring_the_same_episodes_carry_nothing():
     assert len(rows) == 28 and rows == compare(table, ["sr"], replicates=50)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["counted_cells", "sorted_cells"])
 @pytest.mark.parametrize("seed", range(6))
-def test_every_breakdown_of_one_pass_equals_the_sums_of_its_rows_alone(seed):
+def test_every_breakdown_of_one_pass_equals_the_sums_of_its_rows_alone(seed, wide):
     """One pass over cells (agent x scan x language x length group) gives, for every target, the sums
-    of exactly the rows that belong to it, summed on their own (nulls leave a row out of a breakdown only)."""
+    of exactly the rows that belong to it, summed on their own (nulls leave a row out of a breakdown only).
+    `wide` adds a breakdown with a group per row, so that the cells' code span (agents x the groups + 1 of
+    every breakdown) is past what `slice_sums` numbers by counting, and its cells are numbered by a sort."""
     from vlnkit.comparison.replicates import ReplicateSums
     from vlnkit.comparison.resampling import episode_keys, poisson_weights
 
     rng = np.random.default_rng(seed)
-    table = random_table(rng, int(rng.integers(30, 200)))
+    table = random_table(rng, 200 if wide else int(rng.integers(30, 200)))
     n = len(table["agent"])
     table["language"] = [None if u < 0.3 else f"l{int(u * 3)}" for u in rng.random(n)]
     table["length"] = [f"g{k}" for k in rng.integers(0, 3, n)]
     by = ("scan", "language", "length")
+    if wide:
+        table["site"] = [f"p{k}" for k in range(n)]
+        by += ("site",)
+        span = len(set(table["agent"])) * np.prod([len({v for v in table[c] if v is not None}) + 1 for c in by])
+        assert span > max(n, 1 << 16)
     sums = slice_sums(table, ["x", "y"], replicates=25, seed=seed, by=by, group_metrics=("y",))
     weights = poisson_weights(episode_keys(table["instr_id"]), 25, seed)
     columns = {m: np.array(table[m], dtype=float) for m in ("x", "y")}
