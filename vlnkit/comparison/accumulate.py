@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from vlnkit.comparison.paired import HEADLINE, PairedSums, comparison_rows
 from vlnkit.comparison.replicates import DEFAULT_CONFIDENCE, ReplicateSums, cell_sums
 from vlnkit.comparison.resampling import KeyedWeights, episode_keys, poisson_weights
+from vlnkit.counting import unique_ints
 
 GROUP_COLUMNS = ("scan", "language")  # breakdown columns of the episode table (language: RxR only)
 
@@ -119,14 +120,7 @@ def slice_sums(
         groupings.append((column_name, groups, width, n_targets))
         width *= len(groups) + 1
         n_targets += len(groups) * n_agents
-    # The cells present, ascending, and each row's among them (`np.unique(cell, return_inverse=True)`),
-    # counted: codes are below `width`, the product of the groupings' sizes (a sort here was a tenth of
-    # a score job bucket's bootstrap sums).
-    present = np.bincount(cell, minlength=width) > 0 if width <= max(len(cell), 1 << 16) else None
-    if present is None:
-        cells, cell = np.unique(cell, return_inverse=True)
-    else:
-        cells, cell = np.flatnonzero(present), (np.cumsum(present) - 1)[cell]
+    cells, cell = unique_ints(cell, return_inverse=True)  # a sort here was a tenth of a bucket's sums
     targets = [cells % n_agents]  # target a: agent a; then each breakdown's (group, agent) targets
     for _, groups, stride, offset in groupings:
         group = cells // stride % (len(groups) + 1)

@@ -28,6 +28,8 @@ import threading
 import numpy as np
 import pyarrow as pa
 
+from vlnkit.counting import unique_ints
+
 
 class ScanTables:
     """Distance matrices, adjacency and viewpoint names of the scans loaded so far, by slot."""
@@ -91,7 +93,7 @@ class ScanTables:
     def slots(self, names: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Slots of many rows given as codes into `names` (scan names), each name present looked up once,
         in `names`' order; the rows' names come coded from the join, so no string is compared here."""
-        present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+        present = unique_ints(codes)
         slot_of = np.full(len(names), -1, np.int64)
         slot_of[present] = [self.slot(s) for s in names[present].tolist()]
         return slot_of[codes]
