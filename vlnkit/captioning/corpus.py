@@ -137,14 +137,15 @@ def build_texts(hypotheses: list[str], references: list[list[str]]) -> tuple[Tok
     array = pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     lists = pc.utf8_split_whitespace(array)
     flat = lists.flatten()
-    nonempty = pc.greater(pc.binary_length(flat), 0)
+    lengths = pc.binary_length(flat)  # bytes per word; Arrow's empty end words add none
+    nonempty = pc.greater(lengths, 0)
     if not pc.all(nonempty).as_py():
         kept = np.concatenate([[0], np.cumsum(_int64(pc.cast(nonempty, pa.int8())))])
         counts = pa.py_buffer(kept[_int64(lists.offsets)].astype(np.int32))
         lists = pa.ListArray.from_buffers(lists.type, len(lists), [None, counts], children=[flat.filter(nonempty)])
     words = _numbered(lists, len(hypotheses), references)
     spaces, n_words = data.count(b" "), len(words.hyp_words) + len(words.ref_words)
-    word_bytes = pc.sum(pc.binary_length(lists.flatten())).as_py() or 0
+    word_bytes = pc.sum(lengths).as_py() or 0
     empty = int(np.count_nonzero(offsets[1:] == offsets[:-1]))
     if word_bytes + spaces == len(data) and n_words + empty == spaces + len(captions):
         return words, words
