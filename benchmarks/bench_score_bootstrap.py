@@ -8,6 +8,11 @@ process measured as in every benchmark (`benchmarks.measure`):
 2. the score job with `--bootstrap=0` (scoring only);
 3. the score job with the default flags: `--bootstrap=1000` intervals, breakdowns and tie marks.
 
+Besides each run's ratio to the script, it prints what the bootstrap adds, round by round (median): the
+bootstrap run's wall time minus the scoring-only run's, as a share of the script's time, and the CPU
+seconds the bootstrap adds. The ratio of the bootstrap run is the scoring-only run's ratio plus this
+share, so the two say which part of a machine's figure is the bootstrap's.
+
 With `--agents 1` (the default) the files are one random walker's N predictions (`benchmarks.make_scale_data`);
 with `--agents 2`, two walkers (seeds 0 and 1, N/2 each) scored in one run and compared. The runs' plain
 metrics are checked to be equal, and the bootstrap run's summary to hold intervals.
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 
 from benchmarks.bench_score_scale import ROOT, job_cmd
@@ -52,11 +58,20 @@ def main(argv=None) -> dict:
         "score job, --bootstrap=0": job_cmd(named[0], dataset, data, base, *extra, "--bootstrap=0"),
         f"score job, --bootstrap={args.replicates}": job_cmd(named[0], dataset, data, boot, *extra, f"--bootstrap={args.replicates}"),
     }  # fmt: skip
-    table = interleaved_rounds(commands, args.rounds, lambda runs: check(base, boot, list(files)))
-    boot_ratio = (
-        table[f"score job, --bootstrap={args.replicates}"]["wall_s"] / table["score job, --bootstrap=0"]["wall_s"]
-    )
+    rounds = []
+
+    def checked(runs: dict) -> None:
+        check(base, boot, list(files))
+        rounds.append(runs)
+
+    table = interleaved_rounds(commands, args.rounds, checked)
+    plain, only, full = commands
+    boot_ratio = table[full]["wall_s"] / table[only]["wall_s"]
+    share = statistics.median((r[full]["wall_s"] - r[only]["wall_s"]) / r[plain]["wall_s"] for r in rounds)
+    cpu = statistics.median(r[full]["cpu_s"] - r[only]["cpu_s"] for r in rounds)
     print(f"\nbootstrap run / scoring-only run: {boot_ratio:.2f}x")
+    print(f"the bootstrap adds {share:.2f} of the script's time (median round), and {cpu:.1f} s of CPU")
+    table["bootstrap"] = {"share": share, "cpu_s": cpu}
     return table
 
 

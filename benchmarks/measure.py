@@ -1,13 +1,13 @@
 """Wall time and peak memory of one command, measured the same way by every benchmark.
 
 `measured(cmd)` starts a fresh measuring process (`python -m benchmarks.measure CMD_JSON`) that runs
-`cmd` as its only child and reports the wall time and `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`:
+`cmd` as its only child and reports the wall time, `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`:
 the peak RSS of the largest process in that command's tree (for a multi-process Beam run, the largest
-of the job and its workers). A fresh measuring process per command keeps one run's peak from
+of the job and its workers), and the CPU time (user and system) of that tree. A fresh measuring process per command keeps one run's peak from
 hiding behind another's.
 
     >>> measured([sys.executable, "-c", "pass"])  # doctest: +SKIP
-    {'wall_s': 0.05, 'peak_rss_mb': 9.8, 'stdout': ''}
+    {'wall_s': 0.05, 'peak_rss_mb': 9.8, 'cpu_s': 0.04, 'stdout': ''}
 """
 
 from __future__ import annotations
@@ -35,14 +35,21 @@ def best(fn, repeat: int) -> float:
 
 
 def measure(cmd: list[str]) -> dict:
-    """Run cmd as a child of this process; wall seconds and peak RSS (MB) of its process tree."""
+    """Run cmd as a child of this process; wall seconds, peak RSS (MB) and CPU seconds of its process tree."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     wall = time.perf_counter() - start
     if proc.returncode:
         raise SystemExit(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: kilobytes
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb, 1), "stdout": proc.stdout[-(1 << 20) :]}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss_mb = usage.ru_maxrss / 1024  # Linux: kilobytes
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return {
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(rss_mb, 1),
+        "cpu_s": round(cpu_s, 2),
+        "stdout": proc.stdout[-(1 << 20) :],
+    }
 
 
 def measured(cmd: list[str]) -> dict:
@@ -81,7 +88,7 @@ def interleaved_rounds(
     `check(runs)` looks at each round's results (and outputs) before the next round starts. `warmup`
     rounds run first, are checked and printed, and are left out of the medians: a workload that reads
     thousands of small files measures the disk's cold cache in its first round, not the code. Returns
-    {name: {"wall_s", "ratio", "peak_rss_mb"}} (medians; the largest peak).
+    {name: {"wall_s", "ratio", "cpu_s", "peak_rss_mb"}} (medians; the largest peak).
     """
     cached_bytecode()
     for n in range(warmup):
@@ -102,14 +109,20 @@ def interleaved_rounds(
             f"round {n + 1}: "
             + ", ".join(f"{k} {r['wall_s']:.1f} s ({r['wall_s'] / base:.2f}x)" for k, r in runs.items())
         )
-    print(f"\n{'run':26} {'median wall s':>14} {'median x plain':>15} {'peak RSS MB':>12}")
+    print(f"\n{'run':26} {'median wall s':>14} {'median x plain':>15} {'median CPU s':>13} {'peak RSS MB':>12}")
     table = {}
     for name in commands:
         walls = [r[name]["wall_s"] for r in done]
         ratios = [r[name]["wall_s"] / r[baseline]["wall_s"] for r in done]
+        cpu = statistics.median(r[name]["cpu_s"] for r in done)
         rss = max(r[name]["peak_rss_mb"] for r in done)
-        table[name] = {"wall_s": statistics.median(walls), "ratio": statistics.median(ratios), "peak_rss_mb": rss}
-        print(f"{name:26} {table[name]['wall_s']:14.1f} {table[name]['ratio']:15.2f} {rss:12.0f}")
+        table[name] = {
+            "wall_s": statistics.median(walls),
+            "ratio": statistics.median(ratios),
+            "cpu_s": cpu,
+            "peak_rss_mb": rss,
+        }
+        print(f"{name:26} {table[name]['wall_s']:14.1f} {table[name]['ratio']:15.2f} {cpu:13.1f} {rss:12.0f}")
     return table
 
 
