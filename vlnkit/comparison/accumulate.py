@@ -55,22 +55,26 @@ def pairs_of(agents, baseline: str | None = None) -> list[tuple[str, str]]:
 
 def _column(table, name: str) -> pa.Array:
     if isinstance(table, pa.Table):
-        return table[name].combine_chunks()
+        column = table[name]
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     return pa.array(table[name])
 
 
 def _floats(table, name: str) -> np.ndarray:
-    """A metric column as float64 with NaN for nulls."""
+    """A metric column as float64 with NaN for nulls (a float64 column without nulls: a view of it)."""
     column = _column(table, name)
+    if column.type == pa.float64() and not column.null_count:
+        return column.to_numpy()
     return pc.fill_null(pc.cast(column, pa.float64()), np.nan).to_numpy(zero_copy_only=False)
 
 
 def _codes(column: pa.Array) -> tuple[np.ndarray, list]:
     """(per-row code into the distinct values, -1 for null; the distinct values) in one Arrow call."""
+    if column.null_count == len(column):  # e.g. R2R's language: no group at all
+        return np.full(len(column), -1, np.int64), []
     encoded = column.dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    codes = np.where(encoded.indices.is_valid().to_numpy(zero_copy_only=False), codes, -1).astype(np.int64)
-    return codes, encoded.dictionary.to_pylist()
+    indices = pc.fill_null(encoded.indices, -1) if encoded.indices.null_count else encoded.indices
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
 
 def slice_sums(

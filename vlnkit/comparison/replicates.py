@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vlnkit.comparison.resampling import KeyedWeights, episode_keys, poisson_weights  # noqa: F401  (doctest names)
-from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by
+from vlnkit.io.exactsum import SUM_SCALE, exact_sums_by_cell
 from vlnkit.parallel import parts, run_in_parallel, thread_count
 
 DEFAULT_CONFIDENCE = 0.95
@@ -138,16 +138,18 @@ def _replicate_ratios(limbs: np.ndarray, weights: np.ndarray, replicates: int) -
     return np.array([t / (w << REPLICATE_BITS) if w else np.nan for t, w in zip(totals, weights.tolist())])
 
 
-def _value_columns(values: np.ndarray) -> np.ndarray:
-    """(n, 1 + 3 M) float64 kernel columns of M metrics (`values` (M, n)): 1 (every row's weight), then per
-    metric 1 where the row has no finite value, then per metric its two limbs (0 where missing)."""
+def _value_columns(values: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """(len(rows), 1 + 3 M) float64 kernel columns of M metrics (`values` (M, n)) for value rows `rows`
+    (all, in order, by default): 1 (every row's weight), then per metric 1 where the row has no finite
+    value, then per metric its two limbs (0 where missing)."""
     from vlnkit.comparison.kernels import value_columns
 
-    metrics, n = values.shape
-    out = np.empty((n, 1 + (1 + LIMBS) * metrics))
-    if value_columns(values, float(1 << REPLICATE_BITS), LIMB_BITS, MAX_VALUE, out) >= 0:
-        for m in range(metrics):  # the refusal names the first value off the grid of the first such metric
-            _grid_limbs(np.ascontiguousarray(values[m]), np.empty((n, LIMBS)), np.empty(n))
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    rows = np.arange(values.shape[1]) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), 1 + (1 + LIMBS) * len(values)))
+    if value_columns(values, rows, float(1 << REPLICATE_BITS), LIMB_BITS, MAX_VALUE, out) >= 0:
+        for m in range(len(values)):  # the refusal names the first value off the grid of the first such metric
+            _grid_limbs(values[m, rows], np.empty((len(rows), LIMBS)), np.empty(len(rows)))
     return out
 
 
@@ -170,15 +172,14 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     n_targets = int(targets.max(initial=-1)) + 1 if metrics_of is None else len(metrics_of)
     metrics_of = [names] * n_targets if metrics_of is None else [list(m) for m in metrics_of]
     cell = np.asarray(cell, dtype=np.int64)
+    values = np.empty((len(names), len(cell)))  # the rows in their given order (copied, not gathered)
+    for m, name in enumerate(names):
+        values[m] = columns[name]
     # One cell's rows together: its accumulators stay in the cache. Cell numbers below 2**15 sort as
     # int16, where numpy's stable sort is a radix sort (a twelfth of the time of int64's merge sort).
     small = len(cell) and -(1 << 15) <= cell.min() and cell.max() < 1 << 15
     order = np.argsort(cell.astype(np.int16) if small else cell, kind="stable")
-    cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
-    stacked = np.empty((len(names), len(cell)))
-    for m, name in enumerate(names):
-        stacked[m] = np.asarray(columns[name], dtype=np.float64)[order]
-    values = dict(zip(names, stacked))
+    by_cell, episode = cell[order], np.asarray(episode, dtype=np.int64)[order]
     n, replicates = len(cell), weights.shape[1]
     n_columns = 1 + (1 + LIMBS) * len(names)
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
@@ -187,33 +188,40 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     for t, kept in enumerate(metrics_of):
         for m in (names.index(name) for name in kept):
             wanted[t, [1 + m, low[m], low[m] + 1]] = True
-    row_of = np.where(wanted, np.cumsum(wanted).reshape(wanted.shape) - 1, -1)  # (target, column) -> out row
-    out = np.zeros((int(wanted.sum()), replicates), np.int64)
-    lows, highs = row_of[:, low][wanted[:, low]], row_of[:, low + 1][wanted[:, low]]
+    # Rows of `out`: the weights and misses first, then every low limb, then every high limb in the same
+    # order, so the limbs are two blocks (carried and trimmed as slices, not gathered rows).
+    kept_limbs = wanted[:, low]  # (target, metric)
+    others = wanted.copy()
+    others[:, low] = others[:, low + 1] = False
+    n_others, n_limbs = int(others.sum()), int(kept_limbs.sum())
+    row_of = np.full(wanted.shape, -1, np.int64)  # (target, column) -> out row
+    row_of[others] = np.arange(n_others)
+    limb_rows = np.full(kept_limbs.shape, -1, np.int64)
+    limb_rows[kept_limbs] = n_others + np.arange(n_limbs)
+    row_of[:, low], row_of[:, low + 1] = limb_rows, np.where(kept_limbs, limb_rows + n_limbs, -1)
+    out = np.zeros((n_others + 2 * n_limbs, replicates), np.int64)
+    lows, highs = out[n_others : n_others + n_limbs], out[n_others + n_limbs :]
     if isinstance(weights, KeyedWeights):  # each row's weights made in the kernel from its key
         keyed, weights = weights, np.zeros((0, 0), np.uint8)
     else:  # no keys: the kernel reads the weights matrix
         keyed, weights = KeyedWeights(np.zeros(0, np.uint64), 0), np.ascontiguousarray(weights, dtype=np.uint8)
     for start in range(0, n, KERNEL_ROWS):
         rows = slice(start, start + KERNEL_ROWS)
-        dense = _value_columns(stacked[:, rows])
+        dense = _value_columns(values, order[rows])
         hashing = keyed.hashing(episode[rows] if len(keyed.keys) else slice(0, 0))
-        args = (weights, episode[rows], hashing, cell[rows], dense, targets, row_of, out)
+        args = (weights, episode[rows], hashing, by_cell[rows], dense, targets, row_of, out)
         # A row-replicate unit costs an addition per column (1 + the metrics' limbs and misses), so a
         # bucket of the score job (~30,000 rows x 1,000 replicates) is worth both cores.
         threads = thread_count(len(args[1]) * replicates * (1 + len(names)))
         run_in_parallel(lambda first, stop, a=args: cell_limb_sums(*a, first, stop), parts(replicates, threads, SPLIT))
-        carry = out[lows] >> LIMB_BITS  # low limbs back below 2**36 before the next rows
-        out[lows] -= carry << LIMB_BITS
-        out[highs] += carry
-    totals, counts = _exact_totals(values, cell, targets, metrics_of)
+        carry = lows >> LIMB_BITS  # low limbs back below 2**36 before the next rows
+        lows -= carry << LIMB_BITS
+        highs += carry
+    totals, counts = _exact_totals(values, cell, targets, n_targets)
     # What `_normalized` does to each (low, high) pair, for all at once: the low limbs are carried
     # already, so it is trimming zero top limbs, unless a high limb needs a third (never below 2**50).
-    big = (out[highs].max(axis=1, initial=0) >= 1 << 50) | (out[highs].min(axis=1, initial=0) <= -(1 << 50))
-    used = np.where(out[highs].any(axis=1), 2, np.where(out[lows].any(axis=1), 1, 0))
-    used_of, big_of = np.zeros(len(out), np.int64), np.zeros(len(out), np.bool_)
-    used_of[lows], big_of[lows] = used, big
-    used_of, big_of = used_of.tolist(), big_of.tolist()
+    big = ((highs.max(axis=1, initial=0) >= 1 << 50) | (highs.min(axis=1, initial=0) <= -(1 << 50))).tolist()
+    used = np.where(highs.any(axis=1), 2, np.where(lows.any(axis=1), 1, 0)).tolist()
     result = []
     for t, kept in enumerate(metrics_of):
         sums = ReplicateSums(replicates)
@@ -221,32 +229,22 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
             m = names.index(name)
             at = m * n_targets + t
             sums.totals[name], sums.counts[name] = totals[at], counts[at]
-            first = int(row_of[t, low[m]])  # the high limb is the next row
-            if big_of[first]:
-                sums.limb_totals[name] = _normalized(out[first : first + LIMBS])
-            else:
-                sums.limb_totals[name] = out[first : first + used_of[first]].copy()
+            first = int(limb_rows[t, m])
+            k = first - n_others  # the pair's place in the limb blocks
+            pair = [first, first + n_limbs]
+            sums.limb_totals[name] = _normalized(out[pair]) if big[k] else out[pair[: used[k]]]
             sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
         result.append(sums)
     return result
 
 
-def _exact_totals(values: dict[str, np.ndarray], cell, targets, metrics_of) -> tuple[list[int], list[int]]:
-    """Exact plain sums and counts of each metric m in each target t (at m * T + t): a compiled pass
-    per metric, every row counted in each target of its cell that keeps the metric."""
-    names, n_targets = list(values), len(metrics_of)
-    keep = np.zeros((n_targets + 1, len(names)), np.bool_)  # the last row, for target -1, keeps nothing
-    for t, kept in enumerate(metrics_of):
-        keep[t, [names.index(name) for name in kept]] = True
-    row_targets = np.asarray(targets, dtype=np.int64)[cell]  # (rows, D)
-    patterns, which = np.unique(keep.T, axis=0, return_inverse=True)  # metrics kept by the same targets
-    groups = [np.where(pattern[row_targets], row_targets, -1) for pattern in patterns]
-    totals, counts = [], []
-    for m, name in enumerate(names):
-        t, c = exact_sums_by(groups[int(which[m])], values[name], n_targets)
-        totals += t
-        counts += c
-    return totals, counts
+def _exact_totals(values: np.ndarray, cell, targets, n_targets: int) -> tuple[list[int], list[int]]:
+    """Exact plain sums and counts of each metric m (row m of `values` (M, n)) in each of the `n_targets`
+    targets t (at m * n_targets + t): every row counted in each target of its cell
+    (`vlnkit.io.exactsum.exact_sums_by_cell`). Every metric is summed in every target; a target reads only
+    the metrics it keeps."""
+    totals, counts = exact_sums_by_cell(cell, targets, values, n_targets)
+    return [t for per_metric in totals for t in per_metric], [c for per_metric in counts for c in per_metric]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> list[float] | None:

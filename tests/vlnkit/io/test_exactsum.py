@@ -74,3 +74,23 @@ def test_sums_by_group_equal_the_exact_rational_sums(rows):
     for g in range(5):
         kept = [Fraction(v) for h, v in rows if h == g and math.isfinite(v)]
         assert _as_fraction(totals[g]) == sum(kept, Fraction(0)) and counts[g] == len(kept)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.lists(st.tuples(st.integers(0, 3), st.lists(st.floats(), min_size=3, max_size=3)), max_size=40),
+    st.lists(st.lists(st.integers(-1, 4), min_size=2, max_size=2), min_size=4, max_size=4),
+)
+def test_sums_by_cell_equal_the_exact_rational_sums_of_each_metric(metrics, rows, cell_groups):
+    """Each metric row is summed exactly into every group of each row's cell: any floats (NaN and
+    infinities left out, subnormals, signed zeros, extremes), cells reaching no group or one group twice."""
+    from vlnkit.io.exactsum import exact_sums_by_cell
+
+    cells = np.array([c for c, _ in rows], dtype=np.int64)
+    values = np.array([v[:metrics] for _, v in rows], dtype=np.float64).reshape(len(rows), metrics).T
+    totals, counts = exact_sums_by_cell(cells, np.array(cell_groups), values, 5)
+    for m in range(metrics):
+        for g in range(5):
+            kept = [Fraction(v[m]) for c, v in rows for h in cell_groups[c] if h == g and math.isfinite(v[m])]
+            assert _as_fraction(totals[m][g]) == sum(kept, Fraction(0)) and counts[m][g] == len(kept)
