@@ -183,11 +183,17 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     n, replicates = len(cell), weights.shape[1]
     n_columns = 1 + (1 + LIMBS) * len(names)
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
+    index = {name: m for m, name in enumerate(names)}
+    masks: dict[tuple, np.ndarray] = {}  # one per distinct list of kept metrics (agents', breakdowns')
+    keep = np.zeros((n_targets, len(names)), np.bool_)
+    for t, kept in enumerate(metrics_of):
+        key = tuple(kept)
+        if key not in masks:
+            masks[key] = np.isin(np.arange(len(names)), [index[name] for name in kept])
+        keep[t] = masks[key]
     wanted = np.zeros((n_targets, n_columns), np.bool_)  # only the columns a target keeps take memory
     wanted[:, 0] = True
-    for t, kept in enumerate(metrics_of):
-        for m in (names.index(name) for name in kept):
-            wanted[t, [1 + m, low[m], low[m] + 1]] = True
+    wanted[:, 1 : 1 + len(names)] = wanted[:, low] = wanted[:, low + 1] = keep
     # Rows of `out`: the weights and misses first, then every low limb, then every high limb in the same
     # order, so the limbs are two blocks (carried and trimmed as slices, not gathered rows).
     kept_limbs = wanted[:, low]  # (target, metric)
@@ -223,17 +229,19 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     big = ((highs.max(axis=1, initial=0) >= 1 << 50) | (highs.min(axis=1, initial=0) <= -(1 << 50))).tolist()
     used = np.where(highs.any(axis=1), 2, np.where(lows.any(axis=1), 1, 0)).tolist()
     result = []
+    firsts, row_lists = limb_rows.tolist(), row_of.tolist()
     for t, kept in enumerate(metrics_of):
         sums = ReplicateSums(replicates)
+        weights_row = out[row_lists[t][0]]
         for name in kept:
-            m = names.index(name)
+            m = index[name]
             at = m * n_targets + t
             sums.totals[name], sums.counts[name] = totals[at], counts[at]
-            first = int(limb_rows[t, m])
+            first = firsts[t][m]
             k = first - n_others  # the pair's place in the limb blocks
             pair = [first, first + n_limbs]
             sums.limb_totals[name] = _normalized(out[pair]) if big[k] else out[pair[: used[k]]]
-            sums.weight_counts[name] = out[row_of[t, 0]] - out[row_of[t, 1 + m]]
+            sums.weight_counts[name] = weights_row - out[row_lists[t][1 + m]]
         result.append(sums)
     return result
 

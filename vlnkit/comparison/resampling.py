@@ -105,10 +105,13 @@ def episode_keys(instr_ids, *, unit: str = "episode", scans=None) -> np.ndarray:
     canonical, path_ids, ks, three = _canonical_parts(ids)
     keys = np.empty(len(ids), dtype=np.uint64)
     if unit == "episode":
-        parts = np.empty(len(ks), dtype=np.uint64)
-        parts[~three] = stable_hash_array(path_ids[~three], ks[~three])
-        records, objects = path_ids[three] >> 32, path_ids[three] & 0xFFFFFFFF
-        parts[three] = stable_hash_array(records, objects, ks[three])
+        if three.any():  # REVERIE's ids among them
+            parts = np.empty(len(ks), dtype=np.uint64)
+            parts[~three] = stable_hash_array(path_ids[~three], ks[~three])
+            records, objects = path_ids[three] >> 32, path_ids[three] & 0xFFFFFFFF
+            parts[three] = stable_hash_array(records, objects, ks[three])
+        else:
+            parts = stable_hash_array(path_ids, ks)
         keys[canonical] = parts
         for i in np.flatnonzero(~canonical):  # only ids outside the canonical form cost a Python call
             keys[i] = stable_hash(ids[int(i)].as_py())
