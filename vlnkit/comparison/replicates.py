@@ -185,26 +185,22 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
     low = 1 + len(names) + LIMBS * np.arange(len(names))  # the columns of each metric's low limb
     index = {name: m for m, name in enumerate(names)}
     masks: dict[tuple, np.ndarray] = {}  # one per distinct list of kept metrics (agents', breakdowns')
-    keep = np.zeros((n_targets, len(names)), np.bool_)
+    keep = np.zeros((n_targets, len(names)), np.bool_)  # (target, metric): only kept columns take memory
     for t, kept in enumerate(metrics_of):
         key = tuple(kept)
         if key not in masks:
-            masks[key] = np.isin(np.arange(len(names)), [index[name] for name in kept])
+            masks[key] = np.zeros(len(names), np.bool_)
+            masks[key][[index[name] for name in kept]] = True
         keep[t] = masks[key]
-    wanted = np.zeros((n_targets, n_columns), np.bool_)  # only the columns a target keeps take memory
-    wanted[:, 0] = True
-    wanted[:, 1 : 1 + len(names)] = wanted[:, low] = wanted[:, low + 1] = keep
-    # Rows of `out`: the weights and misses first, then every low limb, then every high limb in the same
-    # order, so the limbs are two blocks (carried and trimmed as slices, not gathered rows).
-    kept_limbs = wanted[:, low]  # (target, metric)
-    others = wanted.copy()
-    others[:, low] = others[:, low + 1] = False
-    n_others, n_limbs = int(others.sum()), int(kept_limbs.sum())
-    row_of = np.full(wanted.shape, -1, np.int64)  # (target, column) -> out row
-    row_of[others] = np.arange(n_others)
-    limb_rows = np.full(kept_limbs.shape, -1, np.int64)
-    limb_rows[kept_limbs] = n_others + np.arange(n_limbs)
-    row_of[:, low], row_of[:, low + 1] = limb_rows, np.where(kept_limbs, limb_rows + n_limbs, -1)
+    # Rows of `out`: each target's weights and its kept metrics' misses first, then every kept low limb,
+    # then every high limb in the same order, so the limbs are two blocks (carried and trimmed as slices).
+    others = np.column_stack([np.ones(n_targets, np.bool_), keep])  # columns 0 .. M of each target
+    n_others, n_limbs = int(others.sum()), int(keep.sum())
+    row_of = np.full((n_targets, n_columns), -1, np.int64)  # (target, column) -> out row
+    row_of[:, : 1 + len(names)][others] = np.arange(n_others)
+    limb_rows = np.full(keep.shape, -1, np.int64)
+    limb_rows[keep] = n_others + np.arange(n_limbs)
+    row_of[:, low], row_of[:, low + 1] = limb_rows, np.where(keep, limb_rows + n_limbs, -1)
     out = np.zeros((n_others + 2 * n_limbs, replicates), np.int64)
     lows, highs = out[n_others : n_others + n_limbs], out[n_others + n_limbs :]
     if isinstance(weights, KeyedWeights):  # each row's weights made in the kernel from its key
@@ -223,7 +219,7 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
         carry = lows >> LIMB_BITS  # low limbs back below 2**36 before the next rows
         lows -= carry << LIMB_BITS
         highs += carry
-    totals, counts = _exact_totals(values, cell, targets, n_targets)
+    totals, counts = exact_sums_by_cell(cell, targets, values, n_targets)  # per metric, per target
     # What `_normalized` does to each (low, high) pair, for all at once: the low limbs are carried
     # already, so it is trimming zero top limbs, unless a high limb needs a third (never below 2**50).
     big = ((highs.max(axis=1, initial=0) >= 1 << 50) | (highs.min(axis=1, initial=0) <= -(1 << 50))).tolist()
@@ -235,8 +231,7 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
         weights_row = out[row_lists[t][0]]
         for name in kept:
             m = index[name]
-            at = m * n_targets + t
-            sums.totals[name], sums.counts[name] = totals[at], counts[at]
+            sums.totals[name], sums.counts[name] = totals[m][t], counts[m][t]
             first = firsts[t][m]
             k = first - n_others  # the pair's place in the limb blocks
             pair = [first, first + n_limbs]
@@ -244,15 +239,6 @@ def cell_sums(weights, episode, cell, targets, columns: dict[str, np.ndarray], m
             sums.weight_counts[name] = weights_row - out[row_lists[t][1 + m]]
         result.append(sums)
     return result
-
-
-def _exact_totals(values: np.ndarray, cell, targets, n_targets: int) -> tuple[list[int], list[int]]:
-    """Exact plain sums and counts of each metric m (row m of `values` (M, n)) in each of the `n_targets`
-    targets t (at m * n_targets + t): every row counted in each target of its cell
-    (`vlnkit.io.exactsum.exact_sums_by_cell`). Every metric is summed in every target; a target reads only
-    the metrics it keeps."""
-    totals, counts = exact_sums_by_cell(cell, targets, values, n_targets)
-    return [t for per_metric in totals for t in per_metric], [c for per_metric in counts for c in per_metric]
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> list[float] | None:
