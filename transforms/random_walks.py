@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
+from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared tables
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
@@ -142,7 +143,9 @@ class RandomBaseline(beam.PTransform):
                 _RandomScan(self.connectivity_dir, self.config, self.seed, self.chunk_size, self.tables),
                 beam.pvalue.AsList(self.pool),
                 beam.pvalue.AsSingleton(shares),
-            ).with_outputs(TOTALS, main="tables")
+            )
+            .with_output_types(pa.Table)
+            .with_outputs(TOTALS, main="tables")
         )
         return {"tables": out.tables, TOTALS: out[TOTALS], DEAD_LETTER: checked[DEAD_LETTER]}
 

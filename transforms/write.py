@@ -17,6 +17,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared tables
 from transforms.gather import GatherToOne
 from transforms.tally import SumDicts
 from vlnkit.io import fileio
@@ -68,7 +69,7 @@ class WriteParquetShards(beam.PTransform):
         batches = records if self.batched else records | "Batch" >> beam.BatchElements(256, 8192)
         return (
             batches
-            | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema))
+            | "ToTables" >> beam.ParDo(_ToArrowTables(self.schema)).with_output_types(pa.Table)
             | "WriteParquet" >> WriteTables(self.file_path_prefix, self.schema, self.num_shards)
         )
 

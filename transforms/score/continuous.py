@@ -23,7 +23,7 @@ import apache_beam as beam
 from transforms.deadletter import DEAD_LETTER
 from transforms.progress import Progress
 from transforms.score.read import TOTALS, CountedRead
-from transforms.score.score import BOOTSTRAP, LINES, ScoreStep, dead_and_lines
+from transforms.score.score import ScoreStep, dead_and_lines
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
@@ -168,8 +168,5 @@ class ScoreContinuousBuckets(beam.PTransform):
         return (
             pieces
             | "GroupByBucket" >> beam.GroupByKey()
-            | "JoinAndScore"
-            >> beam.ParDo(_ScoreContinuousBucket(step)).with_outputs(
-                TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, DIFFERENCES, main="tables"
-            )
+            | "JoinAndScore" >> _ScoreContinuousBucket(step).applied(DIFFERENCES)
         )

@@ -17,12 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared tables and sums
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
 from transforms.progress import Progress
@@ -30,6 +32,7 @@ from transforms.score.read import TOTALS, worker_context, worker_vocabulary
 from transforms.worker_cache import per_worker
 from vlnkit.comparison.config import BootstrapConfig
 from vlnkit.comparison.paired import HEADLINE
+from vlnkit.comparison.replicates import ReplicateSums
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.scoring.bootstrap import bucket_sums
 from vlnkit.scoring.followers import differences, load_follower_metrics
@@ -104,6 +107,12 @@ class ScoreStep(beam.DoFn):
     def teardown(self):
         self.sums_pool.shutdown(wait=True)
 
+    def applied(self, *tags: str):
+        """This step as a ParDo: its main output the scored tables, then totals, dead letters, lines, bootstrap
+        sums and `tags`. The tables and sums are declared as such, so they travel with `BulkCoder`."""
+        typed = beam.ParDo(self).with_output_types(pa.Table, **{BOOTSTRAP: ReplicateSums})
+        return typed.with_outputs(TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, *tags, main="tables")
+
 
 class _ScoreBucket(ScoreStep):
     def setup(self):
@@ -173,11 +182,4 @@ class ScoreBuckets(beam.PTransform):
         return [p for _, p in dataset_ranks(self.dataset_files)]
 
     def expand(self, pieces):
-        return (
-            pieces
-            | "GroupByBucket" >> beam.GroupByKey()
-            | "JoinAndScore"
-            >> beam.ParDo(_ScoreBucket(self)).with_outputs(
-                TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, FOLLOWERS, main="tables"
-            )
-        )
+        return pieces | "GroupByBucket" >> beam.GroupByKey() | "JoinAndScore" >> _ScoreBucket(self).applied(FOLLOWERS)
