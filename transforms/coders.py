@@ -1,11 +1,12 @@
-"""The coder of the large columnar values one step hands to the next (Arrow tables, bootstrap sums).
+"""The coder of the large columnar values one step hands to the next (Arrow tables, batches, bootstrap sums).
 
 Why a coder of our own: Beam counts the bytes of a step's outputs by sampling them (every one of the
 first ten of a step, then about ten in every N), and for a value it knows only as `Any` it measures
 by encoding the value whole (`FastPrimitivesCoder`, then pickle). These values are few and large, so
 nearly every one is pickled to be measured: in the score job on 1M predictions about 300 MB were
 pickled only for that (the scored Arrow tables, which the fused write step takes as they are and never
-decodes, and every bucket's bootstrap sums), a quarter of a second of CPU on the step's own thread.
+decodes, every bucket's bootstrap sums, and the read batches besides their real trip through the
+shuffle), a quarter of a second of CPU on the step's own thread.
 `BulkCoder` encodes exactly as Beam's `PickleCoder` does, and estimates a value's size from the
 buffers it holds (`held_bytes`) without encoding it. A step's outputs get it by their declared types
 (`with_output_types`): the types `BULK_TYPES` lists are registered with Beam's coder registry when this
@@ -23,10 +24,11 @@ import numpy as np
 import pyarrow as pa
 
 from vlnkit.comparison.replicates import ReplicateSums
+from vlnkit.datasets.columns import CompactBatch
 
-__all__ = ["BulkCoder", "held_bytes", "BULK_TYPES"]
+__all__ = ["BulkCoder", "held_bytes", "declared_outputs", "BULK_TYPES"]
 
-BULK_TYPES = (pa.Table, ReplicateSums)
+BULK_TYPES = (pa.Table, ReplicateSums, CompactBatch)
 SAMPLED_ITEMS = 8  # a list's or a dict's size is estimated from this many of its items
 
 
@@ -53,6 +55,14 @@ def held_bytes(value) -> int:
     if hasattr(value, "__dict__"):
         return held_bytes(list(vars(value).values()))
     return 8
+
+
+def declared_outputs(par_do: beam.ParDo, main: str, *tags: str, **types):
+    """`par_do.with_outputs(*tags, main=main)`, each output declared: of its type in `types` (so a bulk one
+    travels with `BulkCoder`), the others as `Any` (Beam warns, on every run, of a tag left undeclared
+    once another is declared)."""
+    tagged = {tag: types.get(tag, Any) for tag in tags}
+    return par_do.with_output_types(types.get(main, Any), **tagged).with_outputs(*tags, main=main)
 
 
 class BulkCoder(beam.coders.Coder):

@@ -14,14 +14,13 @@ JOINED_PER_LIST records.
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, field
 
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
-from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared tables
+from transforms.coders import declared_outputs
 from transforms.deadletter import DEAD_LETTER, dead_letter
 from transforms.graphs import GraphDoFn
 from transforms.progress import Progress
@@ -140,9 +139,12 @@ class JoinR4R(beam.PTransform):
             | "SplitByScan" >> beam.FlatMap(split_by, _scan)
             | "GroupScans" >> beam.GroupByKey()
             | "JoinScans"
-            >> beam.ParDo(_JoinScan(self.connectivity_dir, self.config, self.landmark, self.records))
-            .with_output_types(typing.Any, **{TABLES: pa.Table})
-            .with_outputs(SCAN_RANK, COUNTS, TABLES, DEAD_LETTER, main="joined")
+            >> declared_outputs(
+                beam.ParDo(_JoinScan(self.connectivity_dir, self.config, self.landmark, self.records)),
+                "joined",
+                *(SCAN_RANK, COUNTS, TABLES, DEAD_LETTER),
+                tables=pa.Table,
+            )
         )
         return {
             "joined": built.joined,

@@ -4,6 +4,7 @@ sampling pickles none of them."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 
 import apache_beam as beam
@@ -15,9 +16,12 @@ from apache_beam.coders import registry
 from apache_beam.testing.test_pipeline import TestPipeline
 
 from transforms.coders import BulkCoder, held_bytes
+from transforms.r4r import JoinR4R
+from transforms.score.read import ReadScoringInputs
 from transforms.score.score import BOOTSTRAP, ScoreBuckets
 from transforms.write import WriteParquetShards
 from vlnkit.comparison.replicates import ReplicateSums
+from vlnkit.datasets.r4r import JoinConfig
 from vlnkit.evaluation.scoring_config import ScoringConfig
 
 
@@ -61,13 +65,17 @@ def test_held_bytes_of_plain_values():
     assert held_bytes({"k": np.zeros(10)}) == 1 + 80
 
 
-def test_the_score_step_declares_its_tables_and_bootstrap_sums():
+def test_the_steps_declare_their_tables_batches_and_bootstrap_sums_without_a_warning(caplog):
     pipeline = beam.Pipeline()
-    pieces = pipeline | beam.Create([(0, None)])
-    step = ScoreBuckets("unused", {"a": ["preds.json"]}, ["data.json"], ScoringConfig())
-    scored = pieces | step
-    assert isinstance(registry.get_coder(scored.tables.element_type), BulkCoder)
-    assert isinstance(registry.get_coder(scored[BOOTSTRAP].element_type), BulkCoder)
+    with caplog.at_level(logging.WARNING):
+        read = pipeline | ReadScoringInputs([("a", ["preds.json"])], ["data.json"], "unused", buckets=4)
+        scored = read["batches"] | ScoreBuckets("unused", {"a": ["preds.json"]}, ["data.json"], ScoringConfig())
+        joined = pipeline | "Records" >> beam.Create([{"scan": "s"}]) | JoinR4R("unused", JoinConfig())
+    for declared in (scored.tables, scored[BOOTSTRAP], joined["tables"]):
+        assert isinstance(registry.get_coder(declared.element_type), BulkCoder)
+    key, batch = registry.get_coder(read["batches"].element_type).coders()  # (bucket, batch)
+    assert isinstance(key, beam.coders.VarIntCoder) and isinstance(batch, BulkCoder)
+    assert not caplog.records, [r.getMessage() for r in caplog.records]  # Beam warns of a tag left undeclared
 
 
 def test_written_tables_are_not_pickled_to_be_measured(tmp_path, monkeypatch):

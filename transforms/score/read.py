@@ -14,16 +14,18 @@ batch on the portable runners).
 from __future__ import annotations
 
 import threading
+import typing
 from dataclasses import dataclass, field
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared batches
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
 from transforms.worker_cache import per_worker
 from vlnkit.datasets.buckets import split_by_bucket
-from vlnkit.datasets.columns import RefusedPredictions, RefusedReferences, Vocabulary
+from vlnkit.datasets.columns import CompactBatch, RefusedPredictions, RefusedReferences, Vocabulary
 from vlnkit.datasets.formats import R2R, RXR_GUIDE_FORMAT, items_format
 from vlnkit.datasets.json_chunks import RANGE_BYTES, plan_line_ranges
 from vlnkit.datasets.reference_batches import reference_batch
@@ -37,6 +39,7 @@ from vlnkit.scoring.task import R2R_TASK, Task, TaskOptions
 TOTALS = "totals"
 FILE_DEAD_LETTERS = "file_dead_letters"  # per agent: dead letters of a whole file, which name no record
 RECORDS_SOURCE = "<records>"
+BUCKETED = typing.Tuple[int, CompactBatch]  # noqa: UP006 -- what a reader gives: (bucket, batch)
 COMPRESSED = (".gz", ".bz2")  # read whole: a compressed stream cannot seek to a byte range
 
 
@@ -199,7 +202,8 @@ class ReadScoringInputs(beam.PTransform):
                 | "SpreadRanges" >> beam.Reshuffle()
             )
         read = _ReadFile(self.connectivity_dir, self.buckets, self.task, self.options)
-        out = pieces | "ReadChunks" >> beam.ParDo(read).with_outputs(DEAD_LETTER, TOTALS, main="batches")
+        typed = beam.ParDo(read).with_output_types(BUCKETED)
+        out = pieces | "ReadChunks" >> typed.with_outputs(DEAD_LETTER, TOTALS, main="batches")
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER], TOTALS: out[TOTALS]}
 
 
@@ -257,8 +261,8 @@ class ReferenceBatchesFromRecords(beam.PTransform):
             records
             | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self.batch_size)
             | "ToBatches"
-            >> beam.ParDo(_RecordsToBatches(self.connectivity_dir, self.buckets, self.source)).with_outputs(
-                DEAD_LETTER, main="batches"
-            )
+            >> beam.ParDo(_RecordsToBatches(self.connectivity_dir, self.buckets, self.source))
+            .with_output_types(BUCKETED)
+            .with_outputs(DEAD_LETTER, main="batches")
         )
         return {"batches": out.batches, DEAD_LETTER: out[DEAD_LETTER]}

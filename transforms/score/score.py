@@ -24,7 +24,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from transforms.coders import BulkCoder  # noqa: F401 -- registers the coder of the declared tables and sums
+from transforms.coders import declared_outputs
 from transforms.deadletter import DEAD_LETTER
 from transforms.graphs import worker_graph_store
 from transforms.progress import Progress
@@ -110,8 +110,8 @@ class ScoreStep(beam.DoFn):
     def applied(self, *tags: str):
         """This step as a ParDo: its main output the scored tables, then totals, dead letters, lines, bootstrap
         sums and `tags`. The tables and sums are declared as such, so they travel with `BulkCoder`."""
-        typed = beam.ParDo(self).with_output_types(pa.Table, **{BOOTSTRAP: ReplicateSums})
-        return typed.with_outputs(TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, *tags, main="tables")
+        tags = (TOTALS, DEAD_LETTER, LINES, BOOTSTRAP, *tags)
+        return declared_outputs(beam.ParDo(self), "tables", *tags, tables=pa.Table, **{BOOTSTRAP: ReplicateSums})
 
 
 class _ScoreBucket(ScoreStep):

@@ -28,7 +28,7 @@ class _Index(dict):
 
 
 def _small(values: np.ndarray) -> np.ndarray:
-    """The same integers in the narrowest integer type that holds them all (for pickling: see `_Compact`)."""
+    """The same integers in the narrowest integer type that holds them all (for pickling: see `CompactBatch`)."""
     if not len(values):
         return values.astype(np.int8)
     low, high = int(values.min()), int(values.max())
@@ -39,8 +39,9 @@ def _small(values: np.ndarray) -> np.ndarray:
     return values
 
 
-class _Compact:
-    """Batches cross the shuffle pickled, several times over in Beam's local runner (each copy is the whole
+class CompactBatch:
+    """What every batch of the score job's shuffle is (the readers' outputs: `transforms.coders` gives them
+    their coder by this type). Batches cross the shuffle pickled, several times over in Beam's local runner (each copy is the whole
     input), so their state is narrowed first: integer columns in the narrowest type that holds the batch's
     values, paths as lengths rather than offsets, repeated scan names as codes. Unpickling restores the
     declared types, so a batch is the same before and after."""
@@ -161,7 +162,7 @@ class Paths:
     values: np.ndarray
     strings: dict[int, list[str]] = field(default_factory=dict)
 
-    def __getstate__(self) -> dict:  # see `_Compact`: lengths travel, offsets are rebuilt
+    def __getstate__(self) -> dict:  # see `CompactBatch`: lengths travel, offsets are rebuilt
         return {"lengths": _small(np.diff(self.offsets)), "values": self.values, "strings": self.strings}
 
     def __setstate__(self, state: dict) -> None:
@@ -267,7 +268,7 @@ def concat_extras(parts: list[dict]) -> dict:
 
 
 @dataclass
-class PredictionBatch(_Compact):
+class PredictionBatch(CompactBatch):
     """Predictions of one agent: `rank` (file number within the agent), `index` (record number in
     its file), the instr_id as (`path_id`, `k`) and the trajectory as `paths` (global numbers)."""
 
@@ -334,7 +335,7 @@ def encode_languages(tags: list[str]) -> tuple[tuple[str, ...], np.ndarray]:
 
 
 @dataclass
-class ReferenceBatch(_Compact):
+class ReferenceBatch(CompactBatch):
     """Reference paths: `rank` (dataset file number), `index` (record number), `path_id`, `scan`
     (numpy unicode), `instructions` (how many episodes the path has) and `paths`.
 
@@ -407,7 +408,7 @@ class ReferenceBatch(_Compact):
 
 
 @dataclass
-class RefusedReferences(_Compact):
+class RefusedReferences(CompactBatch):
     """Dataset records that were refused but still name their key: (`path_id`, `first_k`) as in a
     `ReferenceBatch` (an RxR guide line: its instruction_id, k -1), with where each was (`source`, `record`).
     They travel to the join beside the references, so that a prediction of a refused record is told why it
@@ -452,7 +453,7 @@ class RefusedReferences(_Compact):
 
 
 @dataclass
-class RefusedPredictions(_Compact):
+class RefusedPredictions(CompactBatch):
     """Predictions of one agent refused at reading that still name their episode (`path_id`, `k` as in a
     `PredictionBatch`): they travel to the join so that the episode counts as given a prediction (without a
     usable one), not as missing."""
