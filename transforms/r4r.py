@@ -143,7 +143,7 @@ class JoinR4R(beam.PTransform):
                 beam.ParDo(_JoinScan(self.connectivity_dir, self.config, self.landmark, self.records)),
                 "joined",
                 *(SCAN_RANK, COUNTS, TABLES, DEAD_LETTER),
-                tables=pa.Table,
+                **{TABLES: pa.Table},
             )
         )
         return {
