@@ -84,5 +84,19 @@ class BulkCoder(beam.coders.Coder):
         return Any
 
 
-for _type in BULK_TYPES:
-    beam.coders.registry.register_coder(_type, BulkCoder)
+def _register() -> None:
+    """`BULK_TYPES` -> `BulkCoder` in Beam's coder registry, for building pipelines in this process only.
+
+    `register_coder` also lists a type among the registry's custom types, which a run that saves the main
+    session (Dataflow's default with cloudpickle) pickles into the session every worker loads as it
+    starts, before it can import this project: a worker started without the project's package would then
+    die at start-up, and the job hang, instead of failing its first step with the import's error. A
+    worker never needs the entry (it takes each coder from the pipeline itself), so it is left out of the
+    custom types."""
+    registry = beam.coders.registry
+    for kind in BULK_TYPES:
+        registry.register_coder(kind, BulkCoder)
+        registry.custom_types.remove(kind)
+
+
+_register()

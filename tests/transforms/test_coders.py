@@ -15,7 +15,7 @@ import pytest
 from apache_beam.coders import registry
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from transforms.coders import BulkCoder, held_bytes
+from transforms.coders import BULK_TYPES, BulkCoder, held_bytes
 from transforms.r4r import JoinR4R
 from transforms.score.read import ReadScoringInputs
 from transforms.score.score import BOOTSTRAP, ScoreBuckets
@@ -98,3 +98,10 @@ def test_written_tables_are_not_pickled_to_be_measured(tmp_path, monkeypatch):
         )
     assert pq.read_table(next(tmp_path.glob("rows-*.parquet"))).num_rows == 300
     assert pa.Table not in pickled
+
+
+def test_the_registration_stays_out_of_the_main_session():
+    """A worker loads the saved main session before it can import the project (a Dataflow job's workers
+    without the package must fail the first step with the import's error, not die at start-up)."""
+    assert not set(BULK_TYPES) & {kind for kind, _ in registry.get_custom_type_coder_tuples()}
+    assert isinstance(registry.get_coder(pa.Table), BulkCoder)
