@@ -40,11 +40,11 @@ def _small(values: np.ndarray) -> np.ndarray:
 
 
 class CompactBatch:
-    """What every batch of the score job's shuffle is (the readers' outputs: `transforms.coders` gives them
-    their coder by this type). Batches cross the shuffle pickled, several times over in Beam's local runner (each copy is the whole
-    input), so their state is narrowed first: integer columns in the narrowest type that holds the batch's
-    values, paths as lengths rather than offsets, repeated scan names as codes. Unpickling restores the
-    declared types, so a batch is the same before and after."""
+    """What every batch of the score job's shuffle is (the readers' outputs: `transforms.coders` gives
+    them their coder by this type). Batches cross the shuffle pickled, several times over in Beam's local
+    runner (each copy is the whole input), so their state is narrowed first: integer columns in the
+    narrowest type that holds the batch's values, paths as lengths rather than offsets, repeated scan
+    names as codes. Unpickling restores the declared types, so a batch is the same before and after."""
 
     WIDE: dict[str, type] = {}
 
