@@ -45,7 +45,7 @@ def _hash(buf, start, stop):
     return hash_finish(h, stop - start)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lookup(h, buf, start, stop, keys, offsets, values, hashes, slots, mask):
     """The value of the key equal to buf[start:stop] (whose `_hash` is h), or -1."""
     n = stop - start

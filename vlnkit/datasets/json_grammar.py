@@ -47,7 +47,7 @@ def _digit(c):
     return 48 <= c <= 57
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _number(buf, p, end):
     """A JSON number of at most 20 integer digits and a two-digit exponent: always finite, as the typed
     decoder's FiniteNumber requires; longer ones go to the general reader, which words their refusal."""
@@ -111,7 +111,7 @@ def _integer(buf, p, end, out):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _plain_string(buf, p, end):
     """A string of printable ASCII without escapes, p at its quote: (start, stop) of its text and its `_hash`,
     or (-1, -1, 0). The hash is made in the same pass that finds the closing quote."""
@@ -291,7 +291,7 @@ def _skip_value(buf, p, end):
             break
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _key(buf, p, end, names, name_offsets):
     """An object key at p (a plain string): (index into `names`, or len(names) for another key; the
     position after its colon), or (-1, -1)."""
