@@ -142,3 +142,67 @@ def test_a_plain_json_lines_file_is_planned_in_ranges_with_item_and_line_numbers
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n\xff\n' * 3), 12) is None  # not UTF-8
     assert plan_line_ranges(io.BytesIO(b'[{"a": 1},\n{"b": 2}]\n'), 4) is None  # a JSON list
     assert plan_line_ranges(io.BytesIO(b'{"a": 1}\n{"b": 2}\n'), 1 << 20) is None  # one range only
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that gives at most 7 bytes a read (`readinto`), as a pipe or a decompressor may."""
+
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = min(7, len(b), len(self.data) - self.pos)
+        b[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+class _ReadOnly:
+    """A stream with `read` only (no `readinto`)."""
+
+    def __init__(self, data: bytes):
+        self.f = io.BytesIO(data)
+
+    def read(self, n=-1):
+        return self.f.read(n)
+
+
+@pytest.mark.parametrize("scan_bytes", [16, 64, 1 << 20])
+@pytest.mark.parametrize("stream", [io.BytesIO, _Trickle, _ReadOnly])
+def test_a_scanned_file_reads_into_one_buffer_and_gives_every_block_whole(monkeypatch, scan_bytes, stream):
+    """The scanner's blocks (`_scanned_lines` filling one reused buffer) are whole lines of at most
+    SCAN_BYTES (or more, when their first line is longer), in order, covering the file, whatever the
+    stream gives per read;
+    a block the scanner refuses is read the general way, and both ways give the file's items."""
+    import vlnkit.datasets.json_chunks as json_chunks_module
+
+    monkeypatch.setattr(json_chunks_module, "SCAN_BYTES", scan_bytes)
+    lines = [json.dumps({"i": i, "text": "x" * (i % 50)}) for i in range(120)] + ['{"i": "odd"}']
+    data = ("\n".join(lines) + "\n").encode()
+    seen = []
+
+    class Scanned(list):
+        newlines = 0
+
+    def scan(view):
+        block = bytes(view)
+        seen.append(block)
+        if b"odd" in block:
+            return None  # refused: the general reader takes the block
+        got = Scanned(json.loads(line) for line in block.splitlines() if line.strip())
+        got.newlines = block.count(b"\n")
+        return got
+
+    items = []
+    for c in json_chunks(stream(data), "f", "records", chunk_bytes=5, scan=scan):
+        assert not isinstance(c, RecordError)
+        start, found, _ = c
+        assert start == len(items)
+        items += [dict(x) if isinstance(x, dict) else x for x in found]
+    assert [x["i"] for x in items] == list(range(120)) + ["odd"]
+    head_end = data.index(b"\n", 5) + 1  # the sniffed first line comes before the first fill
+    assert b"".join(seen) == data and seen[0] == data[:head_end]
+    assert all(b.endswith(b"\n") and (len(b) <= scan_bytes or b.index(b"\n") >= scan_bytes) for b in seen)
