@@ -79,7 +79,7 @@ class Run:
         self.args = args
         fileio.use_options(options)  # every gs:// access of the run (locks, listings) under its options
         self.output_dir = args.output_dir
-        self._inputs: list[tuple[str, int]] = []
+        self._inputs: list[tuple[str, int | None]] = []  # (path, bytes; None for a file set: counted as hashed)
         self.kinds: dict[str, str | None] = {}  # the continuous layout of each checked input file (else None)
 
     # ---------------------------------------------------------------- checks

@@ -52,7 +52,7 @@ class Ending:
     max_failure_fraction: float
     settings: dict  # the job's redacted settings (what the fingerprint hashes)
     options: dict  # every pipeline option, redacted
-    inputs: list[tuple[str, int]]  # (path, bytes) of every input, hashed for the manifest (and redacted)
+    inputs: list[tuple[str, int | None]]  # (path, bytes) of every input, hashed for the manifest (and redacted)
     code: dict  # the launcher's `code_identity()`
     outcome: Callable[[dict], Outcome] = default_outcome
     declared: Callable[[dict], dict[str, int | None]] | None = None
