@@ -135,7 +135,7 @@ def describe_inputs(inputs: list[tuple[str, int | None]]) -> list[dict]:
     (`file_set`, size None) is described from one read of its files: their set digest and their bytes."""
     described = []
     for path, size in inputs:
-        if size is None and fileio.is_glob(path):
+        if fileio.is_glob(path):
             digest, size = _set_description(path)
         else:
             digest = file_digest(path)

@@ -122,17 +122,18 @@ def holding_taskmanager(flink, jid: str, polls: int = 5) -> str:
     alone for `polls` polls in a row (0.2 s apart). The step runs as one task, and the job's other tasks end
     on their own; read sooner, the set can still name a TaskManager whose last task is ending, whose loss
     the job never sees."""
-    seen: list[set[str]] = [set()]
-    streak = [0]
+    seen: set[str] = set()
+    streak = 0
 
     def alone() -> bool:
+        nonlocal seen, streak
         now = running_taskmanagers(flink, jid)
-        streak[0] = streak[0] + 1 if len(now) == 1 and now == seen[0] else 0
-        seen[0] = now
-        return streak[0] >= polls
+        streak = streak + 1 if len(now) == 1 and now == seen else 0
+        seen = now
+        return streak >= polls
 
     wait_until(alone, what="one TaskManager left running the job's held last step")
-    return next(iter(seen[0]))
+    return next(iter(seen))
 
 
 def wait_until(condition, seconds: float = 300.0, what: str = "") -> None:
