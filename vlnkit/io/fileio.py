@@ -10,6 +10,7 @@ The core stays importable without Beam: Beam is only imported when a path has a 
 
 from __future__ import annotations
 
+import fnmatch as _fnmatch
 import glob as _glob
 import io
 import os
@@ -124,30 +125,72 @@ def read_small_files(pattern: str):
     """(path, bytes as stored) of every file a glob matches, local or on any Beam filesystem, in `match`'s
     order (sorted paths); for a set of small files (REVERIE's 10,567 visibility files), read whole.
 
-    Locally the cost is per file, not per byte: plain `os.open` / `os.fstat` / `os.read` calls read them in
-    0.10 s where `match` then `open(path, "rb").read()` take 0.20 s (the stat of the listing, the buffered
-    file object). Anything but a regular file is skipped, as `match` skips it; a FIFO is never read (opened
-    without blocking).
+    Locally the cost is per file, not per byte, so each file costs as few system calls as can be. For a
+    glob in the last part of the path only (`<folder>/*.json`) the folder is listed once (the listing says
+    which entries are regular files), and each file is opened relative to it (`openat`) and read in one call
+    when under 64 KiB: three calls a file, where `glob`, then open, `fstat`, two reads and close took five
+    (REVERIE's folder: 0.078 s against 0.12 s; `match` then `open(path, "rb").read()`: 0.20 s). Each call
+    releases the GIL and takes it back, which can wait up to the switch interval (5 ms) while another thread
+    runs Python, so fewer calls also end the read sooner beside a busy job. Anything but a regular file is
+    skipped, as `match` skips it; a FIFO is never read (opened without blocking).
     """
     if is_remote(pattern):
         for path, _ in match([pattern]):
             with open_stored(path) as f:
                 yield path, f.read()
         return
-    for path in sorted(_glob.glob(os.path.expanduser(pattern))):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:  # gone since the listing, or a broken link: not a file, as `match` says
-            continue
-        try:
-            if not _stat.S_ISREG(os.fstat(fd).st_mode):
+    pattern = os.path.expanduser(pattern)
+    folder, name = os.path.split(pattern)
+    if _glob.has_magic(folder) or not _glob.has_magic(name):
+        for path in sorted(_glob.glob(pattern)):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:  # gone since the listing, or a broken link: not a file, as `match` says
                 continue
-            chunks = []
-            while chunk := os.read(fd, 1 << 16):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        yield path, b"".join(chunks)
+            try:
+                if _stat.S_ISREG(os.fstat(fd).st_mode):
+                    yield path, _read_all(fd)
+            finally:
+                os.close(fd)
+        return
+    try:
+        where = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # no such folder: nothing matches
+        return
+    try:
+        with os.scandir(where) as entries:  # as glob: '*' and '?' match no leading dot
+            files = [e.name for e in entries if (name[0] == "." or e.name[0] != ".") and _is_file(e)]
+        for found in sorted(_fnmatch.filter(files, name)):
+            try:
+                fd = os.open(found, os.O_RDONLY | os.O_NONBLOCK, dir_fd=where)
+            except OSError:  # gone since the listing
+                continue
+            try:
+                data = _read_all(fd)
+            finally:
+                os.close(fd)
+            yield os.path.join(folder, found), data
+    finally:
+        os.close(where)
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file, or a link to one (a link to nothing is not)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _read_all(fd: int) -> bytes:
+    """The rest of an open regular file: one read when it is under 64 KiB (a short read is its end)."""
+    chunk = os.read(fd, 1 << 16)
+    if len(chunk) < 1 << 16:
+        return chunk
+    chunks = [chunk]
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def open_write(path: str) -> IO[bytes]:

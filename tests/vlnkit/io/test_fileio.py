@@ -32,7 +32,9 @@ def test_read_small_files_reads_what_match_lists_in_its_order(files):
     (files / "link.json").symlink_to(files / "a.json")
     os.mkfifo(files / "pipe.json")
     (files / "big.json").write_bytes(bytes(range(256)) * 1000)
-    for pattern in ("*.json", "*", "*/d.json", "none-*.json"):
+    (files / "edge.json").write_bytes(b"x" * (1 << 16))  # exactly one read's worth: a second read finds the end
+    (files / ".hidden.json").write_bytes(b"{}")  # a glob's '*' matches no leading dot; '.*' does
+    for pattern in ("*.json", "*", "*/d.json", "none-*.json", ".*", "a.json", "none/*.json"):
         got = list(fileio.read_small_files(str(files / pattern)))
         assert [(p, len(b)) for p, b in got] == fileio.match(str(files / pattern)), pattern
         assert all(b == open(p, "rb").read() for p, b in got)
