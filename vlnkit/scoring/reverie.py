@@ -38,7 +38,6 @@ from vlnkit.datasets.reverie import (
     TARGET_OBJECT,
     read_visibility,
     unpack_keys,
-    visibility_keys,
 )
 from vlnkit.evaluation.common import COUNT, METRIC_MEANINGS, METRICS, RATE
 from vlnkit.evaluation.leaderboard import OwnMetric
@@ -166,9 +165,10 @@ def success_line(options: dict) -> str:
 
 @dataclass
 class Visibility:
-    """A worker's object visibility: a bit per (global viewpoint, object id) seen (`bits`, row `stride` wide:
-    one gather answers a whole batch; 3 MB for REVERIE v1), sorted (scan, object) keys of objects seen from
-    somewhere, the vocabulary that numbers viewpoints, and the task's options."""
+    """A worker's object visibility: a bit per (global viewpoint, object id) seen (`bits`, row `stride` wide;
+    3 MB for REVERIE v1; `vlnkit.datasets.ragged.bits_along` looks it up along trajectories), whether each
+    (scan number, object id) is seen from somewhere (`objects`, scans x `stride`), the vocabulary that
+    numbers viewpoints, and the task's options."""
 
     bits: np.ndarray
     stride: int
@@ -176,11 +176,11 @@ class Visibility:
     vocab: object
     options: ReverieOptions
 
-    def seen(self, viewpoint: np.ndarray, obj: np.ndarray) -> np.ndarray:
-        """Whether object obj[i] is visible from global viewpoint viewpoint[i] (-1: no viewpoint)."""
-        ok = (viewpoint >= 0) & (obj >= 0) & (obj < self.stride)
-        at = np.where(ok, viewpoint * self.stride + obj, 0)
-        return ok & ((self.bits[at >> 3] >> (at & 7).astype(np.uint8)) & 1).astype(bool)
+    def seen_somewhere(self, scan: np.ndarray, obj: np.ndarray) -> np.ndarray:
+        """Whether object obj[i] of scan number scan[i] (-1: a scan the vocabulary lacks) is visible from any
+        viewpoint."""
+        ok = (scan >= 0) & (obj >= 0) & (obj < self.stride)
+        return ok & self.objects[np.where(ok, scan, 0), np.where(ok, obj, 0)]
 
 
 def load_visibility(options: ReverieOptions, vocab, graphs=None) -> Visibility:
@@ -197,27 +197,18 @@ def load_visibility(options: ReverieOptions, vocab, graphs=None) -> Visibility:
     stride = int(obj.max()) + 1 if len(obj) else 1
     flags = np.zeros(len(vocab.strings) * stride, bool)
     flags[viewpoint * stride + obj] = True
-    return Visibility(np.packbits(flags, bitorder="little"), stride, objects, vocab, options)
-
-
-def _member(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    if not len(sorted_keys):
-        return np.zeros(len(keys), bool)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return sorted_keys[at] == keys
+    scan, scan_obj = unpack_keys(objects)  # the same objects as `seen`'s, so each is below `stride`
+    somewhere = np.zeros((len(vocab.scan_ids), stride), bool)
+    somewhere[scan, scan_obj] = True
+    return Visibility(np.packbits(flags, bitorder="little"), stride, somewhere, vocab, options)
 
 
 def visible(pairs: RulePairs, vis: Visibility, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(target visible from the last viewpoint, from any viewpoint of the trajectory), per pair."""
+    from vlnkit.datasets.ragged import bits_along  # compiled: loaded where the job scores, not for --help
+
     q = pairs.queries
-    last = pairs.global_nodes(pairs.last_nodes(), vis.vocab)
-    success = vis.seen(last, target)
-    owner = np.repeat(np.arange(len(q), dtype=np.int64), q.lengths)
-    every = pairs.global_nodes(q.values, vis.vocab, owner)
-    hit = vis.seen(every, target[owner])
-    oracle = np.zeros(len(pairs), bool)
-    oracle[owner[hit]] = True
-    return success, oracle
+    return bits_along(q.offsets, q.values, pairs.vocabulary_bases(vis.vocab), target, vis.bits, vis.stride)
 
 
 def reverie_rule(pairs: RulePairs, vis: Visibility) -> Decision:
@@ -228,7 +219,7 @@ def reverie_rule(pairs: RulePairs, vis: Visibility) -> Decision:
     success, oracle = visible(pairs, vis, target)
     rgs = (predicted == target) & (predicted != NO_OBJECT)
     scan_ids = np.asarray([vis.vocab.scan_ids.get(s, -1) for s in pairs.scans.scans], np.int64)[pairs.slot]
-    never = ~_member(visibility_keys(scan_ids, target), vis.objects)
+    never = ~vis.seen_somewhere(scan_ids, target)
     return Decision(
         success.astype(np.float64),
         oracle.astype(np.float64),

@@ -107,12 +107,10 @@ class RulePairs:
         sizes = self.scans.sizes[self.slot]
         return self.scans.distances[self.scans.starts[self.slot] + np.asarray(a) * sizes + np.asarray(b)]
 
-    def global_nodes(self, nodes: np.ndarray, vocab, pair_of_node: np.ndarray | None = None) -> np.ndarray:
-        """Node indices -> global viewpoint numbers of the vocabulary (`Vocabulary`), per pair's scan (or per
-        `pair_of_node` when `nodes` are many per pair); -1 for a scan the vocabulary does not hold."""
-        slot = self.slot if pair_of_node is None else self.slot[pair_of_node]
-        base = self.scans.vocabulary_bases(vocab)[slot]
-        return np.where(base >= 0, base + nodes, -1)
+    def vocabulary_bases(self, vocab) -> np.ndarray:
+        """Per pair, the global viewpoint number (`vlnkit.datasets.columns.Vocabulary`) of its scan's node 0
+        (node i is that plus i), or -1 for a scan the vocabulary does not hold."""
+        return self.scans.vocabulary_bases(vocab)[self.slot]
 
 
 @dataclass
