@@ -22,6 +22,7 @@ from vlnkit.datasets.reverie import (
     split_reverie_ids,
     visibility_entries,
 )
+from vlnkit.evaluation.score_summary import agent_key
 from vlnkit.evaluation.scoring_config import ScoringConfig
 from vlnkit.navigation.graph import GraphStore
 from vlnkit.scoring.join import join_bucket
@@ -157,6 +158,43 @@ def test_every_metric_matches_the_plain_rules(reverie, world, connectivity_dir, 
             assert means["rgs"] == 0.0 and all(r["predicted_object"] is None for r in rows)
         if name == "one_hop_short":
             assert means["sr"] < 1  # but the target may be visible a hop early
+
+
+def test_targets_no_viewpoint_of_their_scan_sees_are_counted_and_never_succeed(reverie, world, tmp_path):
+    """`targets_never_visible` counts the episodes whose target no viewpoint of its own scan sees: an object
+    id seen only in another scan counts, as does one seen nowhere; the others are seen where their paths end."""
+    vocab, graphs, scans = world
+    records = json.load(open(reverie / "REVERIE_val_seen.json"))
+    two = sorted({r["scan"] for r in records})[:2]
+    records = [r for r in records if r["scan"] in two]
+    seen = reverie_rules.visible_objects(str(reverie / "BBox"), set(two))
+    by_scan = {s: {int(o) for name, objects in seen.items() if name.startswith(s + "_") for o in objects} for s in two}
+    elsewhere = sorted(by_scan[two[1]] - by_scan[two[0]])
+    assert elsewhere, "the two scans see the same object ids"
+    moved, paths = {}, set()  # record index -> its new target
+    for i, r in enumerate(records):
+        if r["scan"] == two[0] and r["path_id"] not in paths and len(moved) < 6:
+            paths.add(r["path_id"])  # one record a path: the new (path_id, objId) keys stay unique
+            moved[i] = elsewhere[0] if len(moved) % 2 else 10**6
+    records = [{**r, "objId": moved.get(i, r["objId"])} for i, r in enumerate(records)]
+    dataset, path = tmp_path / "moved.json", tmp_path / "oracle.jsonl"
+    dataset.write_text(json.dumps(records))
+    path.write_text("".join(json.dumps(p) + "\n" for p in oracle_agent(records)))
+    pieces = list(read_references(str(dataset), 0, vocab)) + list(read_predictions(str(path), "a", 0, vocab, parts=3))
+    join = join_bucket(
+        [b for _, b in in_buckets(pieces, 1)], {"a": [str(path)]}, [str(dataset)], vocab, graphs, REVERIE.format_ids
+    )
+    context = REVERIE.context(ReverieOptions(str(reverie / "BBox")), vocab, graphs)
+    scored = score_bucket(join, scans, ScoringConfig(), task=REVERIE, context=context)
+    never = {
+        f"{r['path_id']}_{r['objId']}_{k}"
+        for i, r in enumerate(records)
+        if i in moved
+        for k in range(len(r["instructions"]))
+    }
+    rows = {row["instr_id"]: row["sr"] for row in scored.table.to_pylist()}
+    assert scored.totals[agent_key("a", "targets_never_visible")] == len(never) > 0
+    assert {i for i, sr in rows.items() if sr == 0.0} == never
 
 
 def test_object_ids_and_instr_ids_are_read_as_the_evaluators_compare_them():
