@@ -217,3 +217,25 @@ def test_links_between_pages_resolve():
 def test_slug():
     assert _slug("R4R (path joining)") == "r4r-path-joining"
     assert _slug("The `score` job: flags") == "the-score-job-flags"
+
+
+def test_results_summary_figures_are_those_of_their_sections():
+    """Each figure of RESULTS.md's summary table (a ratio like 1.18x or 0.53, a time like 5.1 s) is one of the
+    section its row links to, rounded as written: the table cannot keep a figure its section has replaced."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    sections = {_slug(m[1]): m[2] for m in re.finditer(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)}
+    rows = re.findall(r"^\| \[[^\]]+\]\(#([^)]+)\) \| (.+) \| (.+) \|$", text, flags=re.M)
+    assert len(rows) > 15
+    figure = re.compile(r"(\d[\d,]*(?:\.(\d+))?) ?(x|s|us|ms)?\b")
+
+    def figures(where: str) -> list[tuple[float, int, str]]:
+        """(value, decimal places, unit) of the times and ratios in `where` (not counts and sizes, which say
+        what was measured); a ratio with or without its "x" (a column may say what it divides) has unit ""."""
+        where = re.sub(r"(\d[\d.]*)-(\d[\d.]*) ?(x|s)\b", r"\1\3 \2\3", where)  # a range: 0.48-0.77x
+        found = [(m[1].replace(",", ""), len(m[2] or ""), m[3] or "") for m in figure.finditer(where)]
+        return [(float(v), places, unit.strip("x")) for v, places, unit in found if unit or places]
+
+    for anchor, headline, ratio in rows:
+        written = figures(sections[anchor])
+        for value, places, unit in figures(f"{headline} {ratio}"):
+            assert any(u == unit and round(v, places) == value for v, _, u in written), (anchor, value, unit)
