@@ -65,6 +65,29 @@ def test_a_cut_visibility_file_fails_the_run_in_one_line_naming_it(reverie, conn
     assert not (tmp / "out" / "current").exists()
 
 
+def test_a_visibility_file_that_cannot_be_read_fails_the_run_in_one_line_naming_it(
+    reverie, connectivity_dir, capsys, monkeypatch
+):
+    """A file of the set that is there but cannot be opened (no permission, simulated: the suite runs as root)
+    is never left out: the run fails in one line naming it."""
+    import os
+
+    tmp, dataset, bbox = reverie
+    locked = sorted(bbox.iterdir())[0]
+    real_open = os.open
+
+    def refusing_open(path, flags, *args, **kwargs):
+        if os.path.basename(os.fsdecode(path)) == locked.name:
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    code = _refused_run(reverie, connectivity_dir, f"--visibility={bbox}")
+    line = _one_line(capsys)
+    assert code == 3 and f"cannot read {locked}: Permission denied" in line, line
+    assert not (tmp / "out" / "current").exists()
+
+
 @pytest.mark.parametrize(
     "flag, message",
     [

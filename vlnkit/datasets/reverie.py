@@ -201,19 +201,23 @@ def visibility_entries(source: str) -> list[tuple[str, str, int]]:
     """(scan, viewpoint, objId) for every object visible (non-empty `visible_pos`) in `source`: the release's
     BBox folder (one file per viewpoint, named `<scan>_<viewpoint>.json`; the viewpoint is the file name's,
     as `loadObjProposals` keys `objProposals`) or DUET's merged `BBoxes.json`. Object ids that are not
-    integers are skipped (no target is one). Raises ValueError naming a file that is not in the layout."""
+    integers are skipped (no target is one). Raises ValueError naming a file that is not in the layout, or that
+    cannot be read."""
     out = []
     if not source.endswith(".json"):  # a folder (local or gs://) of the release's per-viewpoint files
-        for path, content in fileio.read_small_files(fileio.join(source, "*.json")):  # 10,567 small files
-            scan, viewpoint = _scan_viewpoint(os.path.basename(path)[: -len(".json")])
-            try:
-                data = _RELEASE_FILE.decode(content)
-            except msgspec.DecodeError as exc:
-                raise ValueError(
-                    f"{path}: not a REVERIE BBox file {{viewpoint: {{objId: {{visible_pos}}}}}} ({exc})"
-                ) from None
-            for objects in data.values():
-                out += [(scan, viewpoint, o) for o in map(_object_id, _visible(objects)) if o is not None]
+        try:
+            for path, content in fileio.read_small_files(fileio.join(source, "*.json")):  # 10,567 small files
+                scan, viewpoint = _scan_viewpoint(os.path.basename(path)[: -len(".json")])
+                try:
+                    data = _RELEASE_FILE.decode(content)
+                except msgspec.DecodeError as exc:
+                    raise ValueError(
+                        f"{path}: not a REVERIE BBox file {{viewpoint: {{objId: {{visible_pos}}}}}} ({exc})"
+                    ) from None
+                for objects in data.values():
+                    out += [(scan, viewpoint, o) for o in map(_object_id, _visible(objects)) if o is not None]
+        except OSError as exc:  # a file that is there but cannot be read (the message names it)
+            raise ValueError(str(exc)) from None
         return out
     try:
         data = _MERGED_FILE.decode(fileio.read_bytes(source))

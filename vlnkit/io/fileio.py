@@ -10,6 +10,7 @@ The core stays importable without Beam: Beam is only imported when a path has a 
 
 from __future__ import annotations
 
+import errno
 import fnmatch as _fnmatch
 import glob as _glob
 import io
@@ -132,7 +133,8 @@ def read_small_files(pattern: str):
     (REVERIE's folder: 0.09 s against 0.12 s; `match` then `open(path, "rb").read()`: 0.20 s). Each call
     releases the GIL and takes it back, which can wait up to the switch interval (5 ms) while another thread
     runs Python, so fewer calls also end the read sooner beside a busy job. Anything but a regular file is
-    skipped, as `match` skips it; a FIFO is never read (opened without blocking).
+    skipped, as `match` skips it; a FIFO is never read (opened without blocking). A file that is there but
+    cannot be read (no permission, an I/O error) raises an OSError naming it.
     """
     if is_remote(pattern):
         for path, _ in match([pattern]):
@@ -143,13 +145,12 @@ def read_small_files(pattern: str):
     folder, name = os.path.split(pattern)
     if _glob.has_magic(folder) or not _glob.has_magic(name):
         for path in sorted(_glob.glob(pattern)):
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            except OSError:  # gone since the listing, or a broken link: not a file, as `match` says
+            fd = _open(path, None, path)
+            if fd is None:
                 continue
             try:
                 if _stat.S_ISREG(os.fstat(fd).st_mode):
-                    yield path, _read_all(fd)
+                    yield path, _read_all(fd, path)
             finally:
                 os.close(fd)
         return
@@ -161,15 +162,15 @@ def read_small_files(pattern: str):
         with os.scandir(where) as entries:  # as glob: '*' and '?' match no leading dot
             files = [e.name for e in entries if (name[0] == "." or e.name[0] != ".") and _is_file(e)]
         for found in sorted(_fnmatch.filter(files, name)):
-            try:
-                fd = os.open(found, os.O_RDONLY | os.O_NONBLOCK, dir_fd=where)
-            except OSError:  # gone since the listing
+            path = os.path.join(folder, found)
+            fd = _open(found, where, path)
+            if fd is None:
                 continue
             try:
-                data = _read_all(fd)
+                data = _read_all(fd, path)
             finally:
                 os.close(fd)
-            yield os.path.join(folder, found), data
+            yield path, data
     finally:
         os.close(where)
 
@@ -182,14 +183,32 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def _read_all(fd: int) -> bytes:
+_GONE = (errno.ENOENT, errno.ELOOP)  # gone since the listing, a link to nothing or a loop: not a file to `match`
+
+
+def _open(name: str, folder: int | None, path: str) -> int | None:
+    """A descriptor of `name` (relative to the open `folder`, if given) for reading, without blocking on a FIFO;
+    None for a file that `match` would not list (`_GONE`). Any other failure (no permission, an I/O error)
+    is an OSError naming `path`: a file of the set that cannot be read is never left out silently."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in _GONE:
+            return None
+        raise OSError(exc.errno, f"cannot read {path}: {exc.strerror}") from None
+
+
+def _read_all(fd: int, path: str) -> bytes:
     """The rest of an open regular file: one read when it is under 64 KiB (a short read is its end)."""
-    chunk = os.read(fd, 1 << 16)
-    if len(chunk) < 1 << 16:
-        return chunk
-    chunks = [chunk]
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
+    try:
+        chunk = os.read(fd, 1 << 16)
+        if len(chunk) < 1 << 16:
+            return chunk
+        chunks = [chunk]
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot read {path}: {exc.strerror}") from None
     return b"".join(chunks)
 
 

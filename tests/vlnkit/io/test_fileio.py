@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+
+import pytest
 
 from vlnkit.io import fileio
 
@@ -39,6 +43,27 @@ def test_read_small_files_reads_what_match_lists_in_its_order(files):
         assert [(p, len(b)) for p, b in got] == fileio.match(str(files / pattern)), pattern
         assert all(b == open(p, "rb").read() for p, b in got)
     assert "pipe.json" not in {p.rsplit("/", 1)[-1] for p, _ in fileio.read_small_files(str(files / "*"))}
+
+
+@pytest.mark.parametrize("pattern", ["*.json", "*/../*.json", "a.json"])  # a folder's listing, glob's, one name
+def test_read_small_files_names_a_file_it_cannot_open(files, monkeypatch, pattern):
+    """A file that is there but cannot be read (no permission, simulated: the suite runs as root) is an
+    OSError naming it, never left out; a file gone since the listing is left out, as `match` leaves it."""
+    real_open, refused = os.open, {}
+
+    def refusing_open(path, flags, *args, **kwargs):
+        err = refused.get(os.path.basename(os.fsdecode(path)))
+        if err:
+            raise OSError(err, os.strerror(err), os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    a = next(p for p, _ in fileio.match(str(files / pattern)) if p.endswith("a.json"))
+    refused["a.json"] = errno.EACCES
+    with pytest.raises(OSError, match=f"cannot read {re.escape(a)}: Permission denied"):
+        list(fileio.read_small_files(str(files / pattern)))
+    refused["a.json"] = errno.ENOENT
+    assert a not in {p for p, _ in fileio.read_small_files(str(files / pattern))}
 
 
 def test_is_remote_and_is_glob():
