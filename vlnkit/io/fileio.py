@@ -188,14 +188,21 @@ _GONE = (errno.ENOENT, errno.ELOOP)  # gone since the listing, a link to nothing
 
 def _open(name: str, folder: int | None, path: str) -> int | None:
     """A descriptor of `name` (relative to the open `folder`, if given) for reading, without blocking on a FIFO;
-    None for a file that `match` would not list (`_GONE`). Any other failure (no permission, an I/O error)
+    None for what `match` would not list (`_GONE`, or not a regular file). Any other failure (no permission, an I/O error)
     is an OSError naming `path`: a file of the set that cannot be read is never left out silently."""
     try:
         return os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
     except OSError as exc:
-        if exc.errno in _GONE:
+        if exc.errno in _GONE or not _regular(name, folder):  # e.g. a socket, which cannot be opened
             return None
         raise OSError(exc.errno, f"cannot read {path}: {exc.strerror}") from None
+
+
+def _regular(name: str, folder: int | None) -> bool:
+    try:
+        return _stat.S_ISREG(os.stat(name, dir_fd=folder).st_mode)
+    except OSError:
+        return False
 
 
 def _read_all(fd: int, path: str) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import socket
 
 import pytest
 
@@ -29,20 +30,24 @@ def test_any_match_is_match_stopping_at_the_first_file(files):
 
 
 def test_read_small_files_reads_what_match_lists_in_its_order(files):
-    """The same files as `match`, in its order, with their bytes: folders, links to nothing and FIFOs are not
-    files (a FIFO is not opened for reading, which would block); a file past one read's 64 KiB is whole."""
+    """The same files as `match`, in its order, with their bytes: folders, links to nothing, FIFOs and sockets are
+    not files (a FIFO is not opened for reading, which would block); a file past one read's 64 KiB is whole."""
     (files / "folder.json").mkdir()
     (files / "broken.json").symlink_to(files / "gone.json")
     (files / "link.json").symlink_to(files / "a.json")
     os.mkfifo(files / "pipe.json")
+    listening = socket.socket(socket.AF_UNIX)  # a socket cannot even be opened
+    listening.bind(str(files / "sock.json"))
     (files / "big.json").write_bytes(bytes(range(256)) * 1000)
     (files / "edge.json").write_bytes(b"x" * (1 << 16))  # exactly one read's worth: a second read finds the end
     (files / ".hidden.json").write_bytes(b"{}")  # a glob's '*' matches no leading dot; '.*' does
-    for pattern in ("*.json", "*", "*/d.json", "none-*.json", ".*", "a.json", "none/*.json"):
+    patterns = ("*.json", "*", "*/d.json", "none-*.json", ".*", "a.json", "none/*.json", "[s]ub/../*", "sock.json")
+    for pattern in patterns:  # a glob in the last part (one listing), elsewhere or nowhere (glob's way)
         got = list(fileio.read_small_files(str(files / pattern)))
         assert [(p, len(b)) for p, b in got] == fileio.match(str(files / pattern)), pattern
         assert all(b == open(p, "rb").read() for p, b in got)
     assert "pipe.json" not in {p.rsplit("/", 1)[-1] for p, _ in fileio.read_small_files(str(files / "*"))}
+    listening.close()
 
 
 @pytest.mark.parametrize("pattern", ["*.json", "*/../*.json", "a.json"])  # a folder's listing, glob's, one name
