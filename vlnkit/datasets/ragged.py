@@ -78,7 +78,8 @@ def bits_along(
     line below 0 (base[r] < 0, or base[r] + v < 0) or a column outside [0, stride) has no bit set.
 
     >>> bits = np.packbits(np.array([0, 1, 0, 0, 1, 0], bool), bitorder="little")  # 3 lines of 2 bits
-    >>> last, anywhere = bits_along(np.array([0, 2, 3]), np.array([0, 1, 2]), np.array([0, 0]), np.array([1, 1]), bits, 2)
+    >>> offsets, values = np.array([0, 2, 3]), np.array([0, 1, 2])  # rows [0, 1] and [2]
+    >>> last, anywhere = bits_along(offsets, values, np.array([0, 0]), np.array([1, 1]), bits, 2)
     >>> last.tolist(), anywhere.tolist()
     ([False, False], [True, False])
     """

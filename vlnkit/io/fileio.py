@@ -183,13 +183,13 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-_GONE = (errno.ENOENT, errno.ELOOP)  # gone since the listing, a link to nothing or a loop: not a file to `match`
+_GONE = (errno.ENOENT, errno.ELOOP)  # gone since the listing, a link to nothing, a loop: `match` lists none
 
 
 def _open(name: str, folder: int | None, path: str) -> int | None:
-    """A descriptor of `name` (relative to the open `folder`, if given) for reading, without blocking on a FIFO;
-    None for what `match` would not list (`_GONE`, or not a regular file). Any other failure (no permission, an I/O error)
-    is an OSError naming `path`: a file of the set that cannot be read is never left out silently."""
+    """A descriptor of `name` (relative to the open `folder`, if given) for reading, without blocking on a
+    FIFO; None for what `match` would not list (`_GONE`, or not a regular file). Any other failure (no
+    permission, an I/O error) is an OSError naming `path`: a file of the set is never left out silently."""
     try:
         return os.open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=folder)
     except OSError as exc:
