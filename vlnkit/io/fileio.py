@@ -36,7 +36,21 @@ def _filesystems(path: str):
         raise OSError(f"{path}: {_no_cloud_storage}")
     from apache_beam.io.filesystems import FileSystems
 
+    if path.startswith("gs://"):
+        _cloud_storage(path)
     return FileSystems
+
+
+def _cloud_storage(path: str) -> None:
+    """Beam's Cloud Storage filesystem, loaded. Beam imports it once, when it starts, inside a guard that skips
+    it on failure (silently for a missing module), and a gs:// path then has no filesystem for the life of the
+    process: "Unable to get filesystem", seen once in CI from a Dataflow launcher started beside three others,
+    where the same command passes otherwise. Imported here (a no-op once loaded), a failed first import is
+    tried again, and one that fails again says why."""
+    try:
+        import apache_beam.io.gcp.gcsfilesystem  # noqa: F401 -- defining its class registers it with Beam
+    except ImportError as exc:
+        raise OSError(f"{path}: Beam's Cloud Storage filesystem cannot be loaded ({exc})") from None
 
 
 def use_options(options) -> None:

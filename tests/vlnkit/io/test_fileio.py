@@ -6,6 +6,9 @@ import errno
 import os
 import re
 import socket
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -114,3 +117,29 @@ def test_build_r4r_reads_a_gzipped_dataset_like_the_plain_one(tmp_path):
     zipped = build_r4r.main([f"--dataset={packed}", f"--connectivity_dir={conn}", f"--output_dir={tmp_path}/b"])
     assert json.dumps(plain["dataset"], sort_keys=True) == json.dumps(zipped["dataset"], sort_keys=True)
     assert plain["records_read"] == zipped["records_read"] == 8
+
+
+def test_a_cloud_storage_path_works_after_beams_own_import_of_its_filesystem_failed():
+    """Beam imports its Cloud Storage filesystem once, at its start, and skips it silently when that import
+    fails: a gs:// path then had no filesystem for the life of the process ("Unable to get filesystem", seen
+    once in CI from a launcher started beside three others, where the same command passes otherwise). The
+    first failure is simulated (Google's storage client refused during Beam's import); a gs:// path named
+    afterwards loads the filesystem, or says why it cannot."""
+    code = textwrap.dedent(
+        """
+        from vlnkit.refused_imports import refused
+        with refused(("google.cloud.storage",), "the test"):
+            from apache_beam.io.filesystems import FileSystems
+        from vlnkit.io import fileio
+        print(fileio.join("gs://bucket/dir", "f.json"))
+        with refused(("google.cloud.storage",), "the test"):
+            try:
+                fileio.join("gs://bucket/x", "y")  # already loaded: the refusal changes nothing now
+                print("still loaded")
+            except OSError as exc:
+                print(exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["gs://bucket/dir/f.json", "still loaded"], done.stdout
