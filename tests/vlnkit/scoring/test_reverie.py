@@ -50,6 +50,11 @@ def world(connectivity_dir):
 
 def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     """The episode rows the score job's core gives (one bucket, one agent)."""
+    return scored_bucket(dataset, predictions, world, options).table
+
+
+def scored_bucket(dataset, predictions, world, options):
+    """What the score job's core gives for one bucket of one agent ("a"): rows, totals, dead letters."""
     vocab, graphs, scans = world
     pieces = list(read_references(str(dataset), 0, vocab, instruction_set=options.instruction_set))
     pieces += list(read_predictions(str(predictions), "a", 0, vocab, parts=3))
@@ -60,7 +65,7 @@ def score_files(dataset, predictions, world, options, tmp_path) -> pa.Table:
     if options not in CONTEXTS:  # loaded once per worker in the job
         CONTEXTS[options] = REVERIE.context(options, vocab, graphs)
     context = CONTEXTS[options]
-    return score_bucket(join, scans, ScoringConfig(), task=REVERIE, context=context).table
+    return score_bucket(join, scans, ScoringConfig(), task=REVERIE, context=context)
 
 
 def oracle_agent(records):
@@ -163,7 +168,6 @@ def test_every_metric_matches_the_plain_rules(reverie, world, connectivity_dir, 
 def test_targets_no_viewpoint_of_their_scan_sees_are_counted_and_never_succeed(reverie, world, tmp_path):
     """`targets_never_visible` counts the episodes whose target no viewpoint of its own scan sees: an object
     id seen only in another scan counts, as does one seen nowhere; the others are seen where their paths end."""
-    vocab, graphs, scans = world
     records = json.load(open(reverie / "REVERIE_val_seen.json"))
     two = sorted({r["scan"] for r in records})[:2]
     records = [r for r in records if r["scan"] in two]
@@ -180,12 +184,7 @@ def test_targets_no_viewpoint_of_their_scan_sees_are_counted_and_never_succeed(r
     dataset, path = tmp_path / "moved.json", tmp_path / "oracle.jsonl"
     dataset.write_text(json.dumps(records))
     path.write_text("".join(json.dumps(p) + "\n" for p in oracle_agent(records)))
-    pieces = list(read_references(str(dataset), 0, vocab)) + list(read_predictions(str(path), "a", 0, vocab, parts=3))
-    join = join_bucket(
-        [b for _, b in in_buckets(pieces, 1)], {"a": [str(path)]}, [str(dataset)], vocab, graphs, REVERIE.format_ids
-    )
-    context = REVERIE.context(ReverieOptions(str(reverie / "BBox")), vocab, graphs)
-    scored = score_bucket(join, scans, ScoringConfig(), task=REVERIE, context=context)
+    scored = scored_bucket(dataset, path, world, ReverieOptions(str(reverie / "BBox")))
     never = {
         f"{r['path_id']}_{r['objId']}_{k}"
         for i, r in enumerate(records)
