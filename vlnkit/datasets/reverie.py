@@ -12,8 +12,9 @@ Object visibility ("which objects can be seen from which viewpoint") comes in tw
 - DUET's merged file (`BBoxes.json`, `{"<scan>_<viewpoint>": {objId: {visible_pos, ...}}}`, read by
   `load_obj2vps`).
 An object counts as visible from a viewpoint only where its `visible_pos` is non-empty (both readers test
-`if objinfo['visible_pos']`). `read_visibility` gives one sorted int64 array of `visibility_keys(global
-viewpoint number, objId)`, so "is the target visible from here" is one `np.searchsorted` for a whole batch.
+`if objinfo['visible_pos']`). `read_visibility` gives the sorted int64 `visibility_keys(global viewpoint
+number, objId)` of every visible pair, and those of (scan number, objId) of every object seen from somewhere;
+a worker turns them into bit tables once, so "is the target visible from here" is a lookup for a whole batch.
 
     >>> unpack_keys(pack_keys(np.array([1357]), np.array([66])))
     (array([1357]), array([66]))
